@@ -1,0 +1,47 @@
+# Developer and CI entry points. `make test` is what .ci/run runs.
+
+SHELL := /bin/bash
+
+GO ?= go
+GOFMT ?= $(shell $(GO) env GOROOT)/bin/gofmt
+# Tool versions checked to build and run with Go 1.26.
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
+BENCHSTAT ?= golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
+
+COUNT ?= 3
+BENCHTIME ?= 1s
+FUZZTIME ?= 30s
+COVERPROFILE ?= coverage.out
+
+.PHONY: test lint bench fuzz cover ensure-redis
+
+ensure-redis:
+	bash scripts/ensure-redis.sh
+
+test:
+	bash scripts/ensure-redis.sh
+	$(MAKE) lint
+	$(GO) test -race -count=1 -timeout 10m ./...
+
+lint:
+	@unformatted="$$($(GOFMT) -l .)"; \
+	if [ -n "$$unformatted" ]; then \
+		echo "gofmt -l: these files need formatting (run gofmt -w):"; \
+		echo "$$unformatted"; \
+		exit 1; \
+	fi
+	$(GO) vet ./...
+	$(GO) run $(STATICCHECK) ./...
+
+bench:
+	bash scripts/ensure-redis.sh
+	set -o pipefail; $(GO) test -run '^$$' -bench . -benchmem -count=$(COUNT) -benchtime=$(BENCHTIME) -timeout 60m ./benchmarks/ | tee bench.txt
+	@out="$$($(GO) run $(BENCHSTAT) bench.txt 2>/dev/null)" && printf '%s\n' "$$out" || true
+
+fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzReader -fuzztime $(FUZZTIME) ./internal/resp/
+
+cover:
+	bash scripts/ensure-redis.sh
+	$(GO) test -race -count=1 -timeout 10m -covermode=atomic -coverprofile=$(COVERPROFILE) ./...
+	$(GO) tool cover -func=$(COVERPROFILE) | tail -n 1

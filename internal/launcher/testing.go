@@ -1,0 +1,78 @@
+package launcher
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"testing"
+)
+
+const (
+	// envAddr names an external Redis server to use instead of starting one.
+	envAddr = "REDISX_TEST_ADDR"
+	// envSkip, when "1", makes Standalone skip rather than fail the test when
+	// redis-server is not installed.
+	envSkip = "REDISX_SKIP_NO_REDIS"
+)
+
+// External reports whether tests use an external Redis server named by the
+// environment variable REDISX_TEST_ADDR instead of servers they start.
+// Tests that Kill or Restart a server should call tb.Skip when it is true.
+func External() bool {
+	return os.Getenv(envAddr) != ""
+}
+
+// Standalone returns a Redis server for tb.
+//
+// When REDISX_TEST_ADDR is set, it returns a *Server whose Addr is that value
+// and whose Kill and Restart return an error; o.Password is then used only by
+// CLI, and o's other fields are ignored. Otherwise it starts a new server with
+// [Start] and stops it with tb.Cleanup.
+//
+// When redis-server or redis-cli is missing, Standalone calls tb.Skip with the
+// [Available] message if REDISX_SKIP_NO_REDIS=1, and tb.Fatal otherwise. It
+// calls tb.Fatal when the server cannot be started.
+func Standalone(tb testing.TB, o Options) *Server {
+	tb.Helper()
+	if addr := os.Getenv(envAddr); addr != "" {
+		s, err := external(addr, o.Password)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		return s
+	}
+	if err := Available(); err != nil {
+		if os.Getenv(envSkip) == "1" {
+			tb.Skip(err)
+		}
+		tb.Fatal(err)
+	}
+	s, err := Start(context.Background(), o)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		if err := s.Stop(); err != nil {
+			tb.Error(err)
+		}
+	})
+	return s
+}
+
+// external returns a Server for an existing server at addr ("host:port").
+func external(addr, password string) (*Server, error) {
+	host, portStr, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("launcher: %s=%q: %w", envAddr, addr, err)
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil || port <= 0 || port > 65535 {
+		return nil, fmt.Errorf("launcher: %s=%q: invalid port", envAddr, addr)
+	}
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	return &Server{addr: addr, host: host, port: port, password: password, external: true}, nil
+}
