@@ -1,0 +1,17 @@
+module github.com/redisx-go/kit
+
+go 1.26.8
+
+require (
+	github.com/gomodule/redigo v1.9.3
+	github.com/jackc/puddle/v2 v2.2.2
+	github.com/redis/go-redis/v9 v9.23.0
+	go.uber.org/goleak v1.3.0
+	golang.org/x/sync v0.25.0
+)
+
+require (
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	go.uber.org/atomic v1.12.0 // indirect
+	golang.org/x/sys v0.48.0 // indirect
+)

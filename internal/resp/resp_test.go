@@ -1,0 +1,1021 @@
+package resp_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"reflect"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/gomodule/redigo/redis"
+
+	"github.com/redisx-go/kit/internal/resp"
+)
+
+// bufferSizes are the read buffer sizes every decoding test runs with: the
+// smallest bufio allows, so that headers, bodies and lines straddle buffer
+// refills, and a usual one.
+var bufferSizes = []int{16, 4096}
+
+// sentinel is a reply appended after the reply under test: reading it back
+// proves the reply under test was consumed exactly.
+const sentinel = "+SENTINEL\r\n"
+
+func newReader(s string, size int) *resp.Reader {
+	return resp.NewReader(strings.NewReader(s), size)
+}
+
+// expectSentinel asserts that the next reply is the sentinel and that the
+// stream ends right after it.
+func expectSentinel(t *testing.T, r *resp.Reader) {
+	t.Helper()
+	v, err := r.ReadAny()
+	if err != nil || v != "SENTINEL" {
+		t.Fatalf("reply after the one under test = %#v, %v; want \"SENTINEL\": stream out of sync", v, err)
+	}
+	expectEOF(t, r)
+}
+
+func expectEOF(t *testing.T, r *resp.Reader) {
+	t.Helper()
+	if r.Buffered() != 0 {
+		t.Fatalf("Buffered() = %d at end of stream, want 0", r.Buffered())
+	}
+	if v, err := r.ReadAny(); err != io.EOF {
+		t.Fatalf("ReadAny at end of stream = %#v, %v; want io.EOF", v, err)
+	}
+}
+
+func isRedisError(err error) bool {
+	var re redis.Error
+	return errors.As(err, &re)
+}
+
+func isTypeError(err error) bool {
+	var te *resp.TypeError
+	return errors.As(err, &te)
+}
+
+// ---------------------------------------------------------------------------
+// Encoding
+
+func TestAppendArrayWritesHeader(t *testing.T) {
+	tests := []struct {
+		n    int
+		want string
+	}{
+		{0, "*0\r\n"},
+		{1, "*1\r\n"},
+		{3, "*3\r\n"},
+		{1000, "*1000\r\n"},
+	}
+	for _, tt := range tests {
+		if got := string(resp.AppendArray(nil, tt.n)); got != tt.want {
+			t.Errorf("AppendArray(nil, %d) = %q, want %q", tt.n, got, tt.want)
+		}
+	}
+}
+
+func TestAppendStringAndBytesAreBinarySafe(t *testing.T) {
+	long := strings.Repeat("x\x00\r\n\xff", 300)
+	tests := []struct {
+		name string
+		in   string
+		want string
+	}{
+		{"empty", "", "$0\r\n\r\n"},
+		{"ascii", "hello", "$5\r\nhello\r\n"},
+		{"nul", "\x00", "$1\r\n\x00\r\n"},
+		{"crlf", "\r\n", "$2\r\n\r\n\r\n"},
+		{"lone cr and lf", "a\rb\nc", "$5\r\na\rb\nc\r\n"},
+		{"0xff", "\xff\xfe", "$2\r\n\xff\xfe\r\n"},
+		{"mixed binary", "k\x00\r\n\xff$*-+:", "$10\r\nk\x00\r\n\xff$*-+:\r\n"},
+		{"utf8", "héllo", "$6\r\nhéllo\r\n"},
+		{"long", long, "$1500\r\n" + long + "\r\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := string(resp.AppendString(nil, tt.in)); got != tt.want {
+				t.Errorf("AppendString = %q, want %q", got, tt.want)
+			}
+			if got := string(resp.AppendBytes(nil, []byte(tt.in))); got != tt.want {
+				t.Errorf("AppendBytes = %q, want %q", got, tt.want)
+			}
+			// Appending keeps what the buffer already holds.
+			prefix := "*1\r\n"
+			if got := string(resp.AppendBytes([]byte(prefix), []byte(tt.in))); got != prefix+tt.want {
+				t.Errorf("AppendBytes after a prefix = %q, want %q", got, prefix+tt.want)
+			}
+		})
+	}
+}
+
+func TestAppendBytesNilIsEmptyBulk(t *testing.T) {
+	if got := string(resp.AppendBytes(nil, nil)); got != "$0\r\n\r\n" {
+		t.Errorf("AppendBytes(nil, nil) = %q, want an empty bulk string", got)
+	}
+}
+
+func TestAppendIntEncodesDecimalBulk(t *testing.T) {
+	tests := []struct {
+		in   int64
+		want string
+	}{
+		{0, "$1\r\n0\r\n"},
+		{-1, "$2\r\n-1\r\n"},
+		{42, "$2\r\n42\r\n"},
+		{math.MaxInt64, "$19\r\n9223372036854775807\r\n"},
+		{math.MinInt64, "$20\r\n-9223372036854775808\r\n"},
+	}
+	for _, tt := range tests {
+		if got := string(resp.AppendInt(nil, tt.in)); got != tt.want {
+			t.Errorf("AppendInt(%d) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func bulk(s string) string { return "$" + strconv.Itoa(len(s)) + "\r\n" + s + "\r\n" }
+
+func TestAppendArgEncodesSupportedTypes(t *testing.T) {
+	tests := []struct {
+		name string
+		arg  any
+		want string
+	}{
+		{"string", "key", bulk("key")},
+		{"empty string", "", bulk("")},
+		{"binary string", "\x00\r\n\xff", bulk("\x00\r\n\xff")},
+		{"bytes", []byte("v\x00\r\n\xff"), bulk("v\x00\r\n\xff")},
+		{"nil bytes", []byte(nil), bulk("")},
+		{"int", int(-7), bulk("-7")},
+		{"int64 max", int64(math.MaxInt64), bulk("9223372036854775807")},
+		{"int64 min", int64(math.MinInt64), bulk("-9223372036854775808")},
+		{"int32", int32(math.MinInt32), bulk("-2147483648")},
+		{"int16", int16(-300), bulk("-300")},
+		{"int8", int8(-128), bulk("-128")},
+		{"uint", uint(12), bulk("12")},
+		{"uint64 max", uint64(math.MaxUint64), bulk("18446744073709551615")},
+		{"uint32 max", uint32(math.MaxUint32), bulk("4294967295")},
+		{"uint16", uint16(65535), bulk("65535")},
+		{"uint8", uint8(255), bulk("255")},
+		{"float64", 1.5, bulk("1.5")},
+		{"float64 shortest", 0.1, bulk("0.1")},
+		{"float64 integral", float64(3), bulk("3")},
+		{"float64 negative", -2.25, bulk("-2.25")},
+		{"float32 shortest", float32(0.1), bulk("0.1")},
+		{"bool true", true, bulk("1")},
+		{"bool false", false, bulk("0")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := resp.AppendArg([]byte("PREFIX"), tt.arg)
+			if err != nil {
+				t.Fatalf("AppendArg(%T) error: %v", tt.arg, err)
+			}
+			if string(got) != "PREFIX"+tt.want {
+				t.Errorf("AppendArg(%T %v) = %q, want %q", tt.arg, tt.arg, got, "PREFIX"+tt.want)
+			}
+		})
+	}
+}
+
+type secretStruct struct{ Password string }
+
+type secretKey string
+
+func TestAppendArgRejectsUnsupportedTypesWithoutLeakingValue(t *testing.T) {
+	const secret = "hunter2-s3cr3t"
+	n := 424242
+	tests := []struct {
+		name     string
+		arg      any
+		wantType string
+	}{
+		{"struct", secretStruct{Password: secret}, "resp_test.secretStruct"},
+		{"struct pointer", &secretStruct{Password: secret}, "*resp_test.secretStruct"},
+		{"anonymous struct", struct{ Token string }{secret}, "struct { Token string }"},
+		{"nil", nil, "nil"},
+		{"typed nil pointer", (*int)(nil), "*int"},
+		{"int pointer", &n, "*int"},
+		{"named string", secretKey(secret), "resp_test.secretKey"},
+		{"string slice", []string{secret}, "[]string"},
+		{"map", map[string]string{"password": secret}, "map[string]string"},
+		{"error", errors.New(secret), "*errors.errorString"},
+		{"complex", complex(1, 2), "complex128"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := []byte("*2\r\n")
+			got, err := resp.AppendArg(in, tt.arg)
+			if err == nil {
+				t.Fatalf("AppendArg(%T) = %q, nil; want an error", tt.arg, got)
+			}
+			var ae *resp.ArgError
+			if !errors.As(err, &ae) {
+				t.Fatalf("AppendArg(%T) error %T %v; want *resp.ArgError", tt.arg, err, err)
+			}
+			if ae.Type != tt.wantType {
+				t.Errorf("ArgError.Type = %q, want %q", ae.Type, tt.wantType)
+			}
+			msg := err.Error()
+			if !strings.Contains(msg, tt.wantType) {
+				t.Errorf("error %q does not name the type %q", msg, tt.wantType)
+			}
+			for _, leak := range []string{secret, "424242", "password"} {
+				if strings.Contains(msg, leak) {
+					t.Errorf("error %q leaks the argument's value %q", msg, leak)
+				}
+			}
+			if string(got) != "*2\r\n" {
+				t.Errorf("AppendArg changed the buffer on error: %q", got)
+			}
+		})
+	}
+}
+
+// ---------------------------------------------------------------------------
+// Decoding: typed readers
+
+func TestReadBulkReturnsValue(t *testing.T) {
+	long := strings.Repeat("0123456789", 50) // far longer than a 16-byte buffer
+	tests := []struct {
+		name string
+		in   string
+		want string
+	}{
+		{"ascii", "$5\r\nhello\r\n", "hello"},
+		{"binary", "$5\r\n\x00\r\n\xff\n\r\n", "\x00\r\n\xff\n"},
+		{"looks like a reply", "$5\r\n+OK\r\n\r\n", "+OK\r\n"},
+		{"longer than buffer", bulk(long), long},
+		{"leading zeros in length", "$003\r\nabc\r\n", "abc"},
+	}
+	for _, size := range bufferSizes {
+		for _, tt := range tests {
+			t.Run(fmt.Sprintf("%s/buf%d", tt.name, size), func(t *testing.T) {
+				r := newReader(tt.in+sentinel, size)
+				v, err := r.ReadBulk()
+				if err != nil || string(v) != tt.want {
+					t.Fatalf("ReadBulk() = %q, %v; want %q", v, err, tt.want)
+				}
+				expectSentinel(t, r)
+			})
+		}
+	}
+}
+
+// TestReadBulkLargerThanAllocationChunk reads values around and above the
+// size the reader allocates ahead of the data (1 MiB), which it grows as the
+// bytes arrive.
+func TestReadBulkLargerThanAllocationChunk(t *testing.T) {
+	for _, n := range []int{1<<20 - 1, 1 << 20, 1<<20 + 1, 3<<20 + 7} {
+		val := make([]byte, n)
+		for i := range val {
+			val[i] = byte(i * 7)
+		}
+		in := "$" + strconv.Itoa(n) + "\r\n" + string(val) + "\r\n"
+		for _, size := range bufferSizes {
+			r := newReader(in+in+sentinel, size)
+			v, err := r.ReadBulk()
+			if err != nil || !bytes.Equal(v, val) {
+				t.Fatalf("ReadBulk() of %d bytes: %d bytes, %v", n, len(v), err)
+			}
+			a, err := r.ReadAny()
+			if err != nil || !bytes.Equal(a.([]byte), val) {
+				t.Fatalf("ReadAny() of %d bytes: %v", n, err)
+			}
+			expectSentinel(t, r)
+			// Truncated in the middle of the growth.
+			cut := in[:len(in)-n/3]
+			if _, err := newReader(cut, size).ReadBulk(); err != io.ErrUnexpectedEOF {
+				t.Fatalf("ReadBulk() of a truncated %d-byte value = %v, want io.ErrUnexpectedEOF", n, err)
+			}
+		}
+	}
+}
+
+func TestReadBulkNilVersusEmpty(t *testing.T) {
+	tests := []struct {
+		name    string
+		in      string
+		wantNil bool
+	}{
+		{"empty value", "$0\r\n\r\n", false},
+		{"RESP2 nil", "$-1\r\n", true},
+		{"RESP3 null", "_\r\n", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newReader(tt.in+sentinel, 16)
+			v, err := r.ReadBulk()
+			if err != nil {
+				t.Fatalf("ReadBulk() error: %v", err)
+			}
+			if len(v) != 0 {
+				t.Fatalf("ReadBulk() = %q, want no bytes", v)
+			}
+			if (v == nil) != tt.wantNil {
+				t.Fatalf("ReadBulk() returned nil=%v, want nil=%v", v == nil, tt.wantNil)
+			}
+			expectSentinel(t, r)
+		})
+	}
+}
+
+func TestReadBulkErrorReplyIsRedisError(t *testing.T) {
+	r := newReader("-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"+sentinel, 16)
+	v, err := r.ReadBulk()
+	if v != nil {
+		t.Errorf("ReadBulk() value = %q, want nil", v)
+	}
+	re, ok := err.(redis.Error)
+	if !ok {
+		t.Fatalf("ReadBulk() error = %T %v, want redis.Error", err, err)
+	}
+	if want := "WRONGTYPE Operation against a key holding the wrong kind of value"; string(re) != want {
+		t.Errorf("redis.Error = %q, want %q", re, want)
+	}
+	if resp.Fatal(err) {
+		t.Errorf("Fatal(%v) = true, want false: an error reply is data", err)
+	}
+	expectSentinel(t, r)
+}
+
+// wrongTypeReplies are complete replies of types other than bulk strings.
+var wrongTypeReplies = []struct{ name, in string }{
+	{"integer", ":12\r\n"},
+	{"status", "+OK\r\n"},
+	{"array of bulks", "*2\r\n$1\r\na\r\n$3\r\nb\r\n\r\n"},
+	{"nested array", "*2\r\n*2\r\n:1\r\n$2\r\nxy\r\n*0\r\n"},
+	{"array with error element", "*1\r\n-ERR x\r\n"},
+	{"map", "%1\r\n+k\r\n$1\r\nv\r\n"},
+	{"set", "~2\r\n:1\r\n:2\r\n"},
+	{"push", ">2\r\n+message\r\n$2\r\nhi\r\n"},
+	{"double", ",3.14\r\n"},
+	{"boolean", "#t\r\n"},
+	{"big number", "(12345678901234567890\r\n"},
+	{"verbatim", "=8\r\ntxt:some\r\n"},
+	{"blob error", "!5\r\nERR x\r\n"},
+	{"nil array", "*-1\r\n"},
+	{"big array of bulks", "*3\r\n" + bulk(strings.Repeat("a", 100)) + bulk(strings.Repeat("b", 100)) + bulk("")},
+}
+
+func TestReadBulkWrongTypeIsConsumed(t *testing.T) {
+	for _, size := range bufferSizes {
+		for _, tt := range wrongTypeReplies {
+			t.Run(fmt.Sprintf("%s/buf%d", tt.name, size), func(t *testing.T) {
+				r := newReader(tt.in+bulk("next")+sentinel, size)
+				v, err := r.ReadBulk()
+				if v != nil || !isTypeError(err) {
+					t.Fatalf("ReadBulk() = %q, %v; want nil, *resp.TypeError", v, err)
+				}
+				if resp.Fatal(err) {
+					t.Errorf("Fatal(%v) = true, want false: the reply was consumed", err)
+				}
+				v, err = r.ReadBulk()
+				if err != nil || string(v) != "next" {
+					t.Fatalf("next ReadBulk() = %q, %v; want \"next\"", v, err)
+				}
+				expectSentinel(t, r)
+			})
+		}
+	}
+}
+
+func TestReadIntValuesAndErrors(t *testing.T) {
+	tests := []struct {
+		name      string
+		in        string
+		want      int64
+		wantRedis bool
+		wantType  bool
+	}{
+		{"zero", ":0\r\n", 0, false, false},
+		{"positive", ":1000\r\n", 1000, false, false},
+		{"negative", ":-1\r\n", -1, false, false},
+		{"plus sign", ":+5\r\n", 5, false, false},
+		{"max", ":9223372036854775807\r\n", math.MaxInt64, false, false},
+		{"min", ":-9223372036854775808\r\n", math.MinInt64, false, false},
+		{"error reply", "-ERR value is not an integer or out of range\r\n", 0, true, false},
+		{"bulk is a type error", "$2\r\n12\r\n", 0, false, true},
+		{"status is a type error", "+OK\r\n", 0, false, true},
+		{"nil is a type error", "$-1\r\n", 0, false, true},
+		{"array is a type error", "*2\r\n:1\r\n:2\r\n", 0, false, true},
+	}
+	for _, size := range bufferSizes {
+		for _, tt := range tests {
+			t.Run(fmt.Sprintf("%s/buf%d", tt.name, size), func(t *testing.T) {
+				r := newReader(tt.in+sentinel, size)
+				n, err := r.ReadInt()
+				switch {
+				case tt.wantRedis:
+					if _, ok := err.(redis.Error); !ok {
+						t.Fatalf("ReadInt() = %d, %v; want a redis.Error", n, err)
+					}
+				case tt.wantType:
+					if !isTypeError(err) {
+						t.Fatalf("ReadInt() = %d, %v; want a *resp.TypeError", n, err)
+					}
+				default:
+					if err != nil || n != tt.want {
+						t.Fatalf("ReadInt() = %d, %v; want %d", n, err, tt.want)
+					}
+				}
+				expectSentinel(t, r)
+			})
+		}
+	}
+}
+
+func TestReadOKAcceptsStatusAndNil(t *testing.T) {
+	tests := []struct {
+		name      string
+		in        string
+		wantRedis bool
+		wantType  bool
+	}{
+		{"OK", "+OK\r\n", false, false},
+		{"other status", "+QUEUED\r\n", false, false},
+		{"empty status", "+\r\n", false, false},
+		{"nil bulk (SET NX not set)", "$-1\r\n", false, false},
+		{"nil array", "*-1\r\n", false, false},
+		{"RESP3 null", "_\r\n", false, false},
+		{"error reply", "-ERR syntax error\r\n", true, false},
+		{"integer", ":1\r\n", false, true},
+		{"bulk OK", "$2\r\nOK\r\n", false, true},
+		{"empty array", "*0\r\n", false, true},
+		{"array", "*2\r\n$1\r\na\r\n+b\r\n", false, true},
+	}
+	for _, size := range bufferSizes {
+		for _, tt := range tests {
+			t.Run(fmt.Sprintf("%s/buf%d", tt.name, size), func(t *testing.T) {
+				r := newReader(tt.in+sentinel, size)
+				err := r.ReadOK()
+				switch {
+				case tt.wantRedis:
+					if _, ok := err.(redis.Error); !ok {
+						t.Fatalf("ReadOK() = %v; want a redis.Error", err)
+					}
+				case tt.wantType:
+					if !isTypeError(err) {
+						t.Fatalf("ReadOK() = %v; want a *resp.TypeError", err)
+					}
+				default:
+					if err != nil {
+						t.Fatalf("ReadOK() = %v; want nil", err)
+					}
+				}
+				expectSentinel(t, r)
+			})
+		}
+	}
+}
+
+func TestReadBulksFillsHoles(t *testing.T) {
+	in := "*4\r\n$1\r\na\r\n$-1\r\n$0\r\n\r\n_\r\n" + sentinel
+	for _, size := range bufferSizes {
+		r := newReader(in, size)
+		dst := [][]byte{[]byte("stale"), []byte("stale"), nil, []byte("stale")}
+		if err := r.ReadBulks(dst); err != nil {
+			t.Fatalf("ReadBulks() error: %v", err)
+		}
+		if string(dst[0]) != "a" || dst[1] != nil || dst[2] == nil || len(dst[2]) != 0 || dst[3] != nil {
+			t.Fatalf("ReadBulks() = %q; want [a <nil> \"\" <nil>]", dst)
+		}
+		expectSentinel(t, r)
+	}
+}
+
+func TestReadBulksReplyErrors(t *testing.T) {
+	tests := []struct {
+		name      string
+		in        string
+		n         int
+		want      []string // "<nil>" for a nil element; nil to skip the check
+		wantRedis bool
+		wantType  bool
+	}{
+		{"error reply", "-ERR wrong number of arguments\r\n", 2, nil, true, false},
+		{"error element", "*3\r\n$1\r\na\r\n-ERR inner\r\n$1\r\nc\r\n", 3, []string{"a", "<nil>", "c"}, true, false},
+		{"wrong top-level type", "$3\r\nabc\r\n", 1, nil, false, true},
+		{"wrong element type", "*3\r\n:1\r\n$1\r\nb\r\n*1\r\n$1\r\nz\r\n", 3, nil, false, true},
+		{"wrong first element then error element", "*3\r\n:1\r\n-ERR x\r\n$1\r\nc\r\n", 3, nil, false, true},
+	}
+	for _, size := range bufferSizes {
+		for _, tt := range tests {
+			t.Run(fmt.Sprintf("%s/buf%d", tt.name, size), func(t *testing.T) {
+				r := newReader(tt.in+sentinel, size)
+				dst := make([][]byte, tt.n)
+				err := r.ReadBulks(dst)
+				if tt.wantRedis {
+					if _, ok := err.(redis.Error); !ok {
+						t.Fatalf("ReadBulks() = %v, want a redis.Error", err)
+					}
+				}
+				if tt.wantType && !isTypeError(err) {
+					t.Fatalf("ReadBulks() = %v, want a *resp.TypeError", err)
+				}
+				if resp.Fatal(err) {
+					t.Fatalf("Fatal(%v) = true; the reply must be consumed", err)
+				}
+				if tt.want != nil {
+					for i, w := range tt.want {
+						got := string(dst[i])
+						if dst[i] == nil {
+							got = "<nil>"
+						}
+						if got != w {
+							t.Errorf("dst[%d] = %q, want %q", i, got, w)
+						}
+					}
+				}
+				expectSentinel(t, r)
+			})
+		}
+	}
+}
+
+func TestReadBulksLengthMismatchKeepsStreamInSync(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		n    int
+	}{
+		{"more elements than slots", "*3\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n", 2},
+		{"fewer elements than slots", "*1\r\n$1\r\na\r\n", 2},
+		{"empty array", "*0\r\n", 1},
+		{"nested elements", "*2\r\n*2\r\n$1\r\na\r\n:1\r\n%1\r\n+k\r\n+v\r\n", 1},
+	}
+	for _, size := range bufferSizes {
+		for _, tt := range tests {
+			t.Run(fmt.Sprintf("%s/buf%d", tt.name, size), func(t *testing.T) {
+				r := newReader(tt.in+sentinel, size)
+				err := r.ReadBulks(make([][]byte, tt.n))
+				if !errors.Is(err, resp.ErrProtocol) {
+					t.Fatalf("ReadBulks() = %v, want an error wrapping ErrProtocol", err)
+				}
+				expectSentinel(t, r)
+			})
+		}
+	}
+}
+
+// ---------------------------------------------------------------------------
+// Decoding: Skip and ReadAny
+
+// everyReply holds a valid reply of every type the reader knows.
+var everyReply = []struct{ name, in string }{
+	{"status", "+OK\r\n"},
+	{"empty status", "+\r\n"},
+	{"error", "-ERR boom\r\n"},
+	{"integer", ":-42\r\n"},
+	{"bulk", "$3\r\nfoo\r\n"},
+	{"binary bulk", "$4\r\n\r\n\x00\xff\r\n"},
+	{"empty bulk", "$0\r\n\r\n"},
+	{"nil bulk", "$-1\r\n"},
+	{"nil array", "*-1\r\n"},
+	{"empty array", "*0\r\n"},
+	{"array", "*3\r\n$1\r\na\r\n:2\r\n+c\r\n"},
+	{"nested arrays", "*2\r\n*2\r\n*1\r\n$1\r\nx\r\n*0\r\n*2\r\n-ERR e\r\n$-1\r\n"},
+	{"null", "_\r\n"},
+	{"double", ",1.5e3\r\n"},
+	{"boolean", "#f\r\n"},
+	{"big number", "(-1\r\n"},
+	{"verbatim", "=7\r\ntxt:abc\r\n"},
+	{"blob error", "!4\r\nERR!\r\n"},
+	{"map", "%2\r\n+a\r\n:1\r\n+b\r\n*1\r\n:2\r\n"},
+	{"set", "~1\r\n$1\r\nz\r\n"},
+	{"push", ">3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$2\r\nhi\r\n"},
+	{"attribute then reply", "|1\r\n+ttl\r\n:3600\r\n$3\r\nval\r\n"},
+	{"array with attribute element", "*2\r\n|1\r\n+a\r\n+b\r\n:1\r\n:2\r\n"},
+	{"big bulk", bulk(strings.Repeat("\x00\r\n\xff", 5000))},
+	{"array of big bulks", "*2\r\n" + bulk(strings.Repeat("p", 3000)) + bulk(strings.Repeat("q", 7000))},
+	{"long status", "+" + strings.Repeat("s", 300) + "\r\n"},
+}
+
+func TestSkipConsumesEveryReplyType(t *testing.T) {
+	for _, size := range bufferSizes {
+		for _, tt := range everyReply {
+			t.Run(fmt.Sprintf("%s/buf%d", tt.name, size), func(t *testing.T) {
+				r := newReader(tt.in+sentinel, size)
+				if err := r.Skip(); err != nil {
+					t.Fatalf("Skip() = %v", err)
+				}
+				expectSentinel(t, r)
+			})
+		}
+	}
+}
+
+func TestSkipBulkLargerThanBuffer(t *testing.T) {
+	big := strings.Repeat("0123456789abcdef", 64<<10) // 1 MiB against a 16-byte buffer
+	r := newReader(bulk(big)+"*1\r\n"+bulk(big)+sentinel, 16)
+	if err := r.Skip(); err != nil {
+		t.Fatalf("Skip() of a top-level big bulk = %v", err)
+	}
+	if err := r.Skip(); err != nil {
+		t.Fatalf("Skip() of an array holding a big bulk = %v", err)
+	}
+	expectSentinel(t, r)
+}
+
+func TestReadAnyUsesRedigoTypes(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		want any
+	}{
+		{"status is string", "+OK\r\n", "OK"},
+		{"other status is string", "+PONG\r\n", "PONG"},
+		{"bulk is []byte", "$3\r\nfoo\r\n", []byte("foo")},
+		{"empty bulk is empty []byte", "$0\r\n\r\n", []byte{}},
+		{"integer is int64", ":42\r\n", int64(42)},
+		{"nil bulk is nil", "$-1\r\n", nil},
+		{"nil array is nil", "*-1\r\n", nil},
+		{"null is nil", "_\r\n", nil},
+		{"empty array", "*0\r\n", []any{}},
+		{"array", "*3\r\n$1\r\na\r\n:1\r\n+s\r\n", []any{[]byte("a"), int64(1), "s"}},
+		{"nested error element", "*2\r\n-ERR inner\r\n$-1\r\n", []any{redis.Error("ERR inner"), nil}},
+		{"nested arrays", "*2\r\n*1\r\n*0\r\n*1\r\n$1\r\nx\r\n", []any{[]any{[]any{}}, []any{[]byte("x")}}},
+		{"map is flat []any", "%1\r\n+k\r\n:7\r\n", []any{"k", int64(7)}},
+		{"boolean is int64", "#t\r\n", int64(1)},
+		{"attribute dropped", "|1\r\n+a\r\n+b\r\n:5\r\n", int64(5)},
+	}
+	for _, size := range bufferSizes {
+		for _, tt := range tests {
+			t.Run(fmt.Sprintf("%s/buf%d", tt.name, size), func(t *testing.T) {
+				r := newReader(tt.in+sentinel, size)
+				v, err := r.ReadAny()
+				if err != nil {
+					t.Fatalf("ReadAny() error: %v", err)
+				}
+				if !reflect.DeepEqual(v, tt.want) {
+					t.Fatalf("ReadAny() = %#v, want %#v", v, tt.want)
+				}
+				expectSentinel(t, r)
+			})
+		}
+	}
+}
+
+func TestReadAnyWorksWithRedigoHelpers(t *testing.T) {
+	r := newReader("+OK\r\n$5\r\nhello\r\n:12\r\n*3\r\n$1\r\na\r\n$-1\r\n$1\r\nc\r\n*2\r\n$1\r\nk\r\n$1\r\nv\r\n", 16)
+	if s, err := redis.String(r.ReadAny()); err != nil || s != "OK" {
+		t.Errorf("redis.String(status) = %q, %v", s, err)
+	}
+	if s, err := redis.String(r.ReadAny()); err != nil || s != "hello" {
+		t.Errorf("redis.String(bulk) = %q, %v", s, err)
+	}
+	if n, err := redis.Int64(r.ReadAny()); err != nil || n != 12 {
+		t.Errorf("redis.Int64 = %d, %v", n, err)
+	}
+	if ss, err := redis.ByteSlices(r.ReadAny()); err != nil || len(ss) != 3 || string(ss[0]) != "a" || ss[1] != nil || string(ss[2]) != "c" {
+		t.Errorf("redis.ByteSlices = %q, %v", ss, err)
+	}
+	if m, err := redis.StringMap(r.ReadAny()); err != nil || m["k"] != "v" {
+		t.Errorf("redis.StringMap = %v, %v", m, err)
+	}
+}
+
+func TestReadAnyTopLevelErrorIsReturnedAsError(t *testing.T) {
+	for _, in := range []string{"-ERR top\r\n", "!7\r\nERR top\r\n"} {
+		r := newReader(in+sentinel, 16)
+		v, err := r.ReadAny()
+		if v != nil {
+			t.Errorf("ReadAny(%q) value = %#v, want nil", in, v)
+		}
+		if re, ok := err.(redis.Error); !ok || string(re) != "ERR top" {
+			t.Fatalf("ReadAny(%q) error = %T %v, want redis.Error(\"ERR top\")", in, err, err)
+		}
+		expectSentinel(t, r)
+	}
+}
+
+func TestReadLinesLongerThanBuffer(t *testing.T) {
+	longStatus := strings.Repeat("status-", 40)
+	longErr := "ERR " + strings.Repeat("very long message ", 30)
+	in := "+" + longStatus + "\r\n" + // ReadAny
+		"-" + longErr + "\r\n" + // ReadAny
+		"-" + longErr + "\r\n" + // ReadBulk
+		"-" + longErr + "\r\n" + // ReadInt
+		"+" + longStatus + "\r\n" + // ReadOK
+		"+" + longStatus + "\r\n" + // Skip
+		"*2\r\n+" + longStatus + "\r\n-" + longErr + "\r\n" + // ReadAny
+		sentinel
+	r := newReader(in, 16)
+	if v, err := r.ReadAny(); err != nil || v != longStatus {
+		t.Fatalf("ReadAny(long status) = %#v, %v", v, err)
+	}
+	if _, err := r.ReadAny(); err != redis.Error(longErr) {
+		t.Fatalf("ReadAny(long error) error = %v", err)
+	}
+	if _, err := r.ReadBulk(); err != redis.Error(longErr) {
+		t.Fatalf("ReadBulk(long error) error = %v", err)
+	}
+	if _, err := r.ReadInt(); err != redis.Error(longErr) {
+		t.Fatalf("ReadInt(long error) error = %v", err)
+	}
+	if err := r.ReadOK(); err != nil {
+		t.Fatalf("ReadOK(long status) = %v", err)
+	}
+	if err := r.Skip(); err != nil {
+		t.Fatalf("Skip(long status) = %v", err)
+	}
+	v, err := r.ReadAny()
+	if want := []any{longStatus, redis.Error(longErr)}; err != nil || !reflect.DeepEqual(v, want) {
+		t.Fatalf("ReadAny(array of long lines) = %#v, %v", v, err)
+	}
+	expectSentinel(t, r)
+}
+
+func TestPipelinedRepliesStayInSync(t *testing.T) {
+	in := "+OK\r\n" + // ReadOK
+		"$-1\r\n" + // ReadOK (SET NX)
+		"$5\r\nvalue\r\n" + // ReadBulk
+		":3\r\n" + // ReadInt
+		"*2\r\n$1\r\nx\r\n$-1\r\n" + // ReadBulks
+		"-ERR nope\r\n" + // ReadBulk
+		"*1\r\n:1\r\n" + // Skip
+		"$2\r\nhi\r\n" // ReadAny
+	for _, size := range bufferSizes {
+		r := newReader(in+sentinel, size)
+		if err := r.ReadOK(); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.ReadOK(); err != nil {
+			t.Fatal(err)
+		}
+		if v, err := r.ReadBulk(); err != nil || string(v) != "value" {
+			t.Fatalf("ReadBulk = %q, %v", v, err)
+		}
+		if n, err := r.ReadInt(); err != nil || n != 3 {
+			t.Fatalf("ReadInt = %d, %v", n, err)
+		}
+		dst := make([][]byte, 2)
+		if err := r.ReadBulks(dst); err != nil || string(dst[0]) != "x" || dst[1] != nil {
+			t.Fatalf("ReadBulks = %q, %v", dst, err)
+		}
+		if _, err := r.ReadBulk(); err != redis.Error("ERR nope") {
+			t.Fatalf("ReadBulk(error) = %v", err)
+		}
+		if err := r.Skip(); err != nil {
+			t.Fatal(err)
+		}
+		if v, err := r.ReadAny(); err != nil || !bytes.Equal(v.([]byte), []byte("hi")) {
+			t.Fatalf("ReadAny = %#v, %v", v, err)
+		}
+		expectSentinel(t, r)
+	}
+}
+
+// ---------------------------------------------------------------------------
+// Malformed and truncated input
+
+// readerMethods calls each reading method once.
+var readerMethods = []struct {
+	name string
+	call func(*resp.Reader) error
+}{
+	{"ReadAny", func(r *resp.Reader) error { _, err := r.ReadAny(); return err }},
+	{"Skip", func(r *resp.Reader) error { return r.Skip() }},
+	{"ReadBulk", func(r *resp.Reader) error { _, err := r.ReadBulk(); return err }},
+	{"ReadInt", func(r *resp.Reader) error { _, err := r.ReadInt(); return err }},
+	{"ReadOK", func(r *resp.Reader) error { return r.ReadOK() }},
+	{"ReadBulks1", func(r *resp.Reader) error { return r.ReadBulks(make([][]byte, 1)) }},
+	{"ReadBulks3", func(r *resp.Reader) error { return r.ReadBulks(make([][]byte, 3)) }},
+}
+
+func TestMalformedInputIsProtocolError(t *testing.T) {
+	tests := []struct{ name, in string }{
+		{"LF without CR", "+OK\n"},
+		{"LF without CR in error", "-ERR\n"},
+		{"bare CRLF", "\r\n"},
+		{"bare LF", "\n"},
+		{"bad bulk terminator", "$3\r\nfooXY"},
+		{"bulk body too long for length", "$2\r\nabc\r\n"},
+		{"bad bulk terminator in array", "*1\r\n$1\r\nab\r\n"},
+		{"letters in integer", ":12a\r\n"},
+		{"empty integer", ":\r\n"},
+		{"lone minus", ":-\r\n"},
+		{"integer overflow", ":9223372036854775808\r\n"},
+		{"negative integer overflow", ":-9223372036854775809\r\n"},
+		{"integer too long", ":99999999999999999999\r\n"},
+		{"space in integer", ": 1\r\n"},
+		{"letters in length", "$abc\r\n"},
+		{"empty length", "$\r\n"},
+		{"length below -1", "$-2\r\n"},
+		{"bulk over MaxBulk", "$" + strconv.Itoa(resp.MaxBulk+1) + "\r\n"},
+		{"huge bulk length", "$9223372036854775807\r\n"},
+		{"array length below -1", "*-5\r\n"},
+		{"array length too long", "*99999999999999999999\r\n"},
+		{"huge array length", "*9223372036854775807\r\n"},
+		{"huge map length", "%9223372036854775807\r\n"},
+		{"map length overflowing when doubled", "%4611686018427387904\r\n"},
+		{"attribute length overflowing when doubled", "|4611686018427387904\r\n"},
+		{"unknown type byte", "?foo\r\n"},
+		{"unknown type byte in array", "*1\r\n@x\r\n"},
+		{"bad boolean", "#x\r\n"},
+		{"empty boolean", "#\r\n"},
+		{"NUL type byte", "\x00\r\n"},
+	}
+	for _, tt := range tests {
+		for _, m := range readerMethods {
+			t.Run(tt.name+"/"+m.name, func(t *testing.T) {
+				r := newReader(tt.in, 16)
+				err := m.call(r)
+				if !errors.Is(err, resp.ErrProtocol) {
+					t.Fatalf("%s(%q) = %v, want an error wrapping ErrProtocol", m.name, tt.in, err)
+				}
+				if !resp.Fatal(err) {
+					t.Errorf("Fatal(%v) = false, want true", err)
+				}
+			})
+		}
+	}
+}
+
+// deepNest returns depth nested one-element arrays around an integer.
+func deepNest(open string, depth int) string {
+	return strings.Repeat(open, depth) + ":1\r\n"
+}
+
+// attributeNest returns a reply nested depth times through attributes: the
+// key of each attribute is itself an attributed reply.
+func attributeNest(depth int) string {
+	if depth == 0 {
+		return "+k\r\n"
+	}
+	return "|1\r\n" + attributeNest(depth-1) + "+v\r\n" + "+r\r\n"
+}
+
+func TestNestingDepthIsBounded(t *testing.T) {
+	tests := []struct{ name, in string }{
+		{"arrays", deepNest("*1\r\n", 1000)},
+		{"maps", deepNest("%1\r\n+k\r\n", 1000)},
+		{"sets", deepNest("~1\r\n", 1000)},
+		{"attributes", attributeNest(1000)},
+		{"attributes inside arrays", deepNest("*1\r\n|1\r\n+k\r\n+v\r\n", 1000)},
+	}
+	for _, tt := range tests {
+		for _, m := range readerMethods {
+			t.Run(tt.name+"/"+m.name, func(t *testing.T) {
+				err := m.call(newReader(tt.in, 4096))
+				if !errors.Is(err, resp.ErrProtocol) {
+					t.Fatalf("%s = %v, want an error wrapping ErrProtocol (nesting too deep)", m.name, err)
+				}
+			})
+		}
+	}
+	// Moderate nesting is fine.
+	for _, m := range readerMethods[:2] {
+		if err := m.call(newReader(deepNest("*1\r\n", 32), 4096)); err != nil {
+			t.Errorf("%s of 32 nested arrays = %v", m.name, err)
+		}
+		if err := m.call(newReader(attributeNest(16), 4096)); err != nil {
+			t.Errorf("%s of 16 nested attributes = %v", m.name, err)
+		}
+	}
+}
+
+func TestTruncatedInputReportsEOF(t *testing.T) {
+	full := []string{
+		"+OK\r\n",
+		"-ERR x\r\n",
+		":123\r\n",
+		"$5\r\nhello\r\n",
+		"$-1\r\n",
+		"*3\r\n$1\r\na\r\n:2\r\n*1\r\n+c\r\n",
+		"%1\r\n+k\r\n$1\r\nv\r\n",
+		"|1\r\n+k\r\n+v\r\n$3\r\nabc\r\n",
+		"+" + strings.Repeat("L", 50) + "\r\n",
+		bulk(strings.Repeat("B", 50)),
+	}
+	for _, reply := range full {
+		for cut := 0; cut < len(reply); cut++ {
+			in := reply[:cut]
+			for _, m := range readerMethods {
+				err := m.call(newReader(in, 16))
+				if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+					t.Errorf("%s(%q) = %v, want io.EOF or io.ErrUnexpectedEOF", m.name, in, err)
+				}
+			}
+		}
+	}
+	// An empty stream is a clean io.EOF.
+	for _, m := range readerMethods {
+		if err := m.call(newReader("", 16)); err != io.EOF {
+			t.Errorf("%s(\"\") = %v, want io.EOF", m.name, err)
+		}
+	}
+}
+
+// TestHugeLengthClaimsDoNotAllocate feeds headers that claim enormous bodies
+// with nothing behind them: the reader must fail on the missing data without
+// first allocating what the header claims.
+func TestHugeLengthClaimsDoNotAllocate(t *testing.T) {
+	const limit = 8 << 20
+	claims := []string{
+		"$" + strconv.Itoa(resp.MaxBulk) + "\r\nabc",
+		"*1\r\n$" + strconv.Itoa(resp.MaxBulk) + "\r\nabc",
+		"=" + strconv.Itoa(resp.MaxBulk) + "\r\nabc",
+		"!" + strconv.Itoa(resp.MaxBulk) + "\r\nabc",
+		"*67108864\r\n:1\r\n",
+		"%33554432\r\n:1\r\n",
+		"~67108864\r\n",
+	}
+	for _, in := range claims {
+		for _, m := range readerMethods {
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			err := m.call(newReader(in, 4096))
+			runtime.ReadMemStats(&after)
+			if err == nil {
+				t.Errorf("%s(%q) = nil, want an error", m.name, in)
+			}
+			if got := after.TotalAlloc - before.TotalAlloc; got > limit {
+				t.Errorf("%s(%q) allocated %d bytes for a truncated reply, want at most %d", m.name, in, got, limit)
+			}
+		}
+	}
+}
+
+// ---------------------------------------------------------------------------
+// Round trip
+
+func TestRoundTripCommandWithBinaryArgs(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for iter := range 300 {
+		args := make([][]byte, 1+rng.IntN(10))
+		for i := range args {
+			arg := make([]byte, rng.IntN(300))
+			for j := range arg {
+				// Bias towards the bytes that matter to the framing.
+				switch rng.IntN(4) {
+				case 0:
+					arg[j] = "\r\n\x00\xff$*"[rng.IntN(6)]
+				default:
+					arg[j] = byte(rng.Uint32())
+				}
+			}
+			if rng.IntN(8) == 0 {
+				arg = nil
+			}
+			args[i] = arg
+		}
+		cmd := resp.AppendArray(nil, len(args))
+		for _, a := range args {
+			cmd = resp.AppendBytes(cmd, a)
+		}
+		size := bufferSizes[iter%len(bufferSizes)]
+		r := resp.NewReader(bytes.NewReader(cmd), size)
+		v, err := r.ReadAny()
+		if err != nil {
+			t.Fatalf("ReadAny(command %q) error: %v", cmd, err)
+		}
+		got, ok := v.([]any)
+		if !ok || len(got) != len(args) {
+			t.Fatalf("ReadAny(command) = %#v, want %d bulks", v, len(args))
+		}
+		for i, g := range got {
+			b, ok := g.([]byte)
+			if !ok || !bytes.Equal(b, args[i]) || b == nil {
+				t.Fatalf("argument %d = %#v, want %q", i, g, args[i])
+			}
+		}
+		expectEOF(t, r)
+
+		// The same bytes read as an array of bulks.
+		r = resp.NewReader(bytes.NewReader(cmd), size)
+		dst := make([][]byte, len(args))
+		if err := r.ReadBulks(dst); err != nil {
+			t.Fatalf("ReadBulks(command) error: %v", err)
+		}
+		for i := range dst {
+			if !bytes.Equal(dst[i], args[i]) {
+				t.Fatalf("ReadBulks argument %d = %q, want %q", i, dst[i], args[i])
+			}
+		}
+		expectEOF(t, r)
+	}
+}
+
+func TestRoundTripAppendArgThroughReadAny(t *testing.T) {
+	args := []any{"SET", []byte("k\x00\r\n\xff"), 42, int64(math.MinInt64), uint64(math.MaxUint64), 2.5, true}
+	want := []string{"SET", "k\x00\r\n\xff", "42", "-9223372036854775808", "18446744073709551615", "2.5", "1"}
+	cmd := resp.AppendArray(nil, len(args))
+	for _, a := range args {
+		var err error
+		if cmd, err = resp.AppendArg(cmd, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ss, err := redis.Strings(resp.NewReader(bytes.NewReader(cmd), 16).ReadAny())
+	if err != nil || !reflect.DeepEqual(ss, want) {
+		t.Fatalf("round trip = %q, %v; want %q", ss, err, want)
+	}
+}
