@@ -1,0 +1,85 @@
+package redisx
+
+import (
+	"crypto/tls"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/redisx-go/kit/strategy"
+)
+
+// Options configures a Client. The zero value connects to 127.0.0.1:6379
+// with the Multiplexed strategy. New copies Options; later changes to the
+// struct have no effect.
+type Options struct {
+	// Addrs are the seed nodes, "host:port". Zero: 127.0.0.1:6379.
+	Addrs []string
+	// Strategy is any strategy value: strategy.Multiplexed{},
+	// strategy.Pool{Size: 32}, strategy.GoRedis{Client: rdb},
+	// localcache.Near{…}. Zero: strategy.Multiplexed{}.
+	Strategy strategy.Strategy
+
+	// Username and Password authenticate every connection (AUTH; an ACL
+	// user when Username is set). They never appear in errors.
+	Username string
+	Password string
+	// DB is the database index to select. Zero: 0.
+	DB int
+	// TLS, when set, makes every connection a TLS connection (rediss://).
+	TLS *tls.Config
+	// ClientName is set with CLIENT SETNAME on every connection.
+	ClientName string
+
+	// DialTimeout bounds opening and authenticating one connection.
+	// Zero: 5 s.
+	DialTimeout time.Duration
+	// ReadTimeout bounds the wait for a reply when the call's context has
+	// no deadline; a connection silent for longer is discarded. Zero: 3 s;
+	// negative: no bound (the context alone decides).
+	ReadTimeout time.Duration
+	// WriteTimeout bounds writing a request. Zero: 3 s; negative: none.
+	WriteTimeout time.Duration
+}
+
+// config validates o and turns it into the settings strategies share.
+func (o *Options) config() (strategy.Config, error) {
+	cfg := strategy.Config{
+		Addrs:        append([]string(nil), o.Addrs...),
+		Username:     o.Username,
+		Password:     o.Password,
+		DB:           o.DB,
+		TLS:          o.TLS,
+		ClientName:   o.ClientName,
+		DialTimeout:  o.DialTimeout,
+		ReadTimeout:  o.ReadTimeout,
+		WriteTimeout: o.WriteTimeout,
+	}
+	if len(cfg.Addrs) == 0 {
+		cfg.Addrs = []string{"127.0.0.1:6379"}
+	}
+	for _, a := range cfg.Addrs {
+		if _, _, err := net.SplitHostPort(a); err != nil {
+			return cfg, fmt.Errorf("%w: address %q is not host:port", ErrInvalidArgument, a)
+		}
+	}
+	if cfg.DB < 0 {
+		return cfg, fmt.Errorf("%w: DB %d is negative", ErrInvalidArgument, cfg.DB)
+	}
+	if cfg.Password == "" && cfg.Username != "" {
+		return cfg, fmt.Errorf("%w: Username without Password", ErrInvalidArgument)
+	}
+	if cfg.DialTimeout < 0 {
+		return cfg, fmt.Errorf("%w: DialTimeout %v is negative", ErrInvalidArgument, cfg.DialTimeout)
+	}
+	if cfg.DialTimeout == 0 {
+		cfg.DialTimeout = 5 * time.Second
+	}
+	if cfg.ReadTimeout == 0 {
+		cfg.ReadTimeout = 3 * time.Second
+	}
+	if cfg.WriteTimeout == 0 {
+		cfg.WriteTimeout = 3 * time.Second
+	}
+	return cfg, nil
+}

@@ -1,0 +1,157 @@
+package strategy
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/redisx-go/kit/internal/resp"
+)
+
+// Encoders of the cache-level commands. They append to a connection's
+// write buffer without allocating.
+
+func appendGet(b []byte, key string) []byte {
+	b = append(b, "*2\r\n$3\r\nGET\r\n"...)
+	return resp.AppendString(b, key)
+}
+
+func appendSet(b []byte, key string, value []byte, ttl time.Duration) []byte {
+	if ttl <= 0 {
+		b = append(b, "*3\r\n$3\r\nSET\r\n"...)
+		b = resp.AppendString(b, key)
+		return resp.AppendBytes(b, value)
+	}
+	b = append(b, "*5\r\n$3\r\nSET\r\n"...)
+	b = resp.AppendString(b, key)
+	b = resp.AppendBytes(b, value)
+	b = append(b, "$2\r\nPX\r\n"...)
+	return resp.AppendInt(b, ttlMillis(ttl))
+}
+
+// ttlMillis rounds a positive ttl up to whole milliseconds, so that a
+// sub-millisecond ttl still expires rather than being refused.
+func ttlMillis(ttl time.Duration) int64 {
+	return int64((ttl + time.Millisecond - 1) / time.Millisecond)
+}
+
+func appendKeys(b []byte, cmd string, keys []string) []byte {
+	b = resp.AppendArray(b, len(keys)+1)
+	b = resp.AppendString(b, cmd)
+	for _, k := range keys {
+		b = resp.AppendString(b, k)
+	}
+	return b
+}
+
+// appendMSet encodes kv as one MSET when ttl is 0, otherwise as one
+// SET … PX per pair (pipelined by the caller). It returns the number of
+// replies to expect.
+func appendMSet(b []byte, kv map[string][]byte, ttl time.Duration) ([]byte, int) {
+	if ttl <= 0 {
+		b = resp.AppendArray(b, 2*len(kv)+1)
+		b = append(b, "$4\r\nMSET\r\n"...)
+		for k, v := range kv {
+			b = resp.AppendString(b, k)
+			b = resp.AppendBytes(b, v)
+		}
+		return b, 1
+	}
+	for k, v := range kv {
+		b = appendSet(b, k, v, ttl)
+	}
+	return b, len(kv)
+}
+
+// appendArgs encodes a generic command.
+func appendArgs(b []byte, args []any) ([]byte, error) {
+	b = resp.AppendArray(b, len(args))
+	for i, a := range args {
+		var err error
+		if b, err = resp.AppendArg(b, a); err != nil {
+			return b, fmt.Errorf("%w: argument %d: %w", ErrInvalidArgument, i, err)
+		}
+	}
+	return b, nil
+}
+
+// commandClass says where a generic command may run.
+type commandClass uint8
+
+const (
+	classShared   commandClass = iota // any connection, shared or not
+	classBlocking                     // a dedicated connection: it may block it for long
+	classSession                      // changes connection state or needs a session: refused
+)
+
+// classify tells what a generic command needs. Blocking commands would
+// stall every caller behind them on a shared connection; commands that
+// change a connection's state (SELECT, AUTH, SUBSCRIBE, CLIENT TRACKING…)
+// or span several calls (MULTI/EXEC, WATCH) would leak that state to the
+// next caller of a pooled connection.
+func classify(args []any) commandClass {
+	name := argName(args, 0)
+	switch strings.ToUpper(name) {
+	case "BLPOP", "BRPOP", "BRPOPLPUSH", "BLMOVE", "BLMPOP", "BZPOPMIN", "BZPOPMAX", "BZMPOP", "WAIT", "WAITAOF":
+		return classBlocking
+	case "XREAD", "XREADGROUP":
+		for i := 1; i < len(args); i++ {
+			if strings.EqualFold(argName(args, i), "BLOCK") {
+				return classBlocking
+			}
+		}
+	case "SUBSCRIBE", "PSUBSCRIBE", "SSUBSCRIBE", "UNSUBSCRIBE", "PUNSUBSCRIBE", "SUNSUBSCRIBE",
+		"MONITOR", "MULTI", "EXEC", "DISCARD", "WATCH", "UNWATCH", "SELECT", "AUTH", "HELLO",
+		"RESET", "QUIT", "SYNC", "PSYNC", "REPLCONF", "READONLY", "READWRITE", "ASKING":
+		return classSession
+	case "CLIENT":
+		switch strings.ToUpper(argName(args, 1)) {
+		case "TRACKING", "REPLY", "SETNAME", "CACHING", "NO-EVICT", "NO-TOUCH", "SETINFO":
+			return classSession
+		}
+	}
+	return classShared
+}
+
+func argName(args []any, i int) string {
+	if i >= len(args) {
+		return ""
+	}
+	switch v := args[i].(type) {
+	case string:
+		return v
+	case []byte:
+		return string(v)
+	}
+	return ""
+}
+
+// checkCommand validates a generic command before anything is sent.
+func checkCommand(args []any) (commandClass, error) {
+	if len(args) == 0 {
+		return 0, fmt.Errorf("%w: empty command", ErrInvalidArgument)
+	}
+	name := argName(args, 0)
+	if name == "" {
+		return 0, fmt.Errorf("%w: command name must be a non-empty string", ErrInvalidArgument)
+	}
+	for i, a := range args {
+		if err := resp.CheckArg(a); err != nil {
+			return 0, fmt.Errorf("%w: argument %d: %w", ErrInvalidArgument, i, err)
+		}
+	}
+	class := classify(args)
+	if class == classSession {
+		return class, fmt.Errorf("%w: %s changes connection state or needs a session; it cannot run on a shared or pooled connection", ErrUnsupported, strings.ToUpper(name))
+	}
+	return class, nil
+}
+
+// replyError wraps a reply-level error (a server error reply, kept as a
+// redis.Error for errors.As, or a reply of an unexpected type) of cmd.
+func replyError(cmd string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("redisx: %s: %w", cmd, err)
+}

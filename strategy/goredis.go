@@ -1,0 +1,189 @@
+package strategy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	redigo "github.com/gomodule/redigo/redis"
+	"github.com/redis/go-redis/v9"
+)
+
+// GoRedis adopts a go-redis client a service already has, so that redisx
+// runs over the connections, pool settings and hooks already configured
+// there. Config's addresses, credentials and timeouts are ignored: the
+// client has its own.
+//
+// Close does not close the client unless CloseClient is set: whoever made
+// it owns it. go-redis applies a context's deadline to a call only when
+// the client was made with ContextTimeoutEnabled; without it the client's
+// own ReadTimeout bounds a call. Do returns go-redis's reply types (strings for bulk replies)
+// rather than redigo's.
+type GoRedis struct {
+	// Client is the go-redis client to use. Required.
+	Client redis.UniversalClient
+	// CloseClient makes the backend's Close close Client too.
+	CloseClient bool
+}
+
+// Open implements Strategy. It pings the server before it returns.
+func (g GoRedis) Open(ctx context.Context, _ Config) (Backend, error) {
+	if g.Client == nil {
+		return nil, fmt.Errorf("%w: GoRedis.Client is nil", ErrInvalidArgument)
+	}
+	if err := g.Client.Ping(ctx).Err(); err != nil {
+		return nil, goRedisError("ping", err)
+	}
+	return &goRedisBackend{rdb: g.Client, closeClient: g.CloseClient}, nil
+}
+
+type goRedisBackend struct {
+	rdb         redis.UniversalClient
+	closeClient bool
+	closed      atomic.Bool
+}
+
+// goRedisError maps go-redis errors onto the redisx sentinels: a server
+// error reply stays a reply error; anything else is a connection error.
+func goRedisError(cmd string, err error) error {
+	var re redis.Error
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return err
+	case errors.Is(err, redis.ErrClosed):
+		return ErrClosed
+	case errors.As(err, &re):
+		// Present server errors as redigo's type, as the other strategies do.
+		return fmt.Errorf("redisx: %s: %w", cmd, redigo.Error(re.Error()))
+	}
+	return fmt.Errorf("%w: %s: %w", ErrConnection, cmd, err)
+}
+
+func (g *goRedisBackend) check(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if g.closed.Load() {
+		return ErrClosed
+	}
+	return nil
+}
+
+func (g *goRedisBackend) Get(ctx context.Context, key string) ([]byte, error) {
+	if err := g.check(ctx); err != nil {
+		return nil, err
+	}
+	v, err := g.rdb.Get(ctx, key).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, goRedisError("get", err)
+	}
+	return v, nil
+}
+
+func (g *goRedisBackend) Set(ctx context.Context, key string, value []byte, ttl time.Duration) error {
+	if err := g.check(ctx); err != nil {
+		return err
+	}
+	if ttl > 0 {
+		ttl = time.Duration(ttlMillis(ttl)) * time.Millisecond
+	}
+	return goRedisError("set", g.rdb.Set(ctx, key, value, ttl).Err())
+}
+
+func (g *goRedisBackend) Del(ctx context.Context, keys ...string) (int64, error) {
+	if len(keys) == 0 {
+		return 0, nil
+	}
+	if err := g.check(ctx); err != nil {
+		return 0, err
+	}
+	n, err := g.rdb.Del(ctx, keys...).Result()
+	return n, goRedisError("del", err)
+}
+
+func (g *goRedisBackend) MGet(ctx context.Context, keys []string) ([][]byte, error) {
+	if len(keys) == 0 {
+		return [][]byte{}, nil
+	}
+	if err := g.check(ctx); err != nil {
+		return nil, err
+	}
+	vs, err := g.rdb.MGet(ctx, keys...).Result()
+	if err != nil {
+		return nil, goRedisError("mget", err)
+	}
+	out := make([][]byte, len(vs))
+	for i, v := range vs {
+		if s, ok := v.(string); ok {
+			out[i] = []byte(s)
+		}
+	}
+	return out, nil
+}
+
+func (g *goRedisBackend) MSet(ctx context.Context, kv map[string][]byte, ttl time.Duration) error {
+	if len(kv) == 0 {
+		return nil
+	}
+	if err := g.check(ctx); err != nil {
+		return err
+	}
+	if ttl <= 0 {
+		pairs := make([]any, 0, 2*len(kv))
+		for k, v := range kv {
+			pairs = append(pairs, k, v)
+		}
+		return goRedisError("mset", g.rdb.MSet(ctx, pairs...).Err())
+	}
+	ttl = time.Duration(ttlMillis(ttl)) * time.Millisecond
+	_, err := g.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for k, v := range kv {
+			p.Set(ctx, k, v, ttl)
+		}
+		return nil
+	})
+	return goRedisError("mset", err)
+}
+
+func (g *goRedisBackend) Do(ctx context.Context, args ...any) (any, error) {
+	if _, err := checkCommand(args); err != nil {
+		return nil, err
+	}
+	if err := g.check(ctx); err != nil {
+		return nil, err
+	}
+	v, err := g.rdb.Do(ctx, args...).Result()
+	if errors.Is(err, redis.Nil) {
+		return nil, nil
+	}
+	return v, goRedisError(argName(args, 0), err)
+}
+
+func (g *goRedisBackend) Stats() Stats {
+	s := Stats{Strategy: "go-redis"}
+	if ps := g.rdb.PoolStats(); ps != nil {
+		s.Conns = int(ps.TotalConns)
+		s.Idle = int(ps.IdleConns)
+		s.InUse = int(ps.TotalConns - ps.IdleConns)
+		s.Acquires = int64(ps.Hits + ps.Misses)
+		s.EmptyAcquires = int64(ps.Misses)
+	}
+	return s
+}
+
+func (g *goRedisBackend) Close() error {
+	if g.closed.Swap(true) {
+		return nil
+	}
+	if g.closeClient {
+		return g.rdb.Close()
+	}
+	return nil
+}

@@ -1,0 +1,144 @@
+package strategy
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"time"
+)
+
+// Sentinel errors, compared with errors.Is. Package redisx re-exports them.
+var (
+	// ErrNotFound is returned by Get when the key does not exist.
+	ErrNotFound = errors.New("redisx: not found")
+	// ErrClosed is returned by any call on a closed client, and by calls
+	// still waiting when the client is closed.
+	ErrClosed = errors.New("redisx: client closed")
+	// ErrInvalidArgument is returned, before anything is sent, for input
+	// the server would refuse or misread: a negative TTL, a value over
+	// 512 MB, a nil map, an argument of an unsupported type.
+	ErrInvalidArgument = errors.New("redisx: invalid argument")
+	// ErrConnection wraps network and protocol failures. The connection
+	// that failed is discarded and replaced; the call may be retried.
+	ErrConnection = errors.New("redisx: connection failed")
+	// ErrUnsupported is returned for a command or capability the strategy
+	// does not provide, such as a transaction on a shared connection.
+	ErrUnsupported = errors.New("redisx: unsupported")
+)
+
+// MaxValueSize is the largest value Redis accepts (proto-max-bulk-len),
+// in bytes.
+const MaxValueSize = 512 << 20
+
+// Strategy is implemented by the values users choose from (Multiplexed,
+// Pool, GoRedis, localcache.Near…). Open starts a running backend with
+// the shared connection settings. Open must not modify the receiver and
+// must verify that the server answers before it returns.
+type Strategy interface {
+	Open(ctx context.Context, cfg Config) (Backend, error)
+}
+
+// Backend is a running strategy. Implementations are safe for concurrent
+// use. The caller of Open owns the Backend and must Close it.
+//
+// Get returns an error wrapping ErrNotFound for a missing key. Set with
+// ttl 0 stores without expiry; ttl is never negative (the facade checks).
+// Del returns how many of the keys existed. Close releases every
+// connection and goroutine; calls after Close return ErrClosed.
+type Backend interface {
+	Get(ctx context.Context, key string) ([]byte, error)
+	Set(ctx context.Context, key string, value []byte, ttl time.Duration) error
+	Del(ctx context.Context, keys ...string) (int64, error)
+	Close() error
+}
+
+// MultiGetter is an optional interface that may be implemented by a
+// Backend. MGet returns one element per key, in the keys' order, nil
+// where a key is missing. Without it the facade calls Get once per key.
+type MultiGetter interface {
+	MGet(ctx context.Context, keys []string) ([][]byte, error)
+}
+
+// MultiSetter is an optional interface that may be implemented by a
+// Backend. MSet stores every pair with the same ttl (0: no expiry).
+// Without it the facade calls Set once per pair.
+type MultiSetter interface {
+	MSet(ctx context.Context, kv map[string][]byte, ttl time.Duration) error
+}
+
+// Doer is an optional interface that may be implemented by a Backend: the
+// escape hatch for any command. Arguments are strings, []byte, integers,
+// floats or bools; replies use redigo's types ([]byte, string, int64,
+// []any, nil), so redigo's helpers such as redis.String convert them. A
+// server error reply is returned as an error wrapping a redis.Error.
+// Without it the facade returns ErrUnsupported.
+type Doer interface {
+	Do(ctx context.Context, args ...any) (any, error)
+}
+
+// Statser is an optional interface that may be implemented by a Backend.
+// Without it the facade reports zero Stats.
+type Statser interface {
+	Stats() Stats
+}
+
+// Unwrapper is an optional interface implemented by decorators: Unwrap
+// returns the Backend they wrap, so capabilities hidden by a wrapper can
+// be found along the chain.
+type Unwrapper interface {
+	Unwrap() Backend
+}
+
+// Stats describes a backend's connections at one moment. Fields a
+// strategy does not track are zero.
+type Stats struct {
+	Strategy string // "multiplexed", "pool", "go-redis", …
+
+	Conns int // open connections to the server(s)
+
+	// Multiplexed: commands written but not yet answered, write batches
+	// flushed, and commands they carried (Commands/Flushes is the mean
+	// batch size).
+	Pending  int64
+	Flushes  int64
+	Commands int64
+
+	// Pool (summed over nodes).
+	InUse           int           // connections lent to callers
+	Idle            int           // connections waiting in the pool
+	MaxConns        int           // the pool's bound
+	Acquires        int64         // successful acquires
+	AcquireWait     time.Duration // total time callers waited for a connection
+	EmptyAcquires   int64         // acquires that found no idle connection
+	CanceledAcquire int64         // acquires abandoned because the context ended
+
+	Dials       int64 // connections opened, including redials
+	DialErrors  int64 // failed dials
+	BrokenConns int64 // connections discarded after a network or protocol error or a cancelled call
+}
+
+// Config is the connection settings every strategy shares. redisx fills it
+// from Options; strategies must not modify it.
+type Config struct {
+	// Addrs are the seed nodes, "host:port". Required.
+	Addrs []string
+	// Username and Password authenticate with AUTH (ACL user when
+	// Username is set). Never logged nor put in errors.
+	Username string
+	Password string
+	// DB is the database index selected on every connection (standalone
+	// only).
+	DB int
+	// TLS, when non-nil, makes every connection a TLS connection.
+	TLS *tls.Config
+	// DialTimeout bounds connecting and authenticating one connection.
+	DialTimeout time.Duration
+	// ReadTimeout bounds the wait for a reply when the caller's context
+	// has no deadline. Negative: no bound.
+	ReadTimeout time.Duration
+	// WriteTimeout bounds writing a request. Negative: no bound.
+	WriteTimeout time.Duration
+	// ClientName is set with CLIENT SETNAME on every connection when not
+	// empty.
+	ClientName string
+}
