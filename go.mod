@@ -6,6 +6,7 @@ require (
 	github.com/gomodule/redigo v1.9.3
 	github.com/jackc/puddle/v2 v2.2.2
 	github.com/redis/go-redis/v9 v9.23.0
+	github.com/redis/rueidis v1.0.79
 	go.uber.org/goleak v1.3.0
 	golang.org/x/sync v0.25.0
 )

@@ -181,6 +181,9 @@ func TestAppendArgEncodesSupportedTypes(t *testing.T) {
 			if string(got) != "PREFIX"+tt.want {
 				t.Errorf("AppendArg(%T %v) = %q, want %q", tt.arg, tt.arg, got, "PREFIX"+tt.want)
 			}
+			if err := resp.CheckArg(tt.arg); err != nil {
+				t.Errorf("CheckArg(%T) = %v, want nil as AppendArg accepts it", tt.arg, err)
+			}
 		})
 	}
 }
@@ -234,6 +237,11 @@ func TestAppendArgRejectsUnsupportedTypesWithoutLeakingValue(t *testing.T) {
 			}
 			if string(got) != "*2\r\n" {
 				t.Errorf("AppendArg changed the buffer on error: %q", got)
+			}
+			// CheckArg reports the same error without encoding.
+			var ce *resp.ArgError
+			if cerr := resp.CheckArg(tt.arg); !errors.As(cerr, &ce) || ce.Type != ae.Type || cerr.Error() != msg {
+				t.Errorf("CheckArg(%T) = %v, want the error AppendArg returns: %v", tt.arg, cerr, err)
 			}
 		})
 	}
@@ -1017,5 +1025,18 @@ func TestRoundTripAppendArgThroughReadAny(t *testing.T) {
 	ss, err := redis.Strings(resp.NewReader(bytes.NewReader(cmd), 16).ReadAny())
 	if err != nil || !reflect.DeepEqual(ss, want) {
 		t.Fatalf("round trip = %q, %v; want %q", ss, err, want)
+	}
+}
+
+func TestWaitDoesNotConsume(t *testing.T) {
+	r := newReader("$3\r\nabc\r\n", 16)
+	if err := r.Wait(); err != nil {
+		t.Fatalf("Wait() = %v with a reply pending", err)
+	}
+	if v, err := r.ReadBulk(); err != nil || string(v) != "abc" {
+		t.Fatalf("ReadBulk() after Wait = %q, %v", v, err)
+	}
+	if err := r.Wait(); err != io.EOF {
+		t.Fatalf("Wait() at end of stream = %v, want io.EOF", err)
 	}
 }

@@ -1,0 +1,187 @@
+package benchmarks_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	redigo "github.com/gomodule/redigo/redis"
+	goredis "github.com/redis/go-redis/v9"
+	"github.com/redis/rueidis"
+	"github.com/redisx-go/kit/internal/launcher"
+	"github.com/redisx-go/kit/redisx"
+	"github.com/redisx-go/kit/strategy"
+)
+
+// target is one client configuration under measurement.
+type target struct {
+	name  string
+	conns int // connections it may open (0: not fixed)
+	get   func(ctx context.Context, key string) ([]byte, error)
+	set   func(ctx context.Context, key string, v []byte) error
+	close func()
+}
+
+type serverOnce struct {
+	once sync.Once
+	addr string
+	err  error
+	srv  *launcher.Server
+}
+
+// benchServer is the server every benchmark of this process uses; it is
+// stopped by TestMain.
+var benchServer serverOnce
+
+func serverAddr(tb testing.TB) string {
+	benchServer.once.Do(func() {
+		if a := os.Getenv("REDISX_BENCH_ADDR"); a != "" {
+			benchServer.addr = a
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		benchServer.srv, benchServer.err = launcher.Start(ctx, launcher.Options{})
+		if benchServer.err == nil {
+			benchServer.addr = benchServer.srv.Addr()
+		}
+	})
+	if benchServer.err != nil {
+		tb.Fatalf("start redis-server: %v", benchServer.err)
+	}
+	return benchServer.addr
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if benchServer.srv != nil {
+		benchServer.srv.Stop()
+	}
+	os.Exit(code)
+}
+
+func openRedisx(tb testing.TB, name string, s strategy.Strategy, conns int) target {
+	c, err := redisx.New(context.Background(), redisx.Options{Addrs: []string{serverAddr(tb)}, Strategy: s})
+	if err != nil {
+		tb.Fatalf("%s: %v", name, err)
+	}
+	return target{
+		name: name, conns: conns, get: c.Get,
+		set:   func(ctx context.Context, k string, v []byte) error { return c.Set(ctx, k, v, 0) },
+		close: func() { c.Close() },
+	}
+}
+
+// openDirect bypasses the facade: the strategy's backend called directly,
+// for the facade-overhead bar (P3).
+func openDirect(tb testing.TB, name string, s strategy.Strategy) target {
+	b, err := s.Open(context.Background(), strategy.Config{Addrs: []string{serverAddr(tb)}, DialTimeout: 5 * time.Second, ReadTimeout: 3 * time.Second, WriteTimeout: 3 * time.Second})
+	if err != nil {
+		tb.Fatalf("%s: %v", name, err)
+	}
+	return target{
+		name: name, get: b.Get,
+		set:   func(ctx context.Context, k string, v []byte) error { return b.Set(ctx, k, v, 0) },
+		close: func() { b.Close() },
+	}
+}
+
+func openRueidis(tb testing.TB) target {
+	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{serverAddr(tb)}, DisableCache: true})
+	if err != nil {
+		tb.Fatalf("rueidis: %v", err)
+	}
+	return target{
+		name: "rueidis",
+		get: func(ctx context.Context, k string) ([]byte, error) {
+			v, err := c.Do(ctx, c.B().Get().Key(k).Build()).AsBytes()
+			if rueidis.IsRedisNil(err) {
+				return nil, redisx.ErrNotFound
+			}
+			return v, err
+		},
+		set: func(ctx context.Context, k string, v []byte) error {
+			return c.Do(ctx, c.B().Set().Key(k).Value(rueidis.BinaryString(v)).Build()).Error()
+		},
+		close: c.Close,
+	}
+}
+
+func openRedigoPool(tb testing.TB, n int) target {
+	addr := serverAddr(tb)
+	p := &redigo.Pool{
+		MaxActive: n, MaxIdle: n, Wait: true,
+		Dial: func() (redigo.Conn, error) { return redigo.Dial("tcp", addr) },
+	}
+	return target{
+		name: fmt.Sprintf("redigo-pool-%d", n), conns: n,
+		get: func(ctx context.Context, k string) ([]byte, error) {
+			c, err := p.GetContext(ctx)
+			if err != nil {
+				return nil, err
+			}
+			v, err := redigo.Bytes(c.Do("GET", k))
+			c.Close()
+			if errors.Is(err, redigo.ErrNil) {
+				return nil, redisx.ErrNotFound
+			}
+			return v, err
+		},
+		set: func(ctx context.Context, k string, v []byte) error {
+			c, err := p.GetContext(ctx)
+			if err != nil {
+				return err
+			}
+			_, err = c.Do("SET", k, v)
+			c.Close()
+			return err
+		},
+		close: func() { p.Close() },
+	}
+}
+
+func openGoRedis(tb testing.TB) (target, *goredis.Client) {
+	rdb := goredis.NewClient(&goredis.Options{Addr: serverAddr(tb)})
+	return target{
+		name: "go-redis",
+		get: func(ctx context.Context, k string) ([]byte, error) {
+			v, err := rdb.Get(ctx, k).Bytes()
+			if errors.Is(err, goredis.Nil) {
+				return nil, redisx.ErrNotFound
+			}
+			return v, err
+		},
+		set: func(ctx context.Context, k string, v []byte) error {
+			return rdb.Set(ctx, k, v, 0).Err()
+		},
+		close: func() { rdb.Close() },
+	}, rdb
+}
+
+// targets lists every configuration of the GET/SET sweep.
+func targets(tb testing.TB) []func() target {
+	return []func() target{
+		func() target { return openRedisx(tb, "multiplexed-1", strategy.Multiplexed{}, 1) },
+		func() target { return openRedisx(tb, "multiplexed-2", strategy.Multiplexed{Conns: 2}, 2) },
+		func() target { return openRedisx(tb, "multiplexed-4", strategy.Multiplexed{Conns: 4}, 4) },
+		func() target { return openRedisx(tb, "pool-8", strategy.Pool{Size: 8}, 8) },
+		func() target { return openRedisx(tb, "pool-32", strategy.Pool{Size: 32}, 32) },
+		func() target { return openRedisx(tb, "pool-100", strategy.Pool{Size: 100}, 100) },
+		func() target {
+			t, rdb := openGoRedis(tb)
+			x := openRedisx(tb, "goredis-adapter", strategy.GoRedis{Client: rdb, CloseClient: true}, 0)
+			closeX := x.close
+			x.close = func() { closeX(); t.close() }
+			return x
+		},
+		func() target { return openRueidis(tb) },
+		func() target { return openRedigoPool(tb, 8) },
+		func() target { return openRedigoPool(tb, 32) },
+		func() target { return openRedigoPool(tb, 100) },
+		func() target { t, _ := openGoRedis(tb); return t },
+	}
+}
