@@ -13,7 +13,7 @@ BENCHTIME ?= 1s
 FUZZTIME ?= 30s
 COVERPROFILE ?= coverage.out
 
-.PHONY: test lint bench fuzz cover ensure-redis
+.PHONY: test lint bench bars fuzz cover ensure-redis
 
 ensure-redis:
 	bash scripts/ensure-redis.sh
@@ -37,6 +37,14 @@ bench:
 	bash scripts/ensure-redis.sh
 	set -o pipefail; $(GO) test -run '^$$' -bench . -benchmem -count=$(COUNT) -benchtime=$(BENCHTIME) -timeout 60m ./benchmarks/ | tee bench.txt
 	@out="$$($(GO) run $(BENCHSTAT) bench.txt 2>/dev/null)" && printf '%s\n' "$$out" || true
+
+# The performance bars of DESIGN.md as side-by-side ratios (alternating
+# rounds, medians); fails when a bar is missed. ROUNDS and SECONDS size it.
+ROUNDS ?= 5
+SECONDS ?= 1
+bars:
+	bash scripts/ensure-redis.sh
+	REDISX_BARS=1 REDISX_BARS_ROUNDS=$(ROUNDS) REDISX_BARS_SECONDS=$(SECONDS) $(GO) test -count=1 -run 'TestBars' -v -timeout 60m ./benchmarks/
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzReader -fuzztime $(FUZZTIME) ./internal/resp/

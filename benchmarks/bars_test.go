@@ -1,0 +1,135 @@
+package benchmarks_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redisx-go/kit/benchmarks"
+	"github.com/redisx-go/kit/strategy"
+)
+
+// TestBars measures the performance bars of DESIGN.md (P1–P4) as ratios
+// of configurations run side by side: rounds alternate between the
+// configurations compared, and the median of the rounds is reported. It
+// is opt-in (REDISX_BARS=1, or `make bars`) because it takes minutes and
+// timing has no place in the default test run; it fails when a bar is
+// missed. REDISX_BARS_ROUNDS (default 5) and REDISX_BARS_SECONDS (default
+// 1) size it.
+func TestBars(t *testing.T) {
+	if os.Getenv("REDISX_BARS") == "" {
+		t.Skip("set REDISX_BARS=1 (or run make bars) to measure the performance bars")
+	}
+	rounds := envInt("REDISX_BARS_ROUNDS", 5)
+	d := time.Duration(envInt("REDISX_BARS_SECONDS", 1)) * time.Second
+	keys := make([]string, benchKeys)
+	for i := range keys {
+		keys[i] = benchKey(i)
+	}
+	get := func(tg target) benchmarks.Op {
+		return func(ctx context.Context, w, i int) error {
+			_, err := tg.get(ctx, keys[(w*7919+i)%benchKeys])
+			return err
+		}
+	}
+	// compare runs the named targets in alternating rounds at each level
+	// and returns the median QPS per target and level.
+	compare := func(levels []int, open ...func() target) map[string]map[int]float64 {
+		ts := make([]target, len(open))
+		for i, o := range open {
+			ts[i] = o()
+			defer ts[i].close()
+		}
+		seed(t, ts[0])
+		med := map[string]map[int]float64{}
+		for _, g := range levels {
+			samples := make([][]float64, len(ts))
+			for r := 0; r < rounds; r++ {
+				for i, tg := range ts {
+					res, err := benchmarks.ClosedLoop(context.Background(), g, d, get(tg))
+					if res.Errors > 0 {
+						t.Fatalf("%s at %d goroutines: %d errors, first: %v", tg.name, g, res.Errors, err)
+					}
+					samples[i] = append(samples[i], res.QPS())
+				}
+			}
+			for i, tg := range ts {
+				if med[tg.name] == nil {
+					med[tg.name] = map[int]float64{}
+				}
+				med[tg.name][g] = benchmarks.Median(samples[i])
+				t.Logf("GET %-16s goroutines=%-5d median %8.0f ops/s  rounds %s", tg.name, g, med[tg.name][g], fmtQPS(samples[i]))
+			}
+		}
+		return med
+	}
+	var report []string
+	bar := func(id string, ratio, want float64, what string) {
+		verdict := "met"
+		if ratio < want {
+			verdict = "MISSED"
+			t.Errorf("%s: %s = %.2fx, want >= %.2fx", id, what, ratio, want)
+		}
+		report = append(report, fmt.Sprintf("%s  %-58s %.2fx (bar %.2fx) %s", id, what, ratio, want, verdict))
+	}
+
+	t.Run("P1+P4", func(t *testing.T) {
+		sweep := []int{10, 50, 100, 500, 1000}
+		m := compare(sweep,
+			func() target { return openRedisx(t, "multiplexed-1", strategy.Multiplexed{}, 1) },
+			func() target { return openRueidis(t) })
+		for _, g := range []int{100, 1000} {
+			bar("P1", m["multiplexed-1"][g]/m["rueidis"][g], 1.0, fmt.Sprintf("multiplexed / rueidis GET at %d goroutines", g))
+		}
+		peak := 0.0
+		for _, g := range sweep {
+			peak = max(peak, m["multiplexed-1"][g])
+		}
+		bar("P4", m["multiplexed-1"][1000]/peak, 0.8, "multiplexed GET at 1000 goroutines / its own peak")
+	})
+	t.Run("P2", func(t *testing.T) {
+		for _, n := range []int{8, 32, 100} {
+			m := compare([]int{10, 100, 1000},
+				func() target { return openRedisx(t, fmt.Sprintf("pool-%d", n), strategy.Pool{Size: n}, n) },
+				func() target { return openRedigoPool(t, n) })
+			for _, g := range []int{10, 100, 1000} {
+				bar("P2", m[fmt.Sprintf("pool-%d", n)][g]/m[fmt.Sprintf("redigo-pool-%d", n)][g], 1.0,
+					fmt.Sprintf("pool-%d / redigo-pool-%d GET at %d goroutines", n, n, g))
+			}
+		}
+	})
+	t.Run("P3", func(t *testing.T) {
+		for _, s := range []struct {
+			name string
+			s    strategy.Strategy
+		}{{"multiplexed", strategy.Multiplexed{}}, {"pool-32", strategy.Pool{Size: 32}}} {
+			m := compare([]int{10, 1000},
+				func() target { return openRedisx(t, "facade-"+s.name, s.s, 0) },
+				func() target { return openDirect(t, "direct-"+s.name, s.s) })
+			for _, g := range []int{10, 1000} {
+				bar("P3", m["facade-"+s.name][g]/m["direct-"+s.name][g], 0.95,
+					fmt.Sprintf("facade / direct %s GET at %d goroutines", s.name, g))
+			}
+		}
+	})
+	t.Logf("bars (%d alternating rounds of %v, medians):\n%s", rounds, d, strings.Join(report, "\n"))
+}
+
+func fmtQPS(xs []float64) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = strconv.FormatFloat(x/1000, 'f', 0, 64) + "k"
+	}
+	return strings.Join(s, " ")
+}
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
