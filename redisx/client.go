@@ -141,6 +141,9 @@ func (c *Client) MSet(ctx context.Context, kv map[string][]byte, ttl time.Durati
 	if kv == nil {
 		return fmt.Errorf("%w: nil map", ErrInvalidArgument)
 	}
+	if err := checkValue(ttl, nil); err != nil {
+		return err
+	}
 	for _, v := range kv {
 		if err := checkValue(ttl, v); err != nil {
 			return err
@@ -168,9 +171,10 @@ type Loader func(ctx context.Context) ([]byte, error)
 
 // GetOrLoad returns the cached value of key; on a miss it calls load,
 // stores the result with ttl and returns it. Concurrent misses of the same
-// key in this process share one call of load (singleflight), which runs
-// with the context of the first caller; each caller still returns when
-// its own context ends. A failing load is returned wrapped in ErrLoad and
+// key in this process share one call of load (singleflight). The load
+// runs with the values and the deadline of the first caller's context but
+// not its cancellation, so one caller giving up does not fail the others;
+// each caller still returns as soon as its own context ends. A failing load is returned wrapped in ErrLoad and
 // nothing is stored. A failure to store the loaded value does not fail the
 // call (it is counted in Stats); a failure to read the cache does, so that
 // an outage of Redis does not become a stampede on the source.
@@ -185,9 +189,20 @@ func (c *Client) GetOrLoad(ctx context.Context, key string, ttl time.Duration, l
 	if !errors.Is(err, ErrNotFound) {
 		return v, err
 	}
+	// ran is set by this call's function only when singleflight runs it,
+	// that is when this call leads the load; it is read after the result
+	// arrives, which happens after the function returned.
+	ran := false
 	ch := c.loads.DoChan(key, func() (any, error) {
+		ran = true
 		c.nLoads.Add(1)
-		v, err := load(ctx)
+		lctx := context.WithoutCancel(ctx)
+		if d, ok := ctx.Deadline(); ok {
+			var cancel context.CancelFunc
+			lctx, cancel = context.WithDeadline(lctx, d)
+			defer cancel()
+		}
+		v, err := load(lctx)
 		if err != nil {
 			c.nLoadErrors.Add(1)
 			return nil, fmt.Errorf("%w: key %q: %w", ErrLoad, key, err)
@@ -198,14 +213,16 @@ func (c *Client) GetOrLoad(ctx context.Context, key string, ttl time.Duration, l
 		if err := checkValue(ttl, v); err != nil {
 			return nil, fmt.Errorf("%w: key %q: %w", ErrLoad, key, err)
 		}
-		if err := c.Set(context.WithoutCancel(ctx), key, v, ttl); err != nil {
+		if err := c.Set(lctx, key, v, ttl); err != nil {
 			c.nStoreErrs.Add(1)
 		}
 		return v, nil
 	})
 	select {
 	case r := <-ch:
-		if r.Shared {
+		// r.Shared is true for every caller of a shared load, the leader
+		// included; only the others were answered by another's load.
+		if r.Shared && !ran {
 			c.nShared.Add(1)
 		}
 		if r.Err != nil {

@@ -47,6 +47,12 @@ func ParseURL(raw string) (Options, error) {
 	default:
 		return o, fmt.Errorf("%w: URL scheme %q, want redis or rediss", ErrInvalidArgument, u.Scheme)
 	}
+	if u.Opaque != "" {
+		// "redis:host:port" or "redis:user:pw@host" (no "//") parses as an
+		// opaque URL with no host nor user info: accepting it would
+		// silently drop both and connect to 127.0.0.1:6379.
+		return o, fmt.Errorf("%w: malformed redis URL, want redis://host", ErrInvalidArgument)
+	}
 	if u.User != nil {
 		o.Username = u.User.Username()
 		o.Password, _ = u.User.Password()

@@ -52,7 +52,22 @@ func dial(ctx context.Context, cfg *Config, addr string) (net.Conn, error) {
 	if cfg.ClientName != "" {
 		opts = append(opts, redis.DialClientName(cfg.ClientName))
 	}
-	if _, err := redis.DialContext(ctx, "tcp", addr, opts...); err != nil {
+	rc, err := redis.DialContext(ctx, "tcp", addr, opts...)
+	if err == nil && cfg.Password == "" && cfg.ClientName == "" && cfg.DB == 0 {
+		// The handshake sent nothing, so nothing yet proves that a Redis
+		// server answers (Strategy.Open must verify it): any TCP listener
+		// would do. PING does; redigo reads exactly its reply.
+		_, err = redis.DoContext(rc, ctx, "PING")
+	}
+	if err == nil {
+		// redigo leaves the read deadline of its last handshake command
+		// on the connection. The strategies manage deadlines themselves;
+		// a stale one fails a read DialTimeout after the dial (Multiplexed
+		// then drops the connection, Pool with ReadTimeout < 0 fails the
+		// call).
+		err = nc.SetDeadline(time.Time{})
+	}
+	if err != nil {
 		if nc != nil {
 			nc.Close()
 		}

@@ -1,0 +1,143 @@
+package redisx_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+	"github.com/redisx-go/kit/redisx"
+	"github.com/redisx-go/kit/strategy"
+)
+
+// The examples that need a server connect to 127.0.0.1:6379 and have no
+// Output line: they are compiled, not run.
+
+func ExampleNew() {
+	ctx := context.Background()
+	c, err := redisx.New(ctx, redisx.Options{
+		Addrs: []string{"127.0.0.1:6379"},
+		// Zero Strategy: strategy.Multiplexed{}, one auto-pipelined
+		// connection shared by every goroutine.
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+
+	if err := c.Set(ctx, "greeting", []byte("hello"), time.Minute); err != nil {
+		log.Fatal(err)
+	}
+	v, err := c.Get(ctx, "greeting")
+	switch {
+	case errors.Is(err, redisx.ErrNotFound):
+		fmt.Println("no greeting")
+	case err != nil:
+		log.Fatal(err)
+	default:
+		fmt.Printf("%s\n", v)
+	}
+}
+
+func ExampleNew_pool() {
+	ctx := context.Background()
+	c, err := redisx.New(ctx, redisx.Options{
+		Addrs:    []string{"127.0.0.1:6379"},
+		Strategy: strategy.Pool{Size: 32, MinIdle: 4},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+
+	n, err := c.Del(ctx, "a", "b")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("removed", n)
+	fmt.Println("pool bound:", c.Stats().MaxConns)
+}
+
+func ExampleClient_GetOrLoad() {
+	ctx := context.Background()
+	c, err := redisx.New(ctx, redisx.Options{Addrs: []string{"127.0.0.1:6379"}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+
+	// On a miss, concurrent callers of the same key share one call of the
+	// loader; its result is stored for ten minutes.
+	v, err := c.GetOrLoad(ctx, "user:42", 10*time.Minute, func(ctx context.Context) ([]byte, error) {
+		return []byte(`{"id":42,"name":"Ada"}`), nil // from the database, say
+	})
+	if errors.Is(err, redisx.ErrLoad) {
+		log.Fatal("the source of truth failed: ", err)
+	}
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("%s\n", v)
+}
+
+func ExampleClient_MGet() {
+	ctx := context.Background()
+	c, err := redisx.New(ctx, redisx.Options{Addrs: []string{"127.0.0.1:6379"}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+
+	if err := c.MSet(ctx, map[string][]byte{"a": []byte("1"), "c": []byte("3")}, time.Minute); err != nil {
+		log.Fatal(err)
+	}
+	keys := []string{"a", "b", "c"}
+	vs, err := c.MGet(ctx, keys...)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for i, v := range vs {
+		if v == nil {
+			fmt.Printf("%s: missing\n", keys[i])
+			continue
+		}
+		fmt.Printf("%s: %s\n", keys[i], v)
+	}
+}
+
+func ExampleClient_Do() {
+	ctx := context.Background()
+	c, err := redisx.New(ctx, redisx.Options{Addrs: []string{"127.0.0.1:6379"}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+
+	// Do runs any command; redigo's helpers convert its reply.
+	n, err := redis.Int64(c.Do(ctx, "INCRBY", "visits", 5))
+	if errors.Is(err, redisx.ErrUnsupported) {
+		log.Fatal("this strategy cannot run arbitrary commands")
+	}
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("visits:", n)
+}
+
+func ExampleParseURL() {
+	o, err := redisx.ParseURL("redis://app:s3cret@cache.internal:6380/2?strategy=pool&size=32&dial_timeout=2s")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(o.Addrs, o.DB, o.Username, o.DialTimeout)
+	fmt.Printf("%T %+v\n", o.Strategy, o.Strategy)
+
+	_, err = redisx.ParseURL("redis://:s3cret@cache.internal?size=32")
+	fmt.Println(errors.Is(err, redisx.ErrInvalidArgument), err)
+	// Output:
+	// [cache.internal:6380] 2 app 2s
+	// strategy.Pool {Size:32 MinIdle:0 MaxIdleTime:0s MaxLifetime:0s HealthCheckPeriod:0s}
+	// true redisx: invalid argument: size= in URL applies to strategy=pool, not multiplexed
+}
