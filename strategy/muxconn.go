@@ -3,6 +3,7 @@ package strategy
 import (
 	"errors"
 	"net"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -93,6 +94,13 @@ func (c *muxConn) writeLoop() {
 		case <-c.quit:
 			return
 		}
+		// When more commands are in flight than queued for this write,
+		// callers woken by the reader are about to enqueue again: let them
+		// run first, so one write system call carries them all. Under low
+		// concurrency nothing else is runnable and this returns at once.
+		if c.pending.Load() > 2*c.queued() {
+			runtime.Gosched()
+		}
 		c.mu.Lock()
 		buf, n := c.wbuf, c.count
 		c.wbuf, c.count = spare[:0], 0
@@ -115,6 +123,13 @@ func (c *muxConn) writeLoop() {
 		}
 		spare = buf
 	}
+}
+
+// queued reports the commands encoded and not yet taken by the writer.
+func (c *muxConn) queued() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.count
 }
 
 func (c *muxConn) readLoop() {
