@@ -22,6 +22,8 @@ test:
 	bash scripts/ensure-redis.sh
 	$(MAKE) lint
 	$(GO) test -race -count=1 -timeout 10m ./...
+	# Allocation bars (P7) are exact counts, meaningful only without -race.
+	$(GO) test -count=1 -run 'Allocations' ./...
 
 lint:
 	@unformatted="$$($(GOFMT) -l .)"; \

@@ -93,9 +93,11 @@ type poolNode struct {
 
 	closed atomic.Bool
 	stop   chan struct{}
+	gate   chan struct{} // one token per borrowed connection; see acquire
 	wg     sync.WaitGroup
 
-	dials, dialErrors, broken atomic.Int64
+	dials, dialErrors, broken     atomic.Int64
+	waits, waited, cancelledWaits atomic.Int64 // callers that waited for a token
 }
 
 // pconn is one pooled connection. Only its borrower touches it.
@@ -111,7 +113,7 @@ func newPoolNode(cfg Config, addr string, opts Pool) (*poolNode, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &poolNode{cfg: cfg, addr: addr, opts: opts, stop: make(chan struct{})}
+	n := &poolNode{cfg: cfg, addr: addr, opts: opts, stop: make(chan struct{}), gate: make(chan struct{}, opts.Size)}
 	n.p, err = puddle.NewPool(&puddle.Config[*pconn]{
 		Constructor: n.construct,
 		Destructor:  func(c *pconn) { c.nc.Close() },
@@ -137,7 +139,13 @@ func (n *poolNode) construct(ctx context.Context) (*pconn, error) {
 	return &pconn{nc: nc, r: resp.NewReader(nc, 16<<10), buf: make([]byte, 0, 512)}, nil
 }
 
-// acquire borrows a connection within ctx.
+// acquire borrows a connection within ctx. A caller first takes a token
+// of gate, a channel as deep as the pool: waiting there costs no
+// allocation (a blocked channel send reuses the runtime's cached waiter),
+// whereas puddle's semaphore allocates a waiter per blocked Acquire — three
+// allocations per call once callers outnumber connections. Holding a token,
+// puddle's Acquire never waits on its semaphore. The token is returned by
+// done.
 func (n *poolNode) acquire(ctx context.Context) (*puddle.Resource[*pconn], error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -145,8 +153,24 @@ func (n *poolNode) acquire(ctx context.Context) (*puddle.Resource[*pconn], error
 	if n.closed.Load() {
 		return nil, ErrClosed
 	}
+	select {
+	case n.gate <- struct{}{}:
+	default:
+		start := time.Now()
+		select {
+		case n.gate <- struct{}{}:
+			n.waits.Add(1)
+			n.waited.Add(int64(time.Since(start)))
+		case <-ctx.Done():
+			n.cancelledWaits.Add(1)
+			return nil, ctx.Err()
+		case <-n.stop:
+			return nil, ErrClosed
+		}
+	}
 	res, err := n.p.Acquire(ctx)
 	if err != nil {
+		<-n.gate
 		switch {
 		case errors.Is(err, puddle.ErrClosedPool):
 			return nil, ErrClosed
@@ -159,6 +183,9 @@ func (n *poolNode) acquire(ctx context.Context) (*puddle.Resource[*pconn], error
 	}
 	return res, nil
 }
+
+// done gives back the token of a connection released or destroyed.
+func (n *poolNode) done() { <-n.gate }
 
 // exchange is one borrowed round trip: it arms the deadline and the
 // context's cancellation, writes c.buf, lets read decode the reply, then
@@ -235,6 +262,7 @@ func (x *exchange) end(ctx context.Context, cmd string, err error) error {
 	if cancelled || resp.Fatal(err) {
 		x.c.deadline = time.Time{}
 		x.res.Destroy()
+		x.n.done()
 		x.n.broken.Add(1)
 		if err := contextError(ctx, err); err != nil {
 			return err
@@ -249,6 +277,7 @@ func (x *exchange) end(ctx context.Context, cmd string, err error) error {
 	} else {
 		x.res.Release()
 	}
+	x.n.done()
 	return replyError(cmd, err)
 }
 
@@ -427,9 +456,9 @@ func (n *poolNode) Stats() Stats {
 		Idle:            int(st.IdleResources()),
 		MaxConns:        int(st.MaxResources()),
 		Acquires:        st.AcquireCount(),
-		AcquireWait:     st.AcquireDuration(),
-		EmptyAcquires:   st.EmptyAcquireCount(),
-		CanceledAcquire: st.CanceledAcquireCount(),
+		AcquireWait:     st.AcquireDuration() + time.Duration(n.waited.Load()),
+		EmptyAcquires:   st.EmptyAcquireCount() + n.waits.Load(),
+		CanceledAcquire: st.CanceledAcquireCount() + n.cancelledWaits.Load(),
 		Dials:           n.dials.Load(),
 		DialErrors:      n.dialErrors.Load(),
 		BrokenConns:     n.broken.Load(),
