@@ -91,7 +91,7 @@ func openDirect(tb testing.TB, name string, s strategy.Strategy) target {
 }
 
 func openRueidis(tb testing.TB) target {
-	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{serverAddr(tb)}, DisableCache: true})
+	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{serverAddr(tb)}})
 	if err != nil {
 		tb.Fatalf("rueidis: %v", err)
 	}
