@@ -4,7 +4,74 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
+
+	"github.com/redisx-go/kit/internal/resp"
 )
+
+// reply is where one command's reply is decoded: which decoder to use and
+// the destination of each kind.
+type reply struct {
+	kind replyKind
+	n    int // replyOK: status replies expected (a run of SETs)
+
+	val  []byte
+	vals [][]byte // replyBulks: one element per key, nil where missing
+	num  int64
+	any  any
+	err  error // reply-level error: a server error reply or a wrong type
+}
+
+type replyKind uint8
+
+const (
+	replyBulk  replyKind = iota // GET
+	replyOK                     // n status replies: SET, MSET, ASKING
+	replyInt                    // DEL
+	replyBulks                  // MGET into vals
+	replyAny                    // any command
+	replyPipe                   // several commands: see call.pipe
+)
+
+// read decodes rp's reply from r. Reply-level errors are stored in rp.err;
+// stream-level errors, after which r is unusable, are returned.
+func (rp *reply) read(r *resp.Reader) error {
+	var err error
+	switch rp.kind {
+	case replyBulk:
+		rp.val, err = r.ReadBulk()
+	case replyInt:
+		rp.num, err = r.ReadInt()
+	case replyBulks:
+		err = r.ReadBulks(rp.vals)
+	case replyAny:
+		rp.any, err = r.ReadAny()
+	case replyOK:
+		for i := 0; i < max(rp.n, 1); i++ {
+			e := r.ReadOK()
+			if resp.Fatal(e) {
+				return e
+			}
+			if err == nil {
+				err = e
+			}
+		}
+	}
+	if resp.Fatal(err) {
+		return err
+	}
+	rp.err = err
+	return nil
+}
+
+// readAll decodes the replies of a pipeline in order.
+func readAll(r *resp.Reader, rps []reply) error {
+	for i := range rps {
+		if err := rps[i].read(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 // A call is one caller's request on a shared connection: the reader loop
 // fills it with the reply and wakes the caller. Calls are recycled through
@@ -14,14 +81,8 @@ import (
 type call struct {
 	done  chan struct{} // capacity 1: the reader's wake-up
 	state atomic.Uint32
-	kind  replyKind
-	n     int // replies expected (a pipeline of SETs)
-
-	val  []byte
-	vals [][]byte
-	num  int64
-	any  any
-	err  error
+	reply
+	pipe []reply // replyPipe: the replies of a pipeline, owned by the caller
 }
 
 const (
@@ -30,15 +91,13 @@ const (
 	callAbandoned
 )
 
-type replyKind uint8
-
-const (
-	replyBulk  replyKind = iota // GET
-	replyOK                     // n status replies: SET, MSET
-	replyInt                    // DEL
-	replyBulks                  // MGET into vals
-	replyAny                    // any command
-)
+// read decodes the call's reply or replies.
+func (cl *call) read(r *resp.Reader) error {
+	if cl.kind == replyPipe {
+		return readAll(r, cl.pipe)
+	}
+	return cl.reply.read(r)
+}
 
 type callPool struct{ p sync.Pool }
 
@@ -53,7 +112,8 @@ func (cp *callPool) get(kind replyKind, n int) *call {
 }
 
 func (cp *callPool) put(c *call) {
-	c.val, c.vals, c.any, c.err, c.num = nil, nil, nil, nil, 0
+	c.reply = reply{}
+	c.pipe = nil
 	cp.p.Put(c)
 }
 

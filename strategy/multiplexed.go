@@ -38,18 +38,24 @@ type Multiplexed struct {
 	Blocking int
 }
 
-// Open implements Strategy. It dials every shared connection before it
-// returns.
+// Open implements Strategy. It dials every shared connection of the first
+// seed that answers before it returns; on a cluster, the other nodes'
+// connections are dialled on first use.
 func (m Multiplexed) Open(ctx context.Context, cfg Config) (Backend, error) {
+	if _, err := m.withDefaults(); err != nil {
+		return nil, err
+	}
+	return openDeployment(ctx, cfg, m)
+}
+
+func (m Multiplexed) withDefaults() (Multiplexed, error) {
 	switch {
 	case m.Conns < 0 || m.Conns > 1024:
-		return nil, fmt.Errorf("%w: Multiplexed.Conns %d out of range 0..1024", ErrInvalidArgument, m.Conns)
+		return m, fmt.Errorf("%w: Multiplexed.Conns %d out of range 0..1024", ErrInvalidArgument, m.Conns)
 	case m.MaxPending < 0:
-		return nil, fmt.Errorf("%w: Multiplexed.MaxPending %d is negative", ErrInvalidArgument, m.MaxPending)
+		return m, fmt.Errorf("%w: Multiplexed.MaxPending %d is negative", ErrInvalidArgument, m.MaxPending)
 	case m.Blocking < 0:
-		return nil, fmt.Errorf("%w: Multiplexed.Blocking %d is negative", ErrInvalidArgument, m.Blocking)
-	case len(cfg.Addrs) == 0:
-		return nil, fmt.Errorf("%w: no address", ErrInvalidArgument)
+		return m, fmt.Errorf("%w: Multiplexed.Blocking %d is negative", ErrInvalidArgument, m.Blocking)
 	}
 	if m.Conns == 0 {
 		m.Conns = 1
@@ -60,7 +66,23 @@ func (m Multiplexed) Open(ctx context.Context, cfg Config) (Backend, error) {
 	if m.Blocking == 0 {
 		m.Blocking = 8
 	}
-	n := newMuxNode(cfg, cfg.Addrs[0], m)
+	return m, nil
+}
+
+func (m Multiplexed) newNode(cfg Config, addr string) (node, error) {
+	m, err := m.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	return newMuxNode(cfg, addr, m), nil
+}
+
+func (m Multiplexed) openNode(ctx context.Context, cfg Config, addr string) (node, error) {
+	nd, err := m.newNode(cfg, addr)
+	if err != nil {
+		return nil, err
+	}
+	n := nd.(*muxNode)
 	for i := range n.slots {
 		if _, err := n.conn(ctx, i); err != nil {
 			n.Close()
@@ -465,3 +487,25 @@ var _ interface {
 	Doer
 	Statser
 } = (*muxNode)(nil)
+
+// exec sends the commands encoded in buf back to back on key's connection
+// and decodes their replies into rps, in order. Only a connection or
+// context failure is returned; each command's own error is in its reply.
+func (n *muxNode) exec(ctx context.Context, key string, buf []byte, rps []reply) error {
+	c, err := n.enqueue(ctx, n.route(key))
+	if err != nil {
+		return err
+	}
+	cl := n.calls.get(replyPipe, 0)
+	cl.pipe = rps
+	c.wbuf = append(c.wbuf, buf...)
+	c.push(cl, int64(len(rps)))
+	if err := wait(ctx, cl); err != nil {
+		return err
+	}
+	err = cl.err
+	n.calls.put(cl)
+	return err
+}
+
+func (n *muxNode) address() string { return n.addr }

@@ -150,7 +150,7 @@ func (c *muxConn) readLoop() {
 			return
 		}
 		for i, cl := range batch {
-			if err := c.read(cl); resp.Fatal(err) {
+			if err := cl.read(c.r); err != nil {
 				c.fail(err)
 				for _, rest := range batch[i:] {
 					rest.err = connError(c.node.addr, err)
@@ -165,37 +165,6 @@ func (c *muxConn) readLoop() {
 		c.pending.Add(-int64(len(batch)))
 		spare = batch[:0]
 	}
-}
-
-// read decodes the reply (or replies) of cl. Reply-level errors are stored
-// in cl; stream-level errors are returned.
-func (c *muxConn) read(cl *call) error {
-	var err error
-	switch cl.kind {
-	case replyBulk:
-		cl.val, err = c.r.ReadBulk()
-	case replyInt:
-		cl.num, err = c.r.ReadInt()
-	case replyBulks:
-		err = c.r.ReadBulks(cl.vals)
-	case replyAny:
-		cl.any, err = c.r.ReadAny()
-	case replyOK:
-		for i := 0; i < cl.n; i++ {
-			e := c.r.ReadOK()
-			if resp.Fatal(e) {
-				return e
-			}
-			if err == nil {
-				err = e
-			}
-		}
-	}
-	if resp.Fatal(err) {
-		return err
-	}
-	cl.err = err
-	return nil
 }
 
 // fail marks c broken, closes it and fails every queued call. Calls the

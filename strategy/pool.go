@@ -41,18 +41,34 @@ type Pool struct {
 	HealthCheckPeriod time.Duration
 }
 
-// Open implements Strategy. It opens one connection (or MinIdle) before
-// it returns, to verify the server answers.
+// Open implements Strategy. It opens one connection (or MinIdle) to the
+// first seed that answers before it returns; on a cluster, the other
+// nodes' connections are opened on first use.
 func (p Pool) Open(ctx context.Context, cfg Config) (Backend, error) {
-	if len(cfg.Addrs) == 0 {
-		return nil, fmt.Errorf("%w: no address", ErrInvalidArgument)
+	if _, err := p.withDefaults(); err != nil {
+		return nil, err
 	}
-	n, err := newPoolNode(cfg, cfg.Addrs[0], p)
+	return openDeployment(ctx, cfg, p)
+}
+
+func (p Pool) newNode(cfg Config, addr string) (node, error) {
+	n, err := newPoolNode(cfg, addr, p)
+	if err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+func (p Pool) openNode(ctx context.Context, cfg Config, addr string) (node, error) {
+	n, err := newPoolNode(cfg, addr, p)
 	if err != nil {
 		return nil, err
 	}
 	if err := n.p.CreateResource(ctx); err != nil {
 		n.Close()
+		if ctx.Err() == nil && !errors.Is(err, ErrConnection) {
+			err = connError(addr, err)
+		}
 		return nil, err
 	}
 	return n, nil
@@ -360,18 +376,11 @@ func (n *poolNode) MSet(ctx context.Context, kv map[string][]byte, ttl time.Dura
 	if err != nil {
 		return err
 	}
-	var replies int
-	x.c.buf, replies = appendMSet(x.c.buf, kv, ttl)
+	rp := reply{kind: replyOK}
+	x.c.buf, rp.n = appendMSet(x.c.buf, kv, ttl)
 	if err = x.send(); err == nil {
-		for i := 0; i < replies; i++ {
-			e := x.c.r.ReadOK()
-			if resp.Fatal(e) {
-				err = e
-				break
-			}
-			if err == nil {
-				err = e
-			}
+		if err = rp.read(x.c.r); err == nil {
+			err = rp.err
 		}
 	}
 	return x.end(ctx, "mset", err)
@@ -484,3 +493,21 @@ var _ interface {
 	Doer
 	Statser
 } = (*poolNode)(nil)
+
+// exec sends the commands encoded in buf in one write on a borrowed
+// connection and decodes their replies into rps, in order. Only a
+// connection or context failure is returned; each command's own error is
+// in its reply.
+func (n *poolNode) exec(ctx context.Context, _ string, buf []byte, rps []reply) error {
+	x, err := n.begin(ctx)
+	if err != nil {
+		return err
+	}
+	x.c.buf = append(x.c.buf, buf...)
+	if err = x.send(); err == nil {
+		err = readAll(x.c.r, rps)
+	}
+	return x.end(ctx, "pipeline", err)
+}
+
+func (n *poolNode) address() string { return n.addr }

@@ -112,6 +112,13 @@ type Stats struct {
 	EmptyAcquires   int64         // acquires that found no idle connection
 	CanceledAcquire int64         // acquires abandoned because the context ended
 
+	// Cluster: servers connected to, masters in the slot map, MOVED/ASK
+	// redirects followed, and slot-map reloads.
+	Nodes             int
+	Masters           int
+	Redirects         int64
+	TopologyRefreshes int64
+
 	Dials       int64 // connections opened, including redials
 	DialErrors  int64 // failed dials
 	BrokenConns int64 // connections discarded after a network or protocol error or a cancelled call

@@ -60,20 +60,39 @@ func Run(t *testing.T, opts redisx.Options) {
 
 type suite struct {
 	opts   redisx.Options
-	oracle *goredis.Client
+	oracle goredis.UniversalClient
 	seq    atomic.Int64
 }
 
-// oracle is an independent client used to look at the server's state.
-func oracle(o redisx.Options) *goredis.Client {
+// oracle is an independent client used to look at the server's state: a
+// go-redis cluster client when the first address is a cluster node.
+func oracle(o redisx.Options) goredis.UniversalClient {
 	addr := "127.0.0.1:6379"
 	if len(o.Addrs) > 0 {
 		addr = o.Addrs[0]
 	}
-	return goredis.NewClient(&goredis.Options{
+	plain := goredis.NewClient(&goredis.Options{
 		Addr: addr, Username: o.Username, Password: o.Password, DB: o.DB, TLSConfig: o.TLS,
 		Protocol: 2, DisableIdentity: true,
 	})
+	info, err := plain.Info(context.Background(), "cluster").Result()
+	if err != nil || !strings.Contains(info, "cluster_enabled:1") {
+		return plain
+	}
+	plain.Close()
+	return goredis.NewClusterClient(&goredis.ClusterOptions{
+		Addrs: o.Addrs, Username: o.Username, Password: o.Password, TLSConfig: o.TLS,
+		Protocol: 2, DisableIdentity: true,
+	})
+}
+
+// eachServer runs fn on every server the oracle knows: every master of a
+// cluster, or the one server.
+func (s *suite) eachServer(ctx context.Context, fn func(ctx context.Context, c *goredis.Client) error) error {
+	if cc, ok := s.oracle.(*goredis.ClusterClient); ok {
+		return cc.ForEachMaster(ctx, fn)
+	}
+	return fn(ctx, s.oracle.(*goredis.Client))
 }
 
 func (s *suite) client(t *testing.T) *redisx.Client {
@@ -252,14 +271,21 @@ func (s *suite) mgetOrder(t *testing.T) {
 }
 
 func (s *suite) commandCalls(ctx context.Context, t *testing.T, cmd string) int64 {
-	info := s.oracle.Info(ctx, "commandstats").Val()
-	for _, line := range strings.Split(info, "\n") {
-		if rest, ok := strings.CutPrefix(line, "cmdstat_"+cmd+":calls="); ok {
-			n, _ := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
-			return n
+	var total atomic.Int64
+	err := s.eachServer(ctx, func(ctx context.Context, c *goredis.Client) error {
+		info, err := c.Info(ctx, "commandstats").Result()
+		for _, line := range strings.Split(info, "\n") {
+			if rest, ok := strings.CutPrefix(line, "cmdstat_"+cmd+":calls="); ok {
+				n, _ := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
+				total.Add(n)
+			}
 		}
+		return err
+	})
+	if err != nil {
+		t.Fatalf("INFO commandstats: %v", err)
 	}
-	return 0
+	return total.Load()
 }
 
 func (s *suite) mgetNoKeys(t *testing.T) {
@@ -360,7 +386,9 @@ func (s *suite) deadlineMidCall(t *testing.T) {
 	if err := c.Set(ctx, k, []byte("before"), time.Minute); err != nil {
 		t.Fatalf("Set: %v", err)
 	}
-	if err := s.oracle.Do(ctx, "CLIENT", "PAUSE", 400, "ALL").Err(); err != nil {
+	if err := s.eachServer(ctx, func(ctx context.Context, c *goredis.Client) error {
+		return c.Do(ctx, "CLIENT", "PAUSE", 400, "ALL").Err()
+	}); err != nil {
 		t.Fatalf("CLIENT PAUSE: %v", err)
 	}
 	start := time.Now()

@@ -1,0 +1,62 @@
+package strategy_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/redisx-go/kit/internal/conformance"
+	"github.com/redisx-go/kit/internal/launcher"
+	"github.com/redisx-go/kit/redisx"
+	"github.com/redisx-go/kit/strategy"
+)
+
+func TestClusterConformance(t *testing.T) {
+	cl := launcher.ClusterForTest(t, launcher.ClusterOptions{Replicas: 1})
+	for _, tc := range []struct {
+		name string
+		s    strategy.Strategy
+	}{
+		{"multiplexed", strategy.Multiplexed{}},
+		{"pool", strategy.Pool{Size: 16}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			conformance.Run(t, redisx.Options{Addrs: cl.Addrs(), Strategy: tc.s})
+		})
+	}
+}
+
+func TestClusterModeIsDetectedAndKeysSpreadOverMasters(t *testing.T) {
+	cl := launcher.ClusterForTest(t, launcher.ClusterOptions{})
+	for _, s := range []strategy.Strategy{strategy.Multiplexed{}, strategy.Pool{Size: 4}} {
+		ctx := t.Context()
+		c, err := redisx.New(ctx, redisx.Options{Addrs: cl.Addrs()[:1], Strategy: s})
+		if err != nil {
+			t.Fatalf("New(%T): %v", s, err)
+		}
+		for i := 0; i < 300; i++ {
+			k := fmt.Sprintf("spread:%d", i)
+			if err := c.Set(ctx, k, []byte(k), time.Minute); err != nil {
+				t.Fatalf("Set(%q): %v", k, err)
+			}
+		}
+		st := c.Stats()
+		if st.Masters != 3 || st.Nodes < 3 {
+			t.Fatalf("%T on a 3-master cluster: Stats().Masters = %d, Nodes = %d; want 3, >= 3", s, st.Masters, st.Nodes)
+		}
+		masters, err := cl.Masters(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range masters {
+			out, err := m.CLI(ctx, "DBSIZE")
+			if err != nil || out == "0" {
+				t.Fatalf("master %s holds %q keys (%v); want some of the 300", m.Addr(), out, err)
+			}
+		}
+		if st.Redirects != 0 {
+			t.Errorf("%T: %d redirects with a fresh slot map, want 0", s, st.Redirects)
+		}
+		c.Close()
+	}
+}

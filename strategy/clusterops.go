@@ -1,0 +1,216 @@
+package strategy
+
+import (
+	"context"
+	"math/rand/v2"
+	"time"
+
+	"github.com/redisx-go/kit/internal/cluster"
+)
+
+// The cache operations on a cluster. Single-key calls go to the slot's
+// master through the node's own fast path. Multi-key calls are split by
+// slot and run one slot after another — the plain baseline; SlotGrouped
+// pipelines them per node instead.
+
+const askingCmd = "*1\r\n$6\r\nASKING\r\n"
+
+// askExec runs the command appended by enc on n right after ASKING, in
+// one round trip, decoding its reply into rp.
+func askExec(ctx context.Context, n node, key string, rp *reply, enc func([]byte) []byte) error {
+	buf := enc(append(make([]byte, 0, 64), askingCmd...))
+	rps := []reply{{kind: replyOK}, *rp}
+	if err := n.exec(ctx, key, buf, rps); err != nil {
+		return err
+	}
+	*rp = rps[1]
+	if rps[0].err != nil {
+		return replyError("asking", rps[0].err)
+	}
+	return replyError("ask", rp.err)
+}
+
+// Get implements Backend.
+func (c *clusterBackend) Get(ctx context.Context, key string) ([]byte, error) {
+	var v []byte
+	err := c.route(ctx, cluster.Slot(key), true,
+		func(n node) (err error) { v, err = n.Get(ctx, key); return err },
+		func(n node) error {
+			rp := reply{kind: replyBulk}
+			err := askExec(ctx, n, key, &rp, func(b []byte) []byte { return appendGet(b, key) })
+			if err == nil && rp.val == nil {
+				err = ErrNotFound
+			}
+			v = rp.val
+			return err
+		})
+	if err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// Set implements Backend.
+func (c *clusterBackend) Set(ctx context.Context, key string, value []byte, ttl time.Duration) error {
+	return c.route(ctx, cluster.Slot(key), true,
+		func(n node) error { return n.Set(ctx, key, value, ttl) },
+		func(n node) error {
+			rp := reply{kind: replyOK}
+			return askExec(ctx, n, key, &rp, func(b []byte) []byte { return appendSet(b, key, value, ttl) })
+		})
+}
+
+// bySlot groups keys by slot, in order of first appearance, keeping each
+// key's position in the caller's list.
+type slotGroup struct {
+	slot int
+	keys []string
+	pos  []int
+}
+
+func groupBySlot(keys []string) []slotGroup {
+	var groups []slotGroup
+	index := map[int]int{}
+	for i, k := range keys {
+		s := cluster.Slot(k)
+		g, ok := index[s]
+		if !ok {
+			g = len(groups)
+			index[s] = g
+			groups = append(groups, slotGroup{slot: s})
+		}
+		groups[g].keys = append(groups[g].keys, k)
+		groups[g].pos = append(groups[g].pos, i)
+	}
+	return groups
+}
+
+// Del implements Backend: one DEL per slot, one after another.
+func (c *clusterBackend) Del(ctx context.Context, keys ...string) (int64, error) {
+	var total int64
+	for _, g := range groupBySlot(keys) {
+		var n64 int64
+		err := c.route(ctx, g.slot, true,
+			func(n node) (err error) { n64, err = n.Del(ctx, g.keys...); return err },
+			func(n node) error {
+				rp := reply{kind: replyInt}
+				err := askExec(ctx, n, g.keys[0], &rp, func(b []byte) []byte { return appendKeys(b, "DEL", g.keys) })
+				n64 = rp.num
+				return err
+			})
+		if err != nil {
+			return total, err
+		}
+		total += n64
+	}
+	return total, nil
+}
+
+// mgetSlot reads one slot's keys into vs at their positions.
+func (c *clusterBackend) mgetSlot(ctx context.Context, g slotGroup, vs [][]byte) error {
+	var got [][]byte
+	err := c.route(ctx, g.slot, true,
+		func(n node) (err error) { got, err = n.MGet(ctx, g.keys); return err },
+		func(n node) error {
+			rp := reply{kind: replyBulks, vals: make([][]byte, len(g.keys))}
+			err := askExec(ctx, n, g.keys[0], &rp, func(b []byte) []byte { return appendKeys(b, "MGET", g.keys) })
+			got = rp.vals
+			return err
+		})
+	if err != nil {
+		return err
+	}
+	for i, p := range g.pos {
+		vs[p] = got[i]
+	}
+	return nil
+}
+
+// MGet implements MultiGetter: one MGET per slot, one after another.
+func (c *clusterBackend) MGet(ctx context.Context, keys []string) ([][]byte, error) {
+	vs := make([][]byte, len(keys))
+	for _, g := range groupBySlot(keys) {
+		if err := c.mgetSlot(ctx, g, vs); err != nil {
+			return nil, err
+		}
+	}
+	return vs, nil
+}
+
+// msetSlot stores one slot's pairs.
+func (c *clusterBackend) msetSlot(ctx context.Context, slot int, kv map[string][]byte, ttl time.Duration) error {
+	var first string
+	for k := range kv {
+		first = k
+		break
+	}
+	return c.route(ctx, slot, true,
+		func(n node) error { return n.MSet(ctx, kv, ttl) },
+		func(n node) error {
+			rp := reply{kind: replyOK}
+			return askExec(ctx, n, first, &rp, func(b []byte) []byte {
+				b, rp.n = appendMSet(b, kv, ttl)
+				return b
+			})
+		})
+}
+
+// MSet implements MultiSetter: one MSET (or run of SETs with a ttl) per
+// slot, one after another.
+func (c *clusterBackend) MSet(ctx context.Context, kv map[string][]byte, ttl time.Duration) error {
+	bySlot := map[int]map[string][]byte{}
+	var order []int
+	for k, v := range kv {
+		s := cluster.Slot(k)
+		m, ok := bySlot[s]
+		if !ok {
+			m = map[string][]byte{}
+			bySlot[s] = m
+			order = append(order, s)
+		}
+		m[k] = v
+	}
+	for _, s := range order {
+		if err := c.msetSlot(ctx, s, bySlot[s], ttl); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Do implements Doer. On a cluster a command is routed by its second
+// argument — the first key of most commands — and MOVED corrects the
+// rest; a command with no argument after its name goes to any master. Do
+// follows redirects and TRYAGAIN but does not retry after a connection
+// failure: the command may have run.
+func (c *clusterBackend) Do(ctx context.Context, args ...any) (any, error) {
+	if _, err := checkCommand(args); err != nil {
+		return nil, err
+	}
+	key := argName(args, 1)
+	slot := cluster.Slot(key)
+	if len(args) < 2 {
+		slot = rand.IntN(cluster.Slots)
+	}
+	var v any
+	err := c.route(ctx, slot, false,
+		func(n node) (err error) { v, err = n.Do(ctx, args...); return err },
+		func(n node) error {
+			rp := reply{kind: replyAny}
+			err := askExec(ctx, n, key, &rp, func(b []byte) []byte {
+				b, _ = appendArgs(b, args) // checked above
+				return b
+			})
+			v = rp.any
+			return err
+		})
+	return v, err
+}
+
+var _ interface {
+	Backend
+	MultiGetter
+	MultiSetter
+	Doer
+	Statser
+} = (*clusterBackend)(nil)

@@ -1,0 +1,97 @@
+package strategy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/gomodule/redigo/redis"
+	"github.com/redisx-go/kit/internal/cluster"
+)
+
+// node is a transport's backend for one server: the unit a cluster
+// routes to.
+type node interface {
+	Backend
+	MultiGetter
+	MultiSetter
+	Doer
+	Statser
+	// exec sends the commands encoded in buf back to back, on key's
+	// connection, and decodes their replies into rps.
+	exec(ctx context.Context, key string, buf []byte, rps []reply) error
+	address() string
+}
+
+// transport is implemented by the strategy values that open nodes:
+// Multiplexed and Pool.
+type transport interface {
+	Strategy
+	// newNode returns a node for addr without connecting.
+	newNode(cfg Config, addr string) (node, error)
+	// openNode returns a node for addr once it has connected.
+	openNode(ctx context.Context, cfg Config, addr string) (node, error)
+}
+
+var errNotCluster = errors.New("cluster support disabled")
+
+// openDeployment connects to the first seed that answers and finds out
+// whether it is a standalone server (the node is returned as is) or a
+// cluster member (a cluster backend over one node per master is).
+func openDeployment(ctx context.Context, cfg Config, t transport) (Backend, error) {
+	if len(cfg.Addrs) == 0 {
+		return nil, fmt.Errorf("%w: no address", ErrInvalidArgument)
+	}
+	var errs []error
+	for _, addr := range cfg.Addrs {
+		n, err := t.openNode(ctx, cfg, addr)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		shards, err := discover(ctx, n)
+		switch {
+		case errors.Is(err, errNotCluster):
+			return n, nil
+		case err != nil:
+			n.Close()
+			errs = append(errs, err)
+			continue
+		}
+		if cfg.DB != 0 {
+			n.Close()
+			return nil, fmt.Errorf("%w: DB %d on a cluster, which has database 0 only", ErrInvalidArgument, cfg.DB)
+		}
+		return newCluster(cfg, t, n, shards)
+	}
+	if len(errs) == 1 {
+		return nil, errs[0]
+	}
+	return nil, errors.Join(errs...)
+}
+
+// discover asks n for the cluster's shards: CLUSTER SHARDS, falling back
+// to CLUSTER SLOTS on servers older than Redis 7. It returns errNotCluster
+// for a server with cluster support disabled.
+func discover(ctx context.Context, n node) ([]cluster.Shard, error) {
+	v, err := n.Do(ctx, "CLUSTER", "SHARDS")
+	var re redis.Error
+	if errors.As(err, &re) {
+		msg := strings.ToLower(string(re))
+		switch {
+		case strings.Contains(msg, "cluster support disabled"):
+			return nil, errNotCluster
+		case strings.Contains(msg, "unknown"):
+			v, err = n.Do(ctx, "CLUSTER", "SLOTS")
+			if err != nil {
+				return nil, err
+			}
+			return cluster.ParseSlots(v)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return cluster.ParseShards(v)
+}
