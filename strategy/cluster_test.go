@@ -19,6 +19,8 @@ func TestClusterConformance(t *testing.T) {
 	}{
 		{"multiplexed", strategy.Multiplexed{}},
 		{"pool", strategy.Pool{Size: 16}},
+		{"slot-grouped", strategy.SlotGrouped{}},
+		{"slot-grouped-pool-batch3", strategy.SlotGrouped{Transport: strategy.Pool{Size: 16}, MaxBatch: 3}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			conformance.Run(t, redisx.Options{Addrs: cl.Addrs(), Strategy: tc.s})

@@ -155,3 +155,15 @@ func replyError(cmd string, err error) error {
 	}
 	return fmt.Errorf("redisx: %s: %w", cmd, err)
 }
+
+// appendArrayHeader starts a command of n elements named cmd.
+func appendArrayHeader(b []byte, n int, cmd string) []byte {
+	b = resp.AppendArray(b, n)
+	return resp.AppendString(b, cmd)
+}
+
+// appendPair appends a key and its value as two bulk strings.
+func appendPair(b []byte, k string, v []byte) []byte {
+	b = resp.AppendString(b, k)
+	return resp.AppendBytes(b, v)
+}

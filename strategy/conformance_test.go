@@ -50,3 +50,18 @@ func TestGoRedisConformance(t *testing.T) {
 	}
 	conformance.Run(t, redisx.Options{Addrs: []string{srv.Addr()}, Strategy: strategy.GoRedis{Client: rdb}})
 }
+
+func TestSlotGroupedConformance(t *testing.T) {
+	srv := launcher.Standalone(t, launcher.Options{})
+	for _, tc := range []struct {
+		name string
+		s    strategy.SlotGrouped
+	}{
+		{"multiplexed", strategy.SlotGrouped{}},
+		{"pool-batch3", strategy.SlotGrouped{Transport: strategy.Pool{Size: 8}, MaxBatch: 3}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			conformance.Run(t, redisx.Options{Addrs: []string{srv.Addr()}, Strategy: tc.s})
+		})
+	}
+}
