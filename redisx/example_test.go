@@ -141,3 +141,28 @@ func ExampleParseURL() {
 	// strategy.Pool {Size:32 MinIdle:0 MaxIdleTime:0s MaxLifetime:0s HealthCheckPeriod:0s}
 	// true redisx: invalid argument: size= in URL applies to strategy=pool, not multiplexed
 }
+
+// On a Redis Cluster, list a few seed nodes: cluster mode is detected and
+// keys are routed by slot. SlotGrouped sends a cross-slot MGet as one
+// pipelined round trip per node, all nodes in parallel.
+func ExampleNew_cluster() {
+	ctx := context.Background()
+	c, err := redisx.New(ctx, redisx.Options{
+		Addrs:    []string{"127.0.0.1:7000", "127.0.0.1:7001", "127.0.0.1:7002"},
+		Strategy: strategy.SlotGrouped{Transport: strategy.Multiplexed{}},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+
+	vs, err := c.MGet(ctx, "user:1", "user:2", "user:3")
+	var nodeErr *strategy.NodeError
+	if errors.As(err, &nodeErr) {
+		// One node failed; the values of the others are in vs.
+		log.Printf("%d keys unavailable on %s", len(nodeErr.Keys), nodeErr.Node)
+	} else if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(len(vs), c.Stats().Masters)
+}

@@ -24,10 +24,27 @@
 //   - [Pool] lends each call a connection of its own from a jackc/puddle
 //     pool (the Jedis model): a blocking write and read on the caller's
 //     goroutine.
+//   - [SlotGrouped] wraps Multiplexed or Pool and sends multi-key calls
+//     as one pipelined round trip per node, nodes in parallel (the Codis
+//     proxy model): the choice for MGET across many cluster slots.
 //   - [GoRedis] adopts a go-redis client a service already has.
 //
 // The benchmarks in the benchmarks package measure where the curves cross on
 // your own server.
+//
+// # Redis Cluster
+//
+// Multiplexed and Pool detect a cluster from the first seed that answers
+// (CLUSTER SHARDS, or CLUSTER SLOTS before Redis 7) and open one node —
+// shared connections or a pool — per master. Keys are routed by slot
+// (CRC16 with {hash tags}); MOVED updates the slot map, ASK sends ASKING
+// and the command to the importing node; the map is reloaded, single
+// flighted, on redirects, on connection failures and every 15 s; and
+// TRYAGAIN, CLUSTERDOWN, LOADING and connection failures of cache
+// operations are retried with backoff within the caller's deadline, so a
+// master failover costs the calls in its window, not an outage. A
+// cross-slot MGet, MSet or Del on a plain transport runs one command per
+// slot, one after another; SlotGrouped groups them per node instead.
 //
 // # Errors
 //
