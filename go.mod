@@ -3,6 +3,7 @@ module github.com/redisx-go/kit
 go 1.26.8
 
 require (
+	github.com/dgraph-io/ristretto/v2 v2.4.2
 	github.com/gomodule/redigo v1.9.3
 	github.com/jackc/puddle/v2 v2.2.2
 	github.com/redis/go-redis/v9 v9.23.0
@@ -13,6 +14,7 @@ require (
 
 require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/dustin/go-humanize v1.0.1 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
 	golang.org/x/sys v0.48.0 // indirect
 )

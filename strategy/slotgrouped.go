@@ -195,6 +195,45 @@ func (f *failures) add(addr string, keys []string, err error) {
 
 func (f *failures) err() error { return errors.Join(f.errs...) }
 
+// nodeFailure gathers the failed groups of one node's pipeline: each is
+// retried through the cluster's redirect and failover handling, and the
+// keys that still fail are reported in one NodeError for the node. Once a
+// retry has failed on a connection error, the node's other groups still
+// mapped to it are not retried: each retry would spend the cluster's whole
+// retry budget on the same unreachable node, one slot after another.
+type nodeFailure struct {
+	g    *slotGrouped
+	n    node
+	down error // a retry's connection failure
+	keys []string
+	err  error
+}
+
+// retry handles group bg, whose attempt failed with e: retry re-runs it
+// one slot through the cluster.
+func (f *nodeFailure) retry(ctx context.Context, bg batchGroup, e error, retry func() error) {
+	if f.g.cluster != nil && ctx.Err() == nil {
+		if f.down != nil && f.g.cluster.state.Load().master(bg.slot) == f.n {
+			e = f.down
+		} else if e = retry(); e == nil {
+			return
+		} else if errors.Is(e, ErrConnection) {
+			f.down = e
+		}
+	}
+	f.keys = append(f.keys, bg.keys...)
+	if f.err == nil {
+		f.err = e
+	}
+}
+
+// report adds the node's failed keys, if any, to fail.
+func (f *nodeFailure) report(fail *failures, cmd string) {
+	if len(f.keys) > 0 {
+		fail.add(nodeAddr(f.n), f.keys, replyError(cmd, f.err))
+	}
+}
+
 // MGet implements MultiGetter.
 func (g *slotGrouped) MGet(ctx context.Context, keys []string) ([][]byte, error) {
 	if len(keys) == 0 {
@@ -220,6 +259,7 @@ func (g *slotGrouped) MGet(ctx context.Context, keys []string) ([][]byte, error)
 		} else {
 			err = errSlotUnserved
 		}
+		f := nodeFailure{g: g, n: nodes[i]}
 		for j, bg := range groups {
 			e := err
 			if e == nil {
@@ -231,15 +271,13 @@ func (g *slotGrouped) MGet(ctx context.Context, keys []string) ([][]byte, error)
 				}
 				continue
 			}
-			if g.cluster != nil && ctx.Err() == nil {
-				// Moved, failing over or unreachable: one slot at a time
-				// through the cluster's redirect and retry handling.
-				if e = g.cluster.mgetSlot(ctx, slotGroup{slot: bg.slot, keys: bg.keys, pos: bg.pos}, vs); e == nil {
-					continue
-				}
-			}
-			fail.add(nodeAddr(nodes[i]), bg.keys, replyError("mget", e))
+			// Moved, failing over or unreachable: one slot at a time
+			// through the cluster's redirect and retry handling.
+			f.retry(ctx, bg, e, func() error {
+				return g.cluster.mgetSlot(ctx, slotGroup{slot: bg.slot, keys: bg.keys, pos: bg.pos}, vs)
+			})
 		}
+		f.report(&fail, "mget")
 	})
 	if err := fail.err(); err != nil {
 		if ctx.Err() != nil {
@@ -293,6 +331,7 @@ func (g *slotGrouped) MSet(ctx context.Context, kv map[string][]byte, ttl time.D
 		} else {
 			err = errSlotUnserved
 		}
+		f := nodeFailure{g: g, n: nodes[i]}
 		for j, bg := range groups {
 			e := err
 			if e == nil {
@@ -301,17 +340,15 @@ func (g *slotGrouped) MSet(ctx context.Context, kv map[string][]byte, ttl time.D
 			if e == nil {
 				continue
 			}
-			if g.cluster != nil && ctx.Err() == nil {
+			f.retry(ctx, bg, e, func() error {
 				sub := make(map[string][]byte, len(bg.keys))
 				for _, k := range bg.keys {
 					sub[k] = kv[k]
 				}
-				if e = g.cluster.msetSlot(ctx, bg.slot, sub, ttl); e == nil {
-					continue
-				}
-			}
-			fail.add(nodeAddr(nodes[i]), bg.keys, replyError("mset", e))
+				return g.cluster.msetSlot(ctx, bg.slot, sub, ttl)
+			})
 		}
+		f.report(&fail, "mset")
 	})
 	if err := fail.err(); err != nil {
 		if ctx.Err() != nil {
@@ -349,6 +386,7 @@ func (g *slotGrouped) Del(ctx context.Context, keys ...string) (int64, error) {
 			err = errSlotUnserved
 		}
 		var sum int64
+		f := nodeFailure{g: g, n: nodes[i]}
 		for j, bg := range groups {
 			e := err
 			if e == nil {
@@ -358,15 +396,15 @@ func (g *slotGrouped) Del(ctx context.Context, keys ...string) (int64, error) {
 				sum += rps[j].num
 				continue
 			}
-			if g.cluster != nil && ctx.Err() == nil {
-				var n int64
-				if n, e = g.cluster.Del(ctx, bg.keys...); e == nil {
+			f.retry(ctx, bg, e, func() error {
+				n, err := g.cluster.Del(ctx, bg.keys...)
+				if err == nil {
 					sum += n
-					continue
 				}
-			}
-			fail.add(nodeAddr(nodes[i]), bg.keys, replyError("del", e))
+				return err
+			})
 		}
+		f.report(&fail, "del")
 		mu.Lock()
 		total += sum
 		mu.Unlock()

@@ -119,6 +119,17 @@ type Stats struct {
 	Redirects         int64
 	TopologyRefreshes int64
 
+	// Near-cache (localcache.Near): reads served locally and not, local
+	// entries dropped by invalidation messages or own writes, whole-cache
+	// flushes (FLUSHALL, a lost invalidation connection), entries evicted
+	// for room, and the bytes held (approximate).
+	LocalHits     int64
+	LocalMisses   int64
+	Invalidations int64
+	LocalFlushes  int64
+	Evictions     int64
+	LocalBytes    int64
+
 	Dials       int64 // connections opened, including redials
 	DialErrors  int64 // failed dials
 	BrokenConns int64 // connections discarded after a network or protocol error or a cancelled call

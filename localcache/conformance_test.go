@@ -1,0 +1,50 @@
+package localcache_test
+
+import (
+	"context"
+	"testing"
+
+	goredis "github.com/redis/go-redis/v9"
+	"github.com/redisx-go/kit/internal/conformance"
+	"github.com/redisx-go/kit/internal/launcher"
+	"github.com/redisx-go/kit/localcache"
+	"github.com/redisx-go/kit/redisx"
+	"github.com/redisx-go/kit/strategy"
+)
+
+func TestNearConformance(t *testing.T) {
+	srv := launcher.Standalone(t, launcher.Options{})
+	rdb := goredis.NewClient(&goredis.Options{Addr: srv.Addr(), PoolSize: 64, ContextTimeoutEnabled: true})
+	t.Cleanup(func() { rdb.Close() })
+	if err := rdb.Ping(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		s    localcache.Near
+	}{
+		{"multiplexed", localcache.Near{}},
+		{"pool", localcache.Near{Inner: strategy.Pool{Size: 16}}},
+		{"slot-grouped", localcache.Near{Inner: strategy.SlotGrouped{}, NegativeTTL: 0}},
+		{"go-redis", localcache.Near{Inner: strategy.GoRedis{Client: rdb}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			conformance.Run(t, redisx.Options{Addrs: []string{srv.Addr()}, Strategy: tc.s})
+		})
+	}
+}
+
+func TestNearClusterConformance(t *testing.T) {
+	cl := launcher.ClusterForTest(t, launcher.ClusterOptions{Replicas: 1})
+	for _, tc := range []struct {
+		name string
+		s    localcache.Near
+	}{
+		{"multiplexed", localcache.Near{}},
+		{"slot-grouped-pool", localcache.Near{Inner: strategy.SlotGrouped{Transport: strategy.Pool{Size: 16}}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			conformance.Run(t, redisx.Options{Addrs: cl.Addrs(), Strategy: tc.s})
+		})
+	}
+}

@@ -1,0 +1,43 @@
+// Package localcache puts an in-process cache in front of any redisx
+// strategy and keeps it coherent with the server: Near.
+//
+// A local read costs tens of nanoseconds where a Redis round trip costs
+// tens of microseconds, but a near-cache is only worth having if it never
+// serves a value the server has replaced. Near therefore takes its
+// coherence from Redis itself, through server-assisted client-side caching
+// (CLIENT TRACKING), and errs on the side of a miss whenever it cannot be
+// sure.
+//
+// # How coherence works
+//
+// Per server (per master on a cluster) Near keeps one invalidation
+// connection. It enables tracking in broadcasting mode (BCAST) redirected
+// to itself and subscribes to __redis__:invalidate, so the server sends it
+// the name of every key written, expired or evicted — optionally only
+// under Near.Prefixes. A FLUSHALL or FLUSHDB arrives as a null message and
+// flushes the local cache.
+//
+// Broadcasting mode is chosen over the default (per-connection) mode on
+// purpose: in the default mode the server remembers which connection read
+// which key and forgets it when that connection drops (redis/redis#11767),
+// so every data connection of the wrapped strategy would have to be
+// tracked, redirected and watched. With BCAST coherence does not depend on
+// which connection read a key, so Near wraps Multiplexed, Pool, SlotGrouped
+// and GoRedis unchanged, and losing a data connection loses nothing. The
+// price is one invalidation message per write to a matching key, whether
+// or not this process cached it: set Prefixes to the key prefixes you cache
+// when other keys see heavy writes.
+//
+// The known race — an invalidation overtaking the reply of the read it
+// concerns — is closed with in-flight placeholders: a key is reserved
+// before its read is sent; an invalidation of the key voids the
+// reservation; the reply is stored only if its reservation survived, and
+// is returned either way. Losing an invalidation connection (noticed by its
+// error or by a missed ping) flushes the cache at once, and nothing is
+// served from it or stored in it until every invalidation connection is
+// back. A process's own writes (Set, MSet, Del) invalidate the local copy
+// before and after they are sent, so it always reads its own writes.
+//
+// Every entry also carries a TTL no longer than Near.TTL, a bound on
+// staleness should everything else fail.
+package localcache

@@ -1,0 +1,182 @@
+package localcache
+
+import (
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dgraph-io/ristretto/v2"
+	"github.com/redisx-go/kit/strategy"
+)
+
+// entry is one cached reply. Entries are immutable once stored.
+type entry struct {
+	val []byte // the value; nil for a remembered miss
+	gen uint64 // the store generation it was read in
+	neg bool   // a remembered "not found"
+}
+
+// store is the ristretto cache plus what keeps it coherent: the
+// generation, bumped by every flush, which voids all earlier entries at
+// once; the health flag, false while any invalidation connection is down;
+// and the reservations of keys whose reads are in flight.
+type store struct {
+	c       *ristretto.Cache[string, *entry]
+	gen     atomic.Uint64
+	healthy atomic.Bool
+
+	mu      sync.Mutex
+	pending map[string]*reservation
+
+	ttl      time.Duration
+	negTTL   time.Duration
+	jitter   float64
+	ttlKnown bool // reads report each key's TTL (strategy.TTLGetter)
+
+	hits, misses, invalidations, flushes atomic.Int64
+}
+
+type reservation struct {
+	refs int    // reads in flight for the key
+	ver  uint64 // bumped by each invalidation of the key
+}
+
+// ticket is what a read carries from reserve to settle.
+type ticket struct {
+	key      string
+	ver, gen uint64
+}
+
+// entryOverhead approximates the bytes an entry costs besides its key and
+// value (the entry, ristretto's item and map slot).
+const entryOverhead = 96
+
+func newStore(maxBytes int64, ttl, negTTL time.Duration, jitter float64) (*store, error) {
+	c, err := ristretto.NewCache(&ristretto.Config[string, *entry]{
+		// Ristretto's rule of thumb: 10 counters per item; assume items
+		// of about 100 bytes.
+		NumCounters:        max(maxBytes/100*10, 1000),
+		MaxCost:            maxBytes,
+		BufferItems:        64,
+		Metrics:            true,
+		IgnoreInternalCost: true,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &store{c: c, pending: map[string]*reservation{}, ttl: ttl, negTTL: negTTL, jitter: jitter}, nil
+}
+
+// get returns the entry of key if it may be served: the store is healthy
+// and the entry belongs to the current generation.
+func (s *store) get(key string) (*entry, bool) {
+	if s.healthy.Load() {
+		if e, ok := s.c.Get(key); ok && e.gen == s.gen.Load() {
+			s.hits.Add(1)
+			return e, true
+		}
+	}
+	s.misses.Add(1)
+	return nil, false
+}
+
+// reserve marks key as being read, before the read is sent.
+func (s *store) reserve(key string) ticket {
+	s.mu.Lock()
+	r := s.pending[key]
+	if r == nil {
+		r = &reservation{}
+		s.pending[key] = r
+	}
+	r.refs++
+	t := ticket{key: key, ver: r.ver, gen: s.gen.Load()}
+	s.mu.Unlock()
+	return t
+}
+
+// settle ends the read of t. When found or remembered misses are on, the
+// reply is stored — but only if no invalidation of the key and no flush
+// happened since reserve, and the store is healthy. The value is copied:
+// the caller keeps the one it was handed.
+func (s *store) settle(t ticket, val []byte, found bool, keyTTL time.Duration) {
+	var e *entry
+	ttl := s.ttl
+	switch {
+	case keyTTL == strategy.UnknownTTL && s.ttlKnown:
+		// The key vanished or its TTL could not be read: do not guess.
+		s.release(t)
+		return
+	case keyTTL >= 0 && keyTTL < ttl:
+		// Never outlive the key on the server: its expiry reaches us
+		// only when the server gets round to deleting it.
+		ttl = keyTTL
+		if ttl < time.Millisecond {
+			s.release(t)
+			return
+		}
+	}
+	switch {
+	case found:
+		e = &entry{val: append(make([]byte, 0, len(val)), val...), gen: t.gen}
+	case s.negTTL > 0:
+		e = &entry{neg: true, gen: t.gen}
+		ttl = min(ttl, s.negTTL)
+	}
+	if s.jitter > 0 {
+		ttl -= time.Duration(rand.Float64() * s.jitter * float64(ttl))
+	}
+	s.mu.Lock()
+	r := s.pending[t.key]
+	r.refs--
+	if r.refs == 0 {
+		delete(s.pending, t.key)
+	}
+	if e != nil && r.ver == t.ver && t.gen == s.gen.Load() && s.healthy.Load() {
+		// Under mu, so that an invalidation racing with this store is
+		// ordered after it (its Del then follows this Set in ristretto's
+		// buffer) or voids the reservation before it.
+		s.c.SetWithTTL(t.key, e, int64(len(t.key)+len(e.val)+entryOverhead), max(ttl, time.Millisecond))
+	}
+	s.mu.Unlock()
+}
+
+// release ends the read of t without storing anything.
+func (s *store) release(t ticket) {
+	s.mu.Lock()
+	r := s.pending[t.key]
+	r.refs--
+	if r.refs == 0 {
+		delete(s.pending, t.key)
+	}
+	s.mu.Unlock()
+}
+
+// invalidate drops key and voids the reservations of reads in flight.
+func (s *store) invalidate(key string) {
+	s.mu.Lock()
+	if r := s.pending[key]; r != nil {
+		r.ver++
+	}
+	s.mu.Unlock()
+	s.c.Del(key)
+	s.invalidations.Add(1)
+}
+
+// flush voids every entry and every read in flight, at once.
+func (s *store) flush() {
+	s.gen.Add(1)
+	s.flushes.Add(1)
+}
+
+// setHealthy records whether every invalidation connection is
+// subscribed. Both transitions flush: going down, because invalidations
+// may be missed from now on; coming back, because they may have been
+// missed by reads that started while down.
+func (s *store) setHealthy(ok bool) {
+	if s.healthy.Swap(ok) != ok || !ok {
+		s.flush()
+	}
+}
+
+func (s *store) close() { s.c.Close() }

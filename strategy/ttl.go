@@ -1,0 +1,264 @@
+package strategy
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redisx-go/kit/internal/cluster"
+)
+
+// TTLGetter is an optional interface that may be implemented by a Backend:
+// reads that also return each key's remaining time to live, in the same
+// round trip (GET or MGET pipelined with PTTL). A near-cache uses it so
+// that no entry outlives its key. A TTL of NoTTL means the key has no
+// expiry; UnknownTTL that it could not be read. Without it localcache.Near
+// bounds entries by its own TTL only.
+type TTLGetter interface {
+	GetWithTTL(ctx context.Context, key string) ([]byte, time.Duration, error)
+	MGetWithTTL(ctx context.Context, keys []string) ([][]byte, []time.Duration, error)
+}
+
+// Sentinel TTLs of TTLGetter.
+const (
+	NoTTL      time.Duration = -1
+	UnknownTTL time.Duration = -3
+)
+
+// pttl turns a PTTL reply into a TTL: -1 no expiry, -2 (gone) and errors
+// unknown.
+func pttl(rp *reply) time.Duration {
+	switch {
+	case rp.err != nil || rp.num == -2:
+		return UnknownTTL
+	case rp.num == -1:
+		return NoTTL
+	}
+	return time.Duration(rp.num) * time.Millisecond
+}
+
+// ttlPipeline encodes MGET (or GET for one key) followed by one PTTL per
+// key, and the replies to decode them into.
+func ttlPipeline(keys []string, single bool) ([]byte, []reply) {
+	var buf []byte
+	rps := make([]reply, 1+len(keys))
+	if single {
+		buf = appendGet(buf, keys[0])
+		rps[0] = reply{kind: replyBulk}
+	} else {
+		buf = appendKeys(buf, "MGET", keys)
+		rps[0] = reply{kind: replyBulks, vals: make([][]byte, len(keys))}
+	}
+	for i, k := range keys {
+		buf = appendKeys(buf, "PTTL", []string{k})
+		rps[1+i] = reply{kind: replyInt}
+	}
+	return buf, rps
+}
+
+func nodeGetWithTTL(ctx context.Context, n node, key string) ([]byte, time.Duration, error) {
+	buf, rps := ttlPipeline([]string{key}, true)
+	if err := n.exec(ctx, key, buf, rps); err != nil {
+		return nil, 0, err
+	}
+	if rps[0].err != nil {
+		return nil, 0, replyError("get", rps[0].err)
+	}
+	if rps[0].val == nil {
+		return nil, 0, ErrNotFound
+	}
+	return rps[0].val, pttl(&rps[1]), nil
+}
+
+func nodeMGetWithTTL(ctx context.Context, n node, keys []string) ([][]byte, []time.Duration, error) {
+	if len(keys) == 0 {
+		return [][]byte{}, []time.Duration{}, nil
+	}
+	buf, rps := ttlPipeline(keys, false)
+	if err := n.exec(ctx, keys[0], buf, rps); err != nil {
+		return nil, nil, err
+	}
+	if rps[0].err != nil {
+		return nil, nil, replyError("mget", rps[0].err)
+	}
+	ttls := make([]time.Duration, len(keys))
+	for i := range keys {
+		ttls[i] = pttl(&rps[1+i])
+	}
+	return rps[0].vals, ttls, nil
+}
+
+// GetWithTTL implements TTLGetter.
+func (n *muxNode) GetWithTTL(ctx context.Context, key string) ([]byte, time.Duration, error) {
+	return nodeGetWithTTL(ctx, n, key)
+}
+
+// MGetWithTTL implements TTLGetter.
+func (n *muxNode) MGetWithTTL(ctx context.Context, keys []string) ([][]byte, []time.Duration, error) {
+	return nodeMGetWithTTL(ctx, n, keys)
+}
+
+// GetWithTTL implements TTLGetter.
+func (n *poolNode) GetWithTTL(ctx context.Context, key string) ([]byte, time.Duration, error) {
+	return nodeGetWithTTL(ctx, n, key)
+}
+
+// MGetWithTTL implements TTLGetter.
+func (n *poolNode) MGetWithTTL(ctx context.Context, keys []string) ([][]byte, []time.Duration, error) {
+	return nodeMGetWithTTL(ctx, n, keys)
+}
+
+// GetWithTTL implements TTLGetter. Under ASK (a slot being migrated) the
+// TTL is reported unknown.
+func (c *clusterBackend) GetWithTTL(ctx context.Context, key string) ([]byte, time.Duration, error) {
+	var v []byte
+	var ttl time.Duration
+	err := c.route(ctx, cluster.Slot(key), true,
+		func(n node) (err error) { v, ttl, err = nodeGetWithTTL(ctx, n, key); return err },
+		func(n node) error {
+			rp := reply{kind: replyBulk}
+			err := askExec(ctx, n, key, &rp, func(b []byte) []byte { return appendGet(b, key) })
+			if err == nil && rp.val == nil {
+				err = ErrNotFound
+			}
+			v, ttl = rp.val, UnknownTTL
+			return err
+		})
+	if err != nil {
+		return nil, 0, err
+	}
+	return v, ttl, nil
+}
+
+// MGetWithTTL implements TTLGetter: one MGET and its PTTLs per slot, one
+// slot after another.
+func (c *clusterBackend) MGetWithTTL(ctx context.Context, keys []string) ([][]byte, []time.Duration, error) {
+	vs := make([][]byte, len(keys))
+	ttls := make([]time.Duration, len(keys))
+	for _, g := range groupBySlot(keys) {
+		var gv [][]byte
+		var gt []time.Duration
+		err := c.route(ctx, g.slot, true,
+			func(n node) (err error) { gv, gt, err = nodeMGetWithTTL(ctx, n, g.keys); return err },
+			func(n node) error {
+				rp := reply{kind: replyBulks, vals: make([][]byte, len(g.keys))}
+				err := askExec(ctx, n, g.keys[0], &rp, func(b []byte) []byte { return appendKeys(b, "MGET", g.keys) })
+				gv, gt = rp.vals, make([]time.Duration, len(g.keys))
+				for i := range gt {
+					gt[i] = UnknownTTL
+				}
+				return err
+			})
+		if err != nil {
+			return nil, nil, err
+		}
+		for i, p := range g.pos {
+			vs[p], ttls[p] = gv[i], gt[i]
+		}
+	}
+	return vs, ttls, nil
+}
+
+// GetWithTTL implements TTLGetter.
+func (g *slotGrouped) GetWithTTL(ctx context.Context, key string) ([]byte, time.Duration, error) {
+	return g.inner.(TTLGetter).GetWithTTL(ctx, key)
+}
+
+// MGetWithTTL implements TTLGetter: per node, one pipeline of an MGET and
+// its PTTLs per slot, nodes in parallel; failed groups are retried one
+// slot at a time.
+func (g *slotGrouped) MGetWithTTL(ctx context.Context, keys []string) ([][]byte, []time.Duration, error) {
+	if g.cluster == nil {
+		return nodeMGetWithTTL(ctx, g.single, keys)
+	}
+	vs := make([][]byte, len(keys))
+	ttls := make([]time.Duration, len(keys))
+	nodes, perNode := g.plan(keys)
+	var fail failures
+	fanOut(len(nodes), func(i int) {
+		for _, bg := range perNode[i] {
+			var gv [][]byte
+			var gt []time.Duration
+			var err error
+			if n := nodes[i]; n != nil {
+				gv, gt, err = nodeMGetWithTTL(ctx, n, bg.keys)
+			} else {
+				err = errSlotUnserved
+			}
+			if err != nil && ctx.Err() == nil {
+				gv, gt, err = g.cluster.MGetWithTTL(ctx, bg.keys)
+			}
+			if err != nil {
+				fail.add(nodeAddr(nodes[i]), bg.keys, err)
+				continue
+			}
+			for k, p := range bg.pos {
+				vs[p], ttls[p] = gv[k], gt[k]
+			}
+		}
+	})
+	if err := fail.err(); err != nil {
+		if ctx.Err() != nil {
+			return nil, nil, ctx.Err()
+		}
+		return vs, ttls, err
+	}
+	return vs, ttls, nil
+}
+
+// GetWithTTL implements TTLGetter with a pipelined GET and PTTL.
+func (g *goRedisBackend) GetWithTTL(ctx context.Context, key string) ([]byte, time.Duration, error) {
+	if err := g.check(ctx); err != nil {
+		return nil, 0, err
+	}
+	p := g.rdb.Pipeline()
+	get := p.Get(ctx, key)
+	ttl := p.PTTL(ctx, key)
+	_, err := p.Exec(ctx)
+	if errors.Is(get.Err(), redis.Nil) {
+		return nil, 0, ErrNotFound
+	}
+	if err != nil {
+		return nil, 0, goRedisError("get", err)
+	}
+	return []byte(get.Val()), goRedisTTL(ttl), nil
+}
+
+// MGetWithTTL implements TTLGetter with a pipelined MGET and PTTLs (per
+// key on a cluster client, which splits pipelines by node itself).
+func (g *goRedisBackend) MGetWithTTL(ctx context.Context, keys []string) ([][]byte, []time.Duration, error) {
+	if err := g.check(ctx); err != nil {
+		return nil, nil, err
+	}
+	p := g.rdb.Pipeline()
+	gets := make([]*redis.StringCmd, len(keys))
+	ttls := make([]*redis.DurationCmd, len(keys))
+	for i, k := range keys {
+		gets[i] = p.Get(ctx, k)
+		ttls[i] = p.PTTL(ctx, k)
+	}
+	if _, err := p.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, nil, goRedisError("mget", err)
+	}
+	vs := make([][]byte, len(keys))
+	ds := make([]time.Duration, len(keys))
+	for i := range keys {
+		if gets[i].Err() == nil {
+			vs[i] = []byte(gets[i].Val())
+		}
+		ds[i] = goRedisTTL(ttls[i])
+	}
+	return vs, ds, nil
+}
+
+func goRedisTTL(c *redis.DurationCmd) time.Duration {
+	d, err := c.Result()
+	switch {
+	case err != nil || d == -2:
+		return UnknownTTL
+	case d == -1:
+		return NoTTL
+	}
+	return d
+}
