@@ -133,8 +133,52 @@ func (n *near) Get(ctx context.Context, key string) ([]byte, error) {
 		}
 		return e.val, nil
 	}
+	v, _, err := n.miss(ctx, key)
+	return v, err
+}
+
+// GetWithTTL implements strategy.TTLGetter: a local hit reports the time
+// its key has left on the server, as read with the value.
+func (n *near) GetWithTTL(ctx context.Context, key string) ([]byte, time.Duration, error) {
+	return n.get(ctx, key)
+}
+
+// MGetWithTTL implements strategy.TTLGetter, one key at a time through
+// the local cache.
+func (n *near) MGetWithTTL(ctx context.Context, keys []string) ([][]byte, []time.Duration, error) {
+	vs := make([][]byte, len(keys))
+	ttls := make([]time.Duration, len(keys))
+	for i, k := range keys {
+		v, ttl, err := n.get(ctx, k)
+		switch {
+		case errors.Is(err, strategy.ErrNotFound):
+		case err != nil:
+			return nil, nil, err
+		default:
+			vs[i], ttls[i] = v, ttl
+		}
+	}
+	return vs, ttls, nil
+}
+
+func (n *near) get(ctx context.Context, key string) ([]byte, time.Duration, error) {
+	if e, ok := n.s.get(key); ok {
+		if e.neg {
+			return nil, 0, strategy.ErrNotFound
+		}
+		return e.val, e.keyTTL(), nil
+	}
+	return n.miss(ctx, key)
+}
+
+// miss reads key through the inner strategy and stores the reply if it may.
+func (n *near) miss(ctx context.Context, key string) ([]byte, time.Duration, error) {
 	if !n.cacheable(key) {
-		return n.inner.Get(ctx, key)
+		if n.ttlGet != nil {
+			return n.ttlGet.GetWithTTL(ctx, key)
+		}
+		v, err := n.inner.Get(ctx, key)
+		return v, strategy.UnknownTTL, err
 	}
 	t := n.s.reserve(key)
 	var v []byte
@@ -153,7 +197,7 @@ func (n *near) Get(ctx context.Context, key string) ([]byte, error) {
 	default:
 		n.s.release(t)
 	}
-	return v, err
+	return v, ttl, err
 }
 
 // MGet implements strategy.MultiGetter: local hits are served locally and

@@ -12,9 +12,19 @@ import (
 
 // entry is one cached reply. Entries are immutable once stored.
 type entry struct {
-	val []byte // the value; nil for a remembered miss
-	gen uint64 // the store generation it was read in
-	neg bool   // a remembered "not found"
+	val    []byte // the value; nil for a remembered miss
+	gen    uint64 // the store generation it was read in
+	neg    bool   // a remembered "not found"
+	expiry int64  // when the key expires on the server (Unix ns); 0: never or unknown
+}
+
+// keyTTL is the key's remaining time to live as the server reported it
+// when the entry was read: strategy.NoTTL when it has none.
+func (e *entry) keyTTL() time.Duration {
+	if e.expiry == 0 {
+		return strategy.NoTTL
+	}
+	return max(time.Duration(e.expiry-time.Now().UnixNano()), 0)
 }
 
 // store is the ristretto cache plus what keeps it coherent: the
@@ -119,6 +129,9 @@ func (s *store) settle(t ticket, val []byte, found bool, keyTTL time.Duration) {
 	switch {
 	case found:
 		e = &entry{val: append(make([]byte, 0, len(val)), val...), gen: t.gen}
+		if keyTTL >= 0 {
+			e.expiry = time.Now().Add(keyTTL).UnixNano()
+		}
 	case s.negTTL > 0:
 		e = &entry{neg: true, gen: t.gen}
 		ttl = min(ttl, s.negTTL)

@@ -22,6 +22,7 @@ type Client struct {
 	do   strategy.Doer        // nil: ErrUnsupported
 
 	loads       singleflight.Group
+	aside       cacheAside
 	closed      atomic.Bool
 	nLoads      atomic.Int64
 	nLoadErrors atomic.Int64
@@ -44,7 +45,10 @@ func New(ctx context.Context, o Options) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return NewFromBackend(b), nil
+	c := NewFromBackend(b)
+	c.aside.jitter = o.TTLJitter
+	c.aside.swr = o.StaleWhileRevalidate
+	return c, nil
 }
 
 // NewFromBackend wraps a running backend (for instance one opened
@@ -52,6 +56,8 @@ func New(ctx context.Context, o Options) (*Client, error) {
 // its Close closes b.
 func NewFromBackend(b strategy.Backend) *Client {
 	c := &Client{b: b}
+	c.aside.ttlGet, _ = b.(strategy.TTLGetter)
+	c.aside.bgCtx, c.aside.bgCancel = context.WithCancel(context.Background())
 	c.mget, _ = b.(strategy.MultiGetter)
 	c.mset, _ = b.(strategy.MultiSetter)
 	c.do, _ = b.(strategy.Doer)
@@ -174,10 +180,12 @@ type Loader func(ctx context.Context) ([]byte, error)
 // key in this process share one call of load (singleflight). The load
 // runs with the values and the deadline of the first caller's context but
 // not its cancellation, so one caller giving up does not fail the others;
-// each caller still returns as soon as its own context ends. A failing load is returned wrapped in ErrLoad and
-// nothing is stored. A failure to store the loaded value does not fail the
-// call (it is counted in Stats); a failure to read the cache does, so that
-// an outage of Redis does not become a stampede on the source.
+// each caller still returns as soon as its own context ends. A failing
+// load is returned wrapped in ErrLoad and nothing is stored. A failure to
+// store the loaded value does not fail the call (it is counted in Stats);
+// a failure to read the cache does, so that an outage of Redis does not
+// become a stampede on the source. Options.TTLJitter and
+// Options.StaleWhileRevalidate shape the stored ttl.
 func (c *Client) GetOrLoad(ctx context.Context, key string, ttl time.Duration, load Loader) ([]byte, error) {
 	if load == nil {
 		return nil, fmt.Errorf("%w: nil loader", ErrInvalidArgument)
@@ -185,7 +193,22 @@ func (c *Client) GetOrLoad(ctx context.Context, key string, ttl time.Duration, l
 	if ttl < 0 {
 		return nil, fmt.Errorf("%w: negative ttl %v", ErrInvalidArgument, ttl)
 	}
-	v, err := c.Get(ctx, key)
+	if c.closed.Load() {
+		return nil, ErrClosed
+	}
+	var v []byte
+	var err error
+	if c.aside.swr > 0 && ttl > 0 && c.aside.ttlGet != nil {
+		var left time.Duration
+		v, left, err = c.aside.ttlGet.GetWithTTL(ctx, key)
+		if err == nil && left >= 0 && left <= c.aside.swr {
+			// Past its ttl, inside the grace period: serve it, refresh it.
+			c.aside.stale.Add(1)
+			c.revalidate(key, ttl, load)
+		}
+	} else {
+		v, err = c.Get(ctx, key)
+	}
 	if !errors.Is(err, ErrNotFound) {
 		return v, err
 	}
@@ -193,30 +216,15 @@ func (c *Client) GetOrLoad(ctx context.Context, key string, ttl time.Duration, l
 	// that is when this call leads the load; it is read after the result
 	// arrives, which happens after the function returned.
 	ran := false
+	lctx := context.WithoutCancel(ctx)
 	ch := c.loads.DoChan(key, func() (any, error) {
 		ran = true
-		c.nLoads.Add(1)
-		lctx := context.WithoutCancel(ctx)
 		if d, ok := ctx.Deadline(); ok {
 			var cancel context.CancelFunc
 			lctx, cancel = context.WithDeadline(lctx, d)
 			defer cancel()
 		}
-		v, err := load(lctx)
-		if err != nil {
-			c.nLoadErrors.Add(1)
-			return nil, fmt.Errorf("%w: key %q: %w", ErrLoad, key, err)
-		}
-		if v == nil {
-			v = []byte{}
-		}
-		if err := checkValue(ttl, v); err != nil {
-			return nil, fmt.Errorf("%w: key %q: %w", ErrLoad, key, err)
-		}
-		if err := c.Set(lctx, key, v, ttl); err != nil {
-			c.nStoreErrs.Add(1)
-		}
-		return v, nil
+		return c.loadAndStore(lctx, key, ttl, load)
 	})
 	select {
 	case r := <-ch:
@@ -232,6 +240,27 @@ func (c *Client) GetOrLoad(ctx context.Context, key string, ttl time.Duration, l
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+}
+
+// loadAndStore calls load and stores its value for the jittered ttl (plus
+// the stale-while-revalidate grace period).
+func (c *Client) loadAndStore(ctx context.Context, key string, ttl time.Duration, load Loader) (any, error) {
+	c.nLoads.Add(1)
+	v, err := load(ctx)
+	if err != nil {
+		c.nLoadErrors.Add(1)
+		return nil, fmt.Errorf("%w: key %q: %w", ErrLoad, key, err)
+	}
+	if v == nil {
+		v = []byte{}
+	}
+	if err := checkValue(ttl, v); err != nil {
+		return nil, fmt.Errorf("%w: key %q: %w", ErrLoad, key, err)
+	}
+	if err := c.Set(ctx, key, v, c.aside.storeTTL(ttl)); err != nil {
+		c.nStoreErrs.Add(1)
+	}
+	return v, nil
 }
 
 // Do runs any command and returns its reply in redigo's types ([]byte for
@@ -261,6 +290,7 @@ type Stats struct {
 	LoadErrors  int64 // loader calls that failed
 	SharedLoads int64 // GetOrLoad calls answered by another caller's load
 	StoreErrors int64 // loaded values that could not be stored
+	StaleServed int64 // GetOrLoad calls served a value inside its stale-while-revalidate period
 }
 
 // Stats returns a snapshot of the client's statistics. Strategies without
@@ -271,6 +301,7 @@ func (c *Client) Stats() Stats {
 		LoadErrors:  c.nLoadErrors.Load(),
 		SharedLoads: c.nShared.Load(),
 		StoreErrors: c.nStoreErrs.Load(),
+		StaleServed: c.aside.stale.Load(),
 	}
 	if st, ok := c.b.(strategy.Statser); ok {
 		s.Stats = st.Stats()
@@ -285,5 +316,9 @@ func (c *Client) Close() error {
 	if c.closed.Swap(true) {
 		return nil
 	}
+	c.aside.mu.Lock() // no refresh starts after this
+	c.aside.mu.Unlock()
+	c.aside.bgCancel()
+	c.aside.bg.Wait()
 	return c.b.Close()
 }

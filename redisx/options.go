@@ -40,6 +40,19 @@ type Options struct {
 	ReadTimeout time.Duration
 	// WriteTimeout bounds writing a request. Zero: 3 s; negative: none.
 	WriteTimeout time.Duration
+
+	// TTLJitter shortens the ttl of each value GetOrLoad stores by a random
+	// fraction up to TTLJitter, so that keys loaded together do not all
+	// expire (and reload) together. Between 0 and 1. Zero: none.
+	TTLJitter float64
+	// StaleWhileRevalidate, when positive, lets GetOrLoad keep serving a
+	// value for this long after its ttl while one background load
+	// refreshes it: values are stored for ttl + StaleWhileRevalidate, and a
+	// read in that last stretch returns the value at once and starts the
+	// refresh (one per key at a time). It needs a strategy that reports
+	// TTLs (strategy.TTLGetter: all of this module's do); without one it
+	// is ignored. Zero: off — a value is reloaded only once it is gone.
+	StaleWhileRevalidate time.Duration
 }
 
 // config validates o and turns it into the settings strategies share.
@@ -71,6 +84,12 @@ func (o *Options) config() (strategy.Config, error) {
 	}
 	if cfg.DialTimeout < 0 {
 		return cfg, fmt.Errorf("%w: DialTimeout %v is negative", ErrInvalidArgument, cfg.DialTimeout)
+	}
+	if o.TTLJitter < 0 || o.TTLJitter >= 1 {
+		return cfg, fmt.Errorf("%w: TTLJitter %v outside [0, 1)", ErrInvalidArgument, o.TTLJitter)
+	}
+	if o.StaleWhileRevalidate < 0 {
+		return cfg, fmt.Errorf("%w: StaleWhileRevalidate %v is negative", ErrInvalidArgument, o.StaleWhileRevalidate)
 	}
 	if cfg.DialTimeout == 0 {
 		cfg.DialTimeout = 5 * time.Second
