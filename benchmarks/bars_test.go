@@ -13,7 +13,7 @@ import (
 	"github.com/redisx-go/kit/strategy"
 )
 
-// TestBars measures the performance bars of DESIGN.md (P1–P4) as ratios
+// TestBars measures the performance bars of DESIGN.md (P1–P5) as ratios
 // of configurations run side by side: rounds alternate between the
 // configurations compared, and the median of the rounds is reported. It
 // is opt-in (REDISX_BARS=1, or `make bars`) because it takes minutes and
@@ -114,6 +114,30 @@ func TestBars(t *testing.T) {
 				bar("P3", m["facade-"+s.name][g]/m["direct-"+s.name][g], 0.95,
 					fmt.Sprintf("facade / direct %s GET at %d goroutines", s.name, g))
 			}
+		}
+	})
+	t.Run("P5", func(t *testing.T) {
+		keys := crossSlotKeys()
+		seedCluster(t, keys)
+		ts := []clusterTarget{
+			openClusterRedisx(t, "slot-grouped", strategy.SlotGrouped{}),
+			openClusterRueidis(t),
+			openClusterRedisx(t, "multiplexed", strategy.Multiplexed{}), // the plain per-slot loop
+		}
+		ts[1].name = "rueidis-mget"
+		names := make([]string, len(ts))
+		ops := make([]benchmarks.Op, len(ts))
+		for i, ct := range ts {
+			defer ct.close()
+			names[i] = ct.name
+			ops[i] = func(ctx context.Context, _, _ int) error { return ct.mget(ctx, keys) }
+		}
+		m := alternateRounds(t, "MGET", rounds, d, mgetLevels, names, ops)
+		for _, g := range mgetLevels {
+			bar("P5", m["slot-grouped"][g]/m["rueidis-mget"][g], 1.0,
+				fmt.Sprintf("slot-grouped / rueidis MGet, 50 slots, at %d goroutines", g))
+			bar("P5", m["slot-grouped"][g]/m["multiplexed"][g], 10,
+				fmt.Sprintf("slot-grouped / multiplexed per-slot loop at %d goroutines", g))
 		}
 	})
 	t.Logf("bars (%d alternating rounds of %v, medians):\n%s", rounds, d, strings.Join(report, "\n"))

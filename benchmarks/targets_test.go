@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -56,10 +57,53 @@ func serverAddr(tb testing.TB) string {
 	return benchServer.addr
 }
 
+// clusterOnce is the cluster of the cross-slot benchmarks: one 3-master
+// cluster without replicas, started on first use and stopped by TestMain.
+type clusterOnce struct {
+	once  sync.Once
+	seeds []string
+	err   error
+	c     *launcher.Cluster
+}
+
+var benchCluster clusterOnce
+
+// clusterSeeds returns the seed addresses of the benchmark cluster:
+// REDISX_BENCH_CLUSTER (comma-separated host:port) when set, otherwise
+// the nodes of a 3-master cluster started with launcher.StartCluster.
+func clusterSeeds(tb testing.TB) []string {
+	benchCluster.once.Do(func() {
+		if env := os.Getenv("REDISX_BENCH_CLUSTER"); env != "" {
+			for _, a := range strings.Split(env, ",") {
+				if a = strings.TrimSpace(a); a != "" {
+					benchCluster.seeds = append(benchCluster.seeds, a)
+				}
+			}
+			if len(benchCluster.seeds) == 0 {
+				benchCluster.err = fmt.Errorf("REDISX_BENCH_CLUSTER=%q: no address", env)
+			}
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		benchCluster.c, benchCluster.err = launcher.StartCluster(ctx, launcher.ClusterOptions{Masters: 3})
+		if benchCluster.err == nil {
+			benchCluster.seeds = benchCluster.c.Addrs()
+		}
+	})
+	if benchCluster.err != nil {
+		tb.Fatalf("start redis cluster: %v", benchCluster.err)
+	}
+	return benchCluster.seeds
+}
+
 func TestMain(m *testing.M) {
 	code := m.Run()
 	if benchServer.srv != nil {
 		benchServer.srv.Stop()
+	}
+	if benchCluster.c != nil {
+		benchCluster.c.Stop()
 	}
 	os.Exit(code)
 }

@@ -16,7 +16,7 @@ type cacheAside struct {
 	swr    time.Duration
 	ttlGet strategy.TTLGetter // nil: stale-while-revalidate is off
 
-	refreshing sync.Map // keys with a background refresh running
+	refreshing sync.Map   // keys with a background refresh running
 	mu         sync.Mutex // orders starting a refresh with Close
 	bg         sync.WaitGroup
 	bgCtx      context.Context // cancelled by Close

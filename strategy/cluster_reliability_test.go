@@ -246,7 +246,7 @@ func testFailoverUnderLoad(t *testing.T, cl *launcher.Cluster, tc crelCase, roun
 		callTimeout = 300 * time.Millisecond
 		otherKeys   = 5
 		bar         = 10 * time.Second
-		quiet       = time.Second // no error for this long ends the outage
+		quiet       = 500 * time.Millisecond // no error for this long ends the outage
 	)
 	ctx := t.Context()
 	if err := cl.WaitOK(ctx); err != nil {
@@ -449,38 +449,59 @@ func testFailoverUnderLoad(t *testing.T, cl *launcher.Cluster, tc crelCase, roun
 		t.Errorf("recovery took %v after the kill; want ≤ %v", recovery, bar)
 	}
 
-	// Every slot is served: a sweep over the whole cluster.
-	for i := 0; i < 300; i++ {
-		k := fmt.Sprintf("fo-sweep:%s:%d", tc.name, i)
-		callCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		err := c.Set(callCtx, k, []byte(relValue(k, i)), time.Minute)
-		var v []byte
-		if err == nil {
-			v, err = c.Get(callCtx, k)
-		}
-		cancel()
-		if err != nil || !relValueBelongsTo(k, v) {
-			t.Fatalf("after the failover: Set and Get(%q) = %q, %v", k, v, err)
-		}
+	// Every slot is served: a sweep over the whole cluster, 10 goroutines
+	// of 30 keys.
+	phase := time.Now()
+	var sweep sync.WaitGroup
+	sweepErrs := make(chan error, 10)
+	for w := 0; w < 10; w++ {
+		sweep.Go(func() {
+			for i := w; i < 300; i += 10 {
+				k := fmt.Sprintf("fo-sweep:%s:%d", tc.name, i)
+				callCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
+				err := c.Set(callCtx, k, []byte(relValue(k, i)), time.Minute)
+				var v []byte
+				if err == nil {
+					v, err = c.Get(callCtx, k)
+				}
+				cancel()
+				if err != nil || !relValueBelongsTo(k, v) {
+					sweepErrs <- fmt.Errorf("after the failover: Set and Get(%q) = %q, %v", k, v, err)
+					return
+				}
+			}
+		})
 	}
+	sweep.Wait()
+	close(sweepErrs)
+	for err := range sweepErrs {
+		t.Error(err)
+	}
+	sweepTook := time.Since(phase)
 
 	// The old master comes back as a replica of its successor.
+	phase = time.Now()
 	restartCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	err = victim.Restart(restartCtx)
 	cancel()
 	if err != nil {
 		t.Fatalf("Restart: %v", err)
 	}
+	restartTook := time.Since(phase)
 	if err := cl.WaitOK(ctx); err != nil {
 		t.Fatalf("WaitOK after the restart: %v", err)
 	}
+	t.Logf("%s: sweep of 300 keys after the failover %v; old master restarted in %v, cl.WaitOK %v later",
+		tc.name, sweepTook.Round(time.Millisecond), restartTook.Round(time.Millisecond), (time.Since(phase) - restartTook).Round(time.Millisecond))
 	errsAfterRestart = errCalls.Load()
 	okAfter := okCalls.Load()
 	time.Sleep(time.Second)
 	loadErrs := errCalls.Load() - errsAfterRestart
 	okLoad := okCalls.Load() - okAfter
 	// Leave the cluster ready for the next round's kill.
+	phase = time.Now()
 	crelWaitLinkUp(ctx, t, victim)
+	t.Logf("%s: restarted node in sync %v after the second of load", tc.name, time.Since(phase).Round(time.Millisecond))
 	stopWorkers()
 	st := c.Stats()
 	t.Logf("%s: calls ok=%d (before the kill %d, in the second after the restart %d) notfound=%d failed=%d; stats %+v",
