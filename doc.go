@@ -8,7 +8,10 @@
 //   - redisx: the facade services import — Client with Get, Set, Del,
 //     MGet, MSet, GetOrLoad and Do; Options; ParseURL; the errors.
 //   - strategy: the contract between the facade and the transports, and
-//     the transports: Multiplexed, Pool, GoRedis.
+//     the transports: Multiplexed, Pool, SlotGrouped, GoRedis, with Redis
+//     Cluster routing built in.
+//   - localcache: Near, an in-process ristretto cache in front of any
+//     strategy, kept coherent by Redis's invalidation messages.
 //   - benchmarks: the measurement harness and its go test -bench suite,
 //     comparing the strategies with rueidis, redigo and go-redis.
 //   - examples: small runnable programs.
