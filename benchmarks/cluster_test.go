@@ -1,0 +1,415 @@
+package benchmarks_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	redigo "github.com/gomodule/redigo/redis"
+	goredis "github.com/redis/go-redis/v9"
+	"github.com/redis/rueidis"
+	"github.com/redisx-go/kit/benchmarks"
+	"github.com/redisx-go/kit/internal/cluster"
+	"github.com/redisx-go/kit/redisx"
+	"github.com/redisx-go/kit/strategy"
+)
+
+// The cross-slot workload of DESIGN.md section 4 and bar P5: one MGET of
+// 50 keys lying in 50 different slots of a 3-master cluster.
+
+// mgetKeys is the number of keys of one cross-slot MGET.
+const mgetKeys = 50
+
+// Concurrency levels of the cluster sweeps.
+var (
+	mgetLevels       = []int{1, 10, 100}
+	clusterGetLevels = []int{10, 100, 1000}
+)
+
+// crossSlotKeys returns mgetKeys keys, each in a slot of its own.
+func crossSlotKeys() []string {
+	seen := make(map[int]bool, mgetKeys)
+	keys := make([]string, 0, mgetKeys)
+	for i := 0; len(keys) < mgetKeys; i++ {
+		k := fmt.Sprintf("bench:mget:%d", i)
+		if s := cluster.Slot(k); !seen[s] {
+			seen[s] = true
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
+// seedCluster stores a valueBytes-long value under every key.
+func seedCluster(tb testing.TB, keys []string) {
+	c, err := redisx.New(context.Background(), redisx.Options{Addrs: clusterSeeds(tb)})
+	if err != nil {
+		tb.Fatalf("seed cluster: %v", err)
+	}
+	defer c.Close()
+	v := make([]byte, valueBytes)
+	for i := range v {
+		v[i] = 'a' + byte(i%26)
+	}
+	for _, k := range keys {
+		if err := c.Set(context.Background(), k, v, 0); err != nil {
+			tb.Fatalf("seed cluster: %v", err)
+		}
+	}
+}
+
+// clusterTarget is one client configuration on the cluster: GET and SET
+// (target), one cross-slot MGET that checks every value it reads, and the
+// connections it holds per master.
+type clusterTarget struct {
+	target
+	mget         func(ctx context.Context, keys []string) error
+	connsPerNode func(tb testing.TB) float64
+}
+
+var errShortValue = errors.New("value of the wrong length")
+
+// checkValues checks that vs holds n values of valueBytes bytes each.
+func checkValues(n int, vs [][]byte) error {
+	if len(vs) != n {
+		return fmt.Errorf("%d values for %d keys", len(vs), n)
+	}
+	for _, v := range vs {
+		if len(v) != valueBytes {
+			return errShortValue
+		}
+	}
+	return nil
+}
+
+// openClusterRedisx opens redisx over s on the cluster. Its connection
+// count comes from Stats: Conns / Masters.
+func openClusterRedisx(tb testing.TB, name string, s strategy.Strategy) clusterTarget {
+	c, err := redisx.New(context.Background(), redisx.Options{Addrs: clusterSeeds(tb), Strategy: s})
+	if err != nil {
+		tb.Fatalf("%s: %v", name, err)
+	}
+	return clusterTarget{
+		target: target{
+			name: name, get: c.Get,
+			set:   func(ctx context.Context, k string, v []byte) error { return c.Set(ctx, k, v, 0) },
+			close: func() { c.Close() },
+		},
+		mget: func(ctx context.Context, keys []string) error {
+			vs, err := c.MGet(ctx, keys...)
+			if err != nil {
+				return err
+			}
+			return checkValues(len(keys), vs)
+		},
+		connsPerNode: func(testing.TB) float64 {
+			st := c.Stats()
+			if st.Masters == 0 {
+				return 0
+			}
+			return float64(st.Conns) / float64(st.Masters)
+		},
+	}
+}
+
+// openPerKeyGet is redisx over Multiplexed with the MGET done as a loop
+// of single-key GETs.
+func openPerKeyGet(tb testing.TB) clusterTarget {
+	t := openClusterRedisx(tb, "per-key-get", strategy.Multiplexed{})
+	get := t.get
+	t.mget = func(ctx context.Context, keys []string) error {
+		for _, k := range keys {
+			v, err := get(ctx, k)
+			if err != nil {
+				return err
+			}
+			if len(v) != valueBytes {
+				return errShortValue
+			}
+		}
+		return nil
+	}
+	return t
+}
+
+// openClusterRueidis opens a rueidis cluster client with default options;
+// its MGET is the rueidis.MGet helper (one MGET per slot, DoMulti).
+func openClusterRueidis(tb testing.TB) clusterTarget {
+	conns := connCounter(tb)
+	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: clusterSeeds(tb)})
+	if err != nil {
+		tb.Fatalf("rueidis: %v", err)
+	}
+	return clusterTarget{
+		target: target{
+			name: "rueidis",
+			get: func(ctx context.Context, k string) ([]byte, error) {
+				v, err := c.Do(ctx, c.B().Get().Key(k).Build()).AsBytes()
+				if rueidis.IsRedisNil(err) {
+					return nil, redisx.ErrNotFound
+				}
+				return v, err
+			},
+			set: func(ctx context.Context, k string, v []byte) error {
+				return c.Do(ctx, c.B().Set().Key(k).Value(rueidis.BinaryString(v)).Build()).Error()
+			},
+			close: c.Close,
+		},
+		mget: func(ctx context.Context, keys []string) error {
+			m, err := rueidis.MGet(c, ctx, keys)
+			if err != nil {
+				return err
+			}
+			if len(m) != len(keys) {
+				return fmt.Errorf("%d values for %d keys", len(m), len(keys))
+			}
+			for _, k := range keys {
+				msg := m[k]
+				v, err := msg.AsBytes()
+				if err != nil {
+					return err
+				}
+				if len(v) != valueBytes {
+					return errShortValue
+				}
+			}
+			return nil
+		},
+		connsPerNode: conns,
+	}
+}
+
+// openClusterGoRedis opens a go-redis ClusterClient with default options
+// (a pool of 5×GOMAXPROCS per node); its MGET is a pipeline of GETs,
+// which go-redis splits per node and runs one goroutine per node.
+func openClusterGoRedis(tb testing.TB) clusterTarget {
+	conns := connCounter(tb)
+	rdb := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: clusterSeeds(tb)})
+	return clusterTarget{
+		target: target{
+			name: "go-redis",
+			get: func(ctx context.Context, k string) ([]byte, error) {
+				v, err := rdb.Get(ctx, k).Bytes()
+				if errors.Is(err, goredis.Nil) {
+					return nil, redisx.ErrNotFound
+				}
+				return v, err
+			},
+			set: func(ctx context.Context, k string, v []byte) error {
+				return rdb.Set(ctx, k, v, 0).Err()
+			},
+			close: func() { rdb.Close() },
+		},
+		mget: func(ctx context.Context, keys []string) error {
+			cmds := make([]*goredis.StringCmd, len(keys))
+			if _, err := rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
+				for i, k := range keys {
+					cmds[i] = p.Get(ctx, k)
+				}
+				return nil
+			}); err != nil {
+				return err
+			}
+			for _, cmd := range cmds {
+				v, err := cmd.Bytes()
+				if err != nil {
+					return err
+				}
+				if len(v) != valueBytes {
+					return errShortValue
+				}
+			}
+			return nil
+		},
+		connsPerNode: conns,
+	}
+}
+
+// clusterMasters returns the addresses of the masters serving slots, from
+// a seed's CLUSTER SHARDS (CLUSTER SLOTS before Redis 7).
+func clusterMasters(tb testing.TB) []string {
+	seed := clusterSeeds(tb)[0]
+	c, err := redigo.Dial("tcp", seed, redigo.DialConnectTimeout(2*time.Second), redigo.DialReadTimeout(2*time.Second))
+	if err != nil {
+		tb.Fatalf("cluster masters: %v", err)
+	}
+	defer c.Close()
+	reply, err := c.Do("CLUSTER", "SHARDS")
+	var shards []cluster.Shard
+	if err == nil {
+		shards, err = cluster.ParseShards(reply)
+	}
+	if err != nil {
+		if reply, err = c.Do("CLUSTER", "SLOTS"); err == nil {
+			shards, err = cluster.ParseSlots(reply)
+		}
+		if err != nil {
+			tb.Fatalf("cluster masters: %v", err)
+		}
+	}
+	host, _, _ := net.SplitHostPort(seed)
+	masters := cluster.NewMap(shards).Masters()
+	for i, m := range masters {
+		if strings.HasPrefix(m, ":") { // the seed did not know its own host
+			masters[i] = host + m
+		}
+	}
+	return masters
+}
+
+// clientConns counts the client connections the masters see: on each,
+// CLIENT LIST TYPE normal on a fresh connection, less that connection.
+func clientConns(tb testing.TB, masters []string) int {
+	n := 0
+	for _, addr := range masters {
+		c, err := redigo.Dial("tcp", addr, redigo.DialConnectTimeout(2*time.Second), redigo.DialReadTimeout(2*time.Second))
+		if err != nil {
+			tb.Fatalf("CLIENT LIST: %v", err)
+		}
+		list, err := redigo.String(c.Do("CLIENT", "LIST", "TYPE", "normal"))
+		c.Close()
+		if err != nil {
+			tb.Fatalf("CLIENT LIST on %s: %v", addr, err)
+		}
+		n += len(strings.Split(strings.TrimSpace(list), "\n")) - 1
+	}
+	return n
+}
+
+// connCounter measures a peer's connections, which it does not report
+// itself: the connections CLIENT LIST shows on every master when the
+// counter is called, less those it showed when connCounter was (before
+// the peer opened), divided by the number of masters. Call connCounter
+// before opening the client, and the counter while it is open and the
+// other clients of the process are closed.
+func connCounter(tb testing.TB) func(testing.TB) float64 {
+	masters := clusterMasters(tb)
+	base := clientConns(tb, masters)
+	return func(tb testing.TB) float64 {
+		return float64(clientConns(tb, masters)-base) / float64(len(masters))
+	}
+}
+
+// parallelN is parallel with exactly goroutines calls of op in flight.
+// parallel starts max(goroutines/GOMAXPROCS, 1)×GOMAXPROCS goroutines,
+// which is more than asked below GOMAXPROCS (2 for 1 on two cores); a
+// semaphore then holds the extra goroutines back. (Above GOMAXPROCS, a
+// level that is not a multiple of it gets parallel's rounding down.)
+func parallelN(b *testing.B, goroutines int, op func(ctx context.Context, i int) error) {
+	procs := runtime.GOMAXPROCS(0)
+	if max(goroutines/procs, 1)*procs <= goroutines {
+		parallel(b, goroutines, op)
+		return
+	}
+	sem := make(chan struct{}, goroutines)
+	parallel(b, goroutines, func(ctx context.Context, i int) error {
+		sem <- struct{}{}
+		defer func() { <-sem }()
+		return op(ctx, i)
+	})
+}
+
+// mgetTargets lists the configurations of the cross-slot MGET sweep.
+func mgetTargets(tb testing.TB) []func() clusterTarget {
+	named := func(t clusterTarget, name string) clusterTarget { t.name = name; return t }
+	return []func() clusterTarget{
+		func() clusterTarget { return openClusterRedisx(tb, "slot-grouped", strategy.SlotGrouped{}) },
+		func() clusterTarget {
+			return openClusterRedisx(tb, "slot-grouped-pool", strategy.SlotGrouped{Transport: strategy.Pool{Size: 32}})
+		},
+		func() clusterTarget { return openClusterRedisx(tb, "multiplexed", strategy.Multiplexed{}) },
+		func() clusterTarget { return openClusterRedisx(tb, "pool-32", strategy.Pool{Size: 32}) },
+		func() clusterTarget { return openPerKeyGet(tb) },
+		func() clusterTarget { return named(openClusterRueidis(tb), "rueidis-mget") },
+		func() clusterTarget { return named(openClusterGoRedis(tb), "go-redis-pipeline") },
+	}
+}
+
+// BenchmarkClusterMGet measures one 50-key MGET over 50 slots of a
+// 3-master cluster: ops/s are MGETs per second, keys/s fifty times that.
+func BenchmarkClusterMGet(b *testing.B) {
+	keys := crossSlotKeys()
+	seedCluster(b, keys)
+	for _, open := range mgetTargets(b) {
+		t := open()
+		for _, g := range mgetLevels {
+			b.Run(fmt.Sprintf("strategy=%s/goroutines=%d", t.name, g), func(b *testing.B) {
+				parallelN(b, g, func(ctx context.Context, i int) error { return t.mget(ctx, keys) })
+				b.ReportMetric(float64(b.N*len(keys))/b.Elapsed().Seconds(), "keys/s")
+			})
+		}
+		t.close()
+	}
+}
+
+// BenchmarkClusterGet measures GET of one key at a time on the cluster and
+// reports the connections each configuration holds per master (conns/node):
+// redisx's from Stats (Conns / Masters); the peers', which report none,
+// counted with CLIENT LIST on every master after the run (see
+// connCounter).
+func BenchmarkClusterGet(b *testing.B) {
+	keys := make([]string, benchKeys)
+	for i := range keys {
+		keys[i] = benchKey(i)
+	}
+	seedCluster(b, keys)
+	opens := []func() clusterTarget{
+		func() clusterTarget { return openClusterRedisx(b, "multiplexed", strategy.Multiplexed{}) },
+		func() clusterTarget { return openClusterRedisx(b, "pool-32", strategy.Pool{Size: 32}) },
+		func() clusterTarget { return openClusterRueidis(b) },
+		func() clusterTarget { return openClusterGoRedis(b) },
+	}
+	for _, open := range opens {
+		t := open()
+		for _, g := range clusterGetLevels {
+			b.Run(fmt.Sprintf("strategy=%s/goroutines=%d", t.name, g), func(b *testing.B) {
+				parallelN(b, g, func(ctx context.Context, i int) error {
+					v, err := t.get(ctx, keys[i%benchKeys])
+					if err == nil && len(v) != valueBytes {
+						err = errShortValue
+					}
+					return err
+				})
+				b.ReportMetric(t.connsPerNode(b), "conns/node")
+			})
+		}
+		t.close()
+	}
+}
+
+// alternateRounds runs ops[i] (named names[i]) closed-loop for d at each
+// level, the configurations taking turns round after round, and returns
+// the median ops/s per name and level. An error fails t.
+func alternateRounds(t *testing.T, what string, rounds int, d time.Duration, levels []int, names []string, ops []benchmarks.Op) map[string]map[int]float64 {
+	med := map[string]map[int]float64{}
+	for _, g := range levels {
+		samples := make([][]float64, len(ops))
+		for r := 0; r < rounds; r++ {
+			for i, op := range ops {
+				res, err := benchmarks.ClosedLoop(context.Background(), g, d, op)
+				if res.Errors > 0 {
+					t.Fatalf("%s %s at %d goroutines: %d errors, first: %v", what, names[i], g, res.Errors, err)
+				}
+				samples[i] = append(samples[i], res.QPS())
+			}
+		}
+		for i, name := range names {
+			if med[name] == nil {
+				med[name] = map[int]float64{}
+			}
+			med[name][g] = benchmarks.Median(samples[i])
+			rs := make([]string, len(samples[i]))
+			for j, x := range samples[i] {
+				rs[j] = strconv.FormatFloat(x, 'f', 0, 64)
+			}
+			t.Logf("%s %-16s goroutines=%-5d median %8.0f ops/s  rounds %s", what, name, g, med[name][g], strings.Join(rs, " "))
+		}
+	}
+	return med
+}
