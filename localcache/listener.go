@@ -335,11 +335,13 @@ func (l *listener) session() error {
 			// FLUSHALL or FLUSHDB: a null invalidation.
 			l.inv.s.flush()
 		case []any:
+			ks := make([]string, 0, len(keys))
 			for _, k := range keys {
 				if b, ok := k.([]byte); ok {
-					l.inv.s.invalidate(string(b))
+					ks = append(ks, string(b))
 				}
 			}
+			l.inv.s.invalidate(ks...)
 		}
 	}
 }

@@ -62,7 +62,8 @@ func (n Near) Open(ctx context.Context, cfg strategy.Config) (strategy.Backend, 
 	case n.Jitter < 0 || n.Jitter >= 1:
 		return nil, fmt.Errorf("%w: Near.Jitter %v outside [0, 1)", strategy.ErrInvalidArgument, n.Jitter)
 	}
-	if _, ok := n.Inner.(Near); ok {
+	switch n.Inner.(type) {
+	case Near, *Near:
 		return nil, fmt.Errorf("%w: Near inside Near", strategy.ErrInvalidArgument)
 	}
 	if n.Inner == nil {
@@ -300,9 +301,7 @@ func (n *near) Del(ctx context.Context, keys ...string) (int64, error) {
 }
 
 func (n *near) invalidateAll(keys []string) {
-	for _, k := range keys {
-		n.s.invalidate(k)
-	}
+	n.s.invalidate(keys...)
 }
 
 // MSet implements strategy.MultiSetter.

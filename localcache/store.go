@@ -38,6 +38,12 @@ type store struct {
 
 	mu      sync.Mutex
 	pending map[string]*reservation
+	closed  bool // set under mu and closeMu; no ristretto write after it
+
+	// closeMu keeps close from closing ristretto under an invalidation
+	// (held shared around its Del and Wait): ristretto panics on a Del
+	// after Close and would block a Wait forever.
+	closeMu sync.RWMutex
 
 	ttl      time.Duration
 	negTTL   time.Duration
@@ -145,7 +151,7 @@ func (s *store) settle(t ticket, val []byte, found bool, keyTTL time.Duration) {
 	if r.refs == 0 {
 		delete(s.pending, t.key)
 	}
-	if e != nil && r.ver == t.ver && t.gen == s.gen.Load() && s.healthy.Load() {
+	if e != nil && r.ver == t.ver && t.gen == s.gen.Load() && s.healthy.Load() && !s.closed {
 		// Under mu, so that an invalidation racing with this store is
 		// ordered after it (its Del then follows this Set in ristretto's
 		// buffer) or voids the reservation before it.
@@ -165,15 +171,28 @@ func (s *store) release(t ticket) {
 	s.mu.Unlock()
 }
 
-// invalidate drops key and voids the reservations of reads in flight.
-func (s *store) invalidate(key string) {
+// invalidate drops keys and voids the reservations of reads in flight.
+// It returns once ristretto has applied the deletions: its Del removes an
+// entry at once, but a store of the key still queued in its buffer (a read
+// that settled just before) is applied after that and serves the old value
+// until the deletion queued behind it is applied too.
+func (s *store) invalidate(keys ...string) {
 	s.mu.Lock()
-	if r := s.pending[key]; r != nil {
-		r.ver++
+	for _, k := range keys {
+		if r := s.pending[k]; r != nil {
+			r.ver++
+		}
 	}
 	s.mu.Unlock()
-	s.c.Del(key)
-	s.invalidations.Add(1)
+	s.closeMu.RLock()
+	if !s.closed {
+		for _, k := range keys {
+			s.c.Del(k)
+		}
+		s.c.Wait()
+	}
+	s.closeMu.RUnlock()
+	s.invalidations.Add(int64(len(keys)))
 }
 
 // flush voids every entry and every read in flight, at once.
@@ -192,4 +211,13 @@ func (s *store) setHealthy(ok bool) {
 	}
 }
 
-func (s *store) close() { s.c.Close() }
+// close closes ristretto once no invalidation is using it; calls still in
+// flight then store and delete nothing.
+func (s *store) close() {
+	s.mu.Lock()
+	s.closeMu.Lock()
+	s.closed = true
+	s.closeMu.Unlock()
+	s.mu.Unlock()
+	s.c.Close()
+}

@@ -492,18 +492,34 @@ var _ interface {
 // and decodes their replies into rps, in order. Only a connection or
 // context failure is returned; each command's own error is in its reply.
 func (n *muxNode) exec(ctx context.Context, key string, buf []byte, rps []reply) error {
-	c, err := n.enqueue(ctx, n.route(key))
+	cl, err := n.send(ctx, key, buf, rps)
 	if err != nil {
 		return err
+	}
+	return n.await(ctx, cl)
+}
+
+// send is the first half of exec: it queues the pipeline and returns at
+// once, so that a caller can have pipelines in flight on several nodes
+// without a goroutine per node. buf may be reused when send returns.
+func (n *muxNode) send(ctx context.Context, key string, buf []byte, rps []reply) (*call, error) {
+	c, err := n.enqueue(ctx, n.route(key))
+	if err != nil {
+		return nil, err
 	}
 	cl := n.calls.get(replyPipe, 0)
 	cl.pipe = rps
 	c.wbuf = append(c.wbuf, buf...)
 	c.push(cl, int64(len(rps)))
+	return cl, nil
+}
+
+// await is the second half of exec.
+func (n *muxNode) await(ctx context.Context, cl *call) error {
 	if err := wait(ctx, cl); err != nil {
 		return err
 	}
-	err = cl.err
+	err := cl.err
 	n.calls.put(cl)
 	return err
 }

@@ -1,9 +1,11 @@
 package strategy
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -119,119 +121,120 @@ type batchGroup struct {
 }
 
 // plan groups keys by slot, chunks long groups, and assigns each group to
-// the node serving its slot (nil when none does).
+// the node serving its slot (nil when none does). Keys are sorted by
+// (node, slot) once, so every group and every node's run of groups is a
+// contiguous slice of a few shared arrays: a handful of allocations
+// whatever the number of keys.
 func (g *slotGrouped) plan(keys []string) ([]node, [][]batchGroup) {
-	var groups []batchGroup
+	n := len(keys)
+	sorted := make([]string, n)
+	pos := make([]int, n)
 	if g.cluster == nil {
-		for off := 0; off < len(keys); off += g.batch {
-			end := min(off+g.batch, len(keys))
-			pos := make([]int, end-off)
-			for i := range pos {
-				pos[i] = off + i
-			}
-			groups = append(groups, batchGroup{keys: keys[off:end], pos: pos})
+		copy(sorted, keys)
+		for i := range pos {
+			pos[i] = i
+		}
+		groups := make([]batchGroup, 0, (n+g.batch-1)/g.batch)
+		for off := 0; off < n; off += g.batch {
+			end := min(off+g.batch, n)
+			groups = append(groups, batchGroup{keys: sorted[off:end:end], pos: pos[off:end:end]})
 		}
 		return []node{g.single}, [][]batchGroup{groups}
 	}
-	index := make(map[int]int, len(keys))
+	top := g.cluster.state.Load()
+	type sortKey struct {
+		k uint32 // owner<<14 | slot
+		i int32
+	}
+	order := make([]sortKey, n)
 	for i, k := range keys {
 		s := cluster.Slot(k)
-		j, ok := index[s]
-		if !ok || len(groups[j].keys) == g.batch {
-			j = len(groups)
-			index[s] = j
-			groups = append(groups, batchGroup{slot: s})
-		}
-		groups[j].keys = append(groups[j].keys, k)
-		groups[j].pos = append(groups[j].pos, i)
+		order[i] = sortKey{uint32(top.owner[s])<<14 | uint32(s), int32(i)}
 	}
-	top := g.cluster.state.Load()
+	// Stable: keys of one slot keep the caller's order.
+	slices.SortStableFunc(order, func(a, b sortKey) int { return cmp.Compare(a.k, b.k) })
+	for j, o := range order {
+		sorted[j], pos[j] = keys[o.i], int(o.i)
+	}
+	groups := make([]batchGroup, 0, 64)
 	var nodes []node
 	var perNode [][]batchGroup
-	for _, bg := range groups {
-		n := top.master(bg.slot)
-		i := 0
-		for ; i < len(nodes); i++ {
-			if nodes[i] == n {
-				break
-			}
+	first := 0 // first group of the current node
+	for start, j := 0, 1; j <= n; j++ {
+		if j < n && order[j].k == order[start].k && j-start < g.batch {
+			continue
 		}
-		if i == len(nodes) {
-			nodes = append(nodes, n)
-			perNode = append(perNode, nil)
+		slot := int(order[start].k & (cluster.Slots - 1))
+		if len(groups) > first && order[start].k>>14 != uint32(top.owner[groups[first].slot]) {
+			perNode = append(perNode, groups[first:len(groups):len(groups)])
+			first = len(groups)
 		}
-		perNode[i] = append(perNode[i], bg)
+		if len(groups) == first {
+			nodes = append(nodes, top.master(slot))
+		}
+		groups = append(groups, batchGroup{slot: slot, keys: sorted[start:j:j], pos: pos[start:j:j]})
+		start = j
 	}
+	perNode = append(perNode, groups[first:len(groups):len(groups)])
 	return nodes, perNode
 }
 
-// fanOut runs fn for every node index, all but one on their own goroutine.
-func fanOut(n int, fn func(i int)) {
-	var wg sync.WaitGroup
-	for i := 1; i < n; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			fn(i)
-		}()
-	}
-	if n > 0 {
-		fn(0)
-	}
-	wg.Wait()
-}
-
-// failures collects NodeErrors from concurrent node runs.
-type failures struct {
-	mu   sync.Mutex
-	errs []error
-}
-
-func (f *failures) add(addr string, keys []string, err error) {
-	f.mu.Lock()
-	f.errs = append(f.errs, &NodeError{Node: addr, Keys: keys, Err: err})
-	f.mu.Unlock()
-}
-
-func (f *failures) err() error { return errors.Join(f.errs...) }
-
-// nodeFailure gathers the failed groups of one node's pipeline: each is
-// retried through the cluster's redirect and failover handling, and the
-// keys that still fail are reported in one NodeError for the node. Once a
-// retry has failed on a connection error, the node's other groups still
-// mapped to it are not retried: each retry would spend the cluster's whole
-// retry budget on the same unreachable node, one slot after another.
-type nodeFailure struct {
-	g    *slotGrouped
-	n    node
-	down error // a retry's connection failure
-	keys []string
-	err  error
-}
-
-// retry handles group bg, whose attempt failed with e: retry re-runs it
-// one slot through the cluster.
-func (f *nodeFailure) retry(ctx context.Context, bg batchGroup, e error, retry func() error) {
-	if f.g.cluster != nil && ctx.Err() == nil {
-		if f.down != nil && f.g.cluster.state.Load().master(bg.slot) == f.n {
-			e = f.down
-		} else if e = retry(); e == nil {
-			return
-		} else if errors.Is(e, ErrConnection) {
-			f.down = e
+// runPipelines sends bufs[i] to nodes[i], decoding into rps[i], all nodes
+// at once: pipelines on Multiplexed nodes are queued from this goroutine
+// and awaited together; other nodes get a goroutine each. errs[i] is node
+// i's connection or context failure; a nil node fails with errSlotUnserved.
+func runPipelines(ctx context.Context, nodes []node, keys []string, bufs [][]byte, rps [][]reply) []error {
+	errs := make([]error, len(nodes))
+	calls := make([]*call, len(nodes))
+	var blocking []int
+	for i, n := range nodes {
+		switch n := n.(type) {
+		case nil:
+			errs[i] = errSlotUnserved
+		case *muxNode:
+			calls[i], errs[i] = n.send(ctx, keys[i], bufs[i], rps[i])
+		default:
+			blocking = append(blocking, i)
 		}
 	}
-	f.keys = append(f.keys, bg.keys...)
-	if f.err == nil {
-		f.err = e
+	fanOut(len(blocking), func(j int) {
+		i := blocking[j]
+		errs[i] = nodes[i].exec(ctx, keys[i], bufs[i], rps[i])
+	})
+	for i, cl := range calls {
+		if cl != nil {
+			errs[i] = nodes[i].(*muxNode).await(ctx, cl)
+		}
 	}
+	return errs
 }
 
-// report adds the node's failed keys, if any, to fail.
-func (f *nodeFailure) report(fail *failures, cmd string) {
-	if len(f.keys) > 0 {
-		fail.add(nodeAddr(f.n), f.keys, replyError(cmd, f.err))
+// failures collects, per node, the keys whose part of a call failed.
+type failures struct {
+	mu   sync.Mutex
+	errs []*NodeError
+}
+
+// add records keys as failed on addr; the first error of a node stands for
+// all its keys.
+func (f *failures) add(addr string, keys []string, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, ne := range f.errs {
+		if ne.Node == addr {
+			ne.Keys = append(ne.Keys, keys...)
+			return
+		}
 	}
+	f.errs = append(f.errs, &NodeError{Node: addr, Keys: append([]string(nil), keys...), Err: err})
+}
+
+func (f *failures) err() error {
+	errs := make([]error, len(f.errs))
+	for i, ne := range f.errs {
+		errs[i] = ne
+	}
+	return errors.Join(errs...)
 }
 
 // MGet implements MultiGetter.
@@ -242,37 +245,49 @@ func (g *slotGrouped) MGet(ctx context.Context, keys []string) ([][]byte, error)
 	if g.cluster == nil && len(keys) <= g.batch {
 		return g.single.MGet(ctx, keys)
 	}
-	vs := make([][]byte, len(keys))
 	nodes, perNode := g.plan(keys)
-	var fail failures
-	fanOut(len(nodes), func(i int) {
-		groups := perNode[i]
-		var buf []byte
-		rps := make([]reply, len(groups))
-		for j, bg := range groups {
+	first := make([]string, len(nodes))
+	bufs := make([][]byte, len(nodes))
+	rps := make([][]reply, len(nodes))
+	// One array holds every node's replies, in plan order.
+	flat := make([][]byte, len(keys))
+	all := make([]reply, 0, len(keys))
+	off := 0
+	for i, groups := range perNode {
+		first[i] = groups[0].keys[0]
+		size := 0
+		for _, bg := range groups {
+			size += 16 + 8*len(bg.keys)
+			for _, k := range bg.keys {
+				size += len(k)
+			}
+		}
+		buf := make([]byte, 0, size)
+		start := len(all)
+		for _, bg := range groups {
 			buf = appendKeys(buf, "MGET", bg.keys)
-			rps[j] = reply{kind: replyBulks, vals: make([][]byte, len(bg.keys))}
+			all = append(all, reply{kind: replyBulks, vals: flat[off : off+len(bg.keys) : off+len(bg.keys)]})
+			off += len(bg.keys)
 		}
-		var err error
-		if n := nodes[i]; n != nil {
-			err = n.exec(ctx, groups[0].keys[0], buf, rps)
-		} else {
-			err = errSlotUnserved
-		}
+		bufs[i], rps[i] = buf, all[start:len(all):len(all)]
+	}
+	errs := runPipelines(ctx, nodes, first, bufs, rps)
+	vs := make([][]byte, len(keys))
+	var fail failures
+	fanOut(len(perNode), func(i int) {
+		groups := perNode[i]
 		f := nodeFailure{g: g, n: nodes[i]}
 		for j, bg := range groups {
-			e := err
+			e := errs[i]
 			if e == nil {
-				e = rps[j].err
+				e = rps[i][j].err
 			}
 			if e == nil {
 				for k, p := range bg.pos {
-					vs[p] = rps[j].vals[k]
+					vs[p] = rps[i][j].vals[k]
 				}
 				continue
 			}
-			// Moved, failing over or unreachable: one slot at a time
-			// through the cluster's redirect and retry handling.
 			f.retry(ctx, bg, e, func() error {
 				return g.cluster.mgetSlot(ctx, slotGroup{slot: bg.slot, keys: bg.keys, pos: bg.pos}, vs)
 			})
@@ -426,3 +441,62 @@ var _ interface {
 	Statser
 	Unwrapper
 } = (*slotGrouped)(nil)
+
+// fanOut runs fn for every index, all but one on their own goroutine.
+func fanOut(n int, fn func(i int)) {
+	var wg sync.WaitGroup
+	for i := 1; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fn(i)
+		}()
+	}
+	if n > 0 {
+		fn(0)
+	}
+	wg.Wait()
+}
+
+// nodeFailure gathers the groups of one node whose commands failed. Each
+// is retried alone through the cluster's redirect and failover handling —
+// until one retry shows the node unreachable, after which its remaining
+// groups fail at once instead of each waiting out the same retries.
+type nodeFailure struct {
+	g    *slotGrouped
+	n    node
+	keys []string
+	err  error
+	down bool
+}
+
+func (f *nodeFailure) retry(ctx context.Context, bg batchGroup, err error, again func() error) {
+	if f.down && f.g.cluster.state.Load().master(bg.slot) != f.n {
+		f.down = false // a refresh moved this slot elsewhere: worth a try
+	}
+	if f.g.cluster != nil && ctx.Err() == nil && !f.down {
+		e := again()
+		if e == nil {
+			return
+		}
+		err = e
+		f.down = unreachable(e)
+	}
+	f.keys = append(f.keys, bg.keys...)
+	if f.err == nil {
+		f.err = err
+	}
+}
+
+// report adds the node's failed keys, if any, to fail.
+func (f *nodeFailure) report(fail *failures, cmd string) {
+	if len(f.keys) > 0 {
+		fail.add(nodeAddr(f.n), f.keys, replyError(cmd, f.err))
+	}
+}
+
+// unreachable reports a failure that the other slots of the same node
+// would meet too: its retries through the cluster already ran.
+func unreachable(err error) bool {
+	return errors.Is(err, ErrConnection) || errors.Is(err, errSlotUnserved)
+}
