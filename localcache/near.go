@@ -362,13 +362,12 @@ func (n *near) Stats() strategy.Stats {
 		s = st.Stats()
 	}
 	s.Strategy = "near/" + s.Strategy
-	m := n.s.c.Metrics
 	s.LocalHits = n.s.hits.Load()
 	s.LocalMisses = n.s.misses.Load()
 	s.Invalidations = n.s.invalidations.Load()
 	s.LocalFlushes = n.s.flushes.Load()
-	s.Evictions = int64(m.KeysEvicted())
-	s.LocalBytes = int64(m.CostAdded()) - int64(m.CostEvicted())
+	s.Evictions = n.s.evictions.Load()
+	s.LocalBytes = n.s.bytes.Load()
 	return s
 }
 

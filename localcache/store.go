@@ -12,10 +12,12 @@ import (
 
 // entry is one cached reply. Entries are immutable once stored.
 type entry struct {
-	val    []byte // the value; nil for a remembered miss
-	gen    uint64 // the store generation it was read in
-	neg    bool   // a remembered "not found"
-	expiry int64  // when the key expires on the server (Unix ns); 0: never or unknown
+	val      []byte // the value; nil for a remembered miss
+	gen      uint64 // the store generation it was read in
+	neg      bool   // a remembered "not found"
+	expiry   int64  // when the key expires on the server (Unix ns); 0: never or unknown
+	deadline int64  // when the entry stops being served, on the store's clock
+	cost     int64  // what it counts against MaxBytes
 }
 
 // keyTTL is the key's remaining time to live as the server reported it
@@ -50,8 +52,22 @@ type store struct {
 	jitter   float64
 	ttlKnown bool // reads report each key's TTL (strategy.TTLGetter)
 
-	hits, misses, invalidations, flushes atomic.Int64
+	// clock is a coarse monotonic clock (ns since start) advanced every
+	// clockTick by a ticker: a hit compares an entry's deadline with it
+	// instead of reading the system clock, which costs more than the rest
+	// of a hit on some machines (ristretto's own TTL check does that, so
+	// entries are stored without a ristretto TTL).
+	clock     atomic.Int64
+	start     time.Time
+	stopClock chan struct{}
+	clockDone chan struct{}
+
+	hits, misses, invalidations, flushes, evictions, bytes atomic.Int64
 }
+
+// clockTick is the resolution of the store's clock; entries are given a
+// deadline one tick early so they never outlive their TTL.
+const clockTick = time.Millisecond
 
 type reservation struct {
 	refs int    // reads in flight for the key
@@ -69,26 +85,49 @@ type ticket struct {
 const entryOverhead = 96
 
 func newStore(maxBytes int64, ttl, negTTL time.Duration, jitter float64) (*store, error) {
+	s := &store{pending: map[string]*reservation{}, ttl: ttl, negTTL: negTTL, jitter: jitter,
+		start: time.Now(), stopClock: make(chan struct{}), clockDone: make(chan struct{})}
 	c, err := ristretto.NewCache(&ristretto.Config[string, *entry]{
 		// Ristretto's rule of thumb: 10 counters per item; assume items
 		// of about 100 bytes.
 		NumCounters:        max(maxBytes/100*10, 1000),
 		MaxCost:            maxBytes,
 		BufferItems:        64,
-		Metrics:            true,
 		IgnoreInternalCost: true,
+		OnEvict:            func(*ristretto.Item[*entry]) { s.evictions.Add(1) },
+		OnExit: func(e *entry) {
+			if e != nil {
+				s.bytes.Add(-e.cost)
+			}
+		},
 	})
 	if err != nil {
 		return nil, err
 	}
-	return &store{c: c, pending: map[string]*reservation{}, ttl: ttl, negTTL: negTTL, jitter: jitter}, nil
+	s.c = c
+	go s.tick()
+	return s, nil
+}
+
+func (s *store) tick() {
+	defer close(s.clockDone)
+	t := time.NewTicker(clockTick)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stopClock:
+			return
+		case <-t.C:
+			s.clock.Store(int64(time.Since(s.start)))
+		}
+	}
 }
 
 // get returns the entry of key if it may be served: the store is healthy
 // and the entry belongs to the current generation.
 func (s *store) get(key string) (*entry, bool) {
 	if s.healthy.Load() {
-		if e, ok := s.c.Get(key); ok && e.gen == s.gen.Load() {
+		if e, ok := s.c.Get(key); ok && e.gen == s.gen.Load() && e.deadline > s.clock.Load() {
 			s.hits.Add(1)
 			return e, true
 		}
@@ -155,7 +194,11 @@ func (s *store) settle(t ticket, val []byte, found bool, keyTTL time.Duration) {
 		// Under mu, so that an invalidation racing with this store is
 		// ordered after it (its Del then follows this Set in ristretto's
 		// buffer) or voids the reservation before it.
-		s.c.SetWithTTL(t.key, e, int64(len(t.key)+len(e.val)+entryOverhead), max(ttl, time.Millisecond))
+		e.deadline = int64(time.Since(s.start) + ttl - clockTick)
+		e.cost = int64(len(t.key) + len(e.val) + entryOverhead)
+		if s.c.Set(t.key, e, e.cost) {
+			s.bytes.Add(e.cost)
+		}
 	}
 	s.mu.Unlock()
 }
@@ -220,4 +263,6 @@ func (s *store) close() {
 	s.closeMu.Unlock()
 	s.mu.Unlock()
 	s.c.Close()
+	close(s.stopClock)
+	<-s.clockDone
 }
