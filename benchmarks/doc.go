@@ -7,8 +7,13 @@
 //	go test -run '^$' -bench . -benchmem -count 3 ./benchmarks/
 //
 // By default the benchmarks start their own redis-server on a free
-// loopback port; REDISX_BENCH_ADDR=host:port points them at an existing
-// server instead. Benchmark names follow benchstat's key=value form, e.g.
+// loopback port, and a 3-master cluster for the Cluster benchmarks;
+// REDISX_BENCH_ADDR=host:port and REDISX_BENCH_CLUSTER=host:port,… point
+// them at existing deployments instead.
+//
+// TestBars (REDISX_BARS=1, or `make bars`) measures the bars P1–P6 of the
+// design as ratios of configurations run in alternating rounds, and fails
+// when one is missed. Benchmark names follow benchstat's key=value form, e.g.
 // BenchmarkGet/strategy=multiplexed-1/goroutines=1000.
 //
 // Peers are imported only here and in this package's tests; the library

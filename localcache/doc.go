@@ -35,8 +35,9 @@
 // is returned either way. Losing an invalidation connection (noticed by its
 // error or by a missed ping) flushes the cache at once, and nothing is
 // served from it or stored in it until every invalidation connection is
-// back. A process's own writes (Set, MSet, Del) invalidate the local copy
-// before and after they are sent, so it always reads its own writes.
+// back. A process's own writes (Set, MSet, Del) drop the local copy before
+// they are sent and invalidate it again once they return, so it always
+// reads its own writes.
 //
 // Every entry also carries a TTL no longer than Near.TTL, a bound on
 // staleness should everything else fail.

@@ -282,11 +282,11 @@ func (n *near) fetch(ctx context.Context, keys []string) ([][]byte, []time.Durat
 }
 
 // Set implements strategy.Backend. The local copy is dropped before the
-// write is sent and again once it is acknowledged, so that this process
-// reads its own write even if a concurrent read stored the old value in
-// between.
+// write is sent, and again, waiting for ristretto's buffer this time, once
+// the write returns (acknowledged or failed), voiding every read of the
+// key still in flight: this process reads its own write at once.
 func (n *near) Set(ctx context.Context, key string, value []byte, ttl time.Duration) error {
-	n.s.invalidate(key)
+	n.s.drop(key)
 	err := n.inner.Set(ctx, key, value, ttl)
 	n.s.invalidate(key)
 	return err
@@ -294,7 +294,7 @@ func (n *near) Set(ctx context.Context, key string, value []byte, ttl time.Durat
 
 // Del implements strategy.Backend.
 func (n *near) Del(ctx context.Context, keys ...string) (int64, error) {
-	n.invalidateAll(keys)
+	n.s.drop(keys...)
 	c, err := n.inner.Del(ctx, keys...)
 	n.invalidateAll(keys)
 	return c, err
@@ -310,7 +310,7 @@ func (n *near) MSet(ctx context.Context, kv map[string][]byte, ttl time.Duration
 	for k := range kv {
 		keys = append(keys, k)
 	}
-	n.invalidateAll(keys)
+	n.s.drop(keys...)
 	var err error
 	if n.mset != nil {
 		err = n.mset.MSet(ctx, kv, ttl)
@@ -326,9 +326,9 @@ func (n *near) MSet(ctx context.Context, kv map[string][]byte, ttl time.Duration
 }
 
 // Do implements strategy.Doer. The command's first key (its second
-// argument) is invalidated locally before and after, as a write would
-// need; writes to other keys are seen once the server's invalidation
-// arrives.
+// argument) is invalidated locally before it is sent and once it returns,
+// as a write would need; writes to other keys are seen once the server's
+// invalidation arrives.
 func (n *near) Do(ctx context.Context, args ...any) (any, error) {
 	if n.do == nil {
 		return nil, fmt.Errorf("%w: Do on %T", strategy.ErrUnsupported, n.inner)
@@ -345,7 +345,7 @@ func (n *near) Do(ctx context.Context, args ...any) (any, error) {
 		}
 	}
 	if hasKey {
-		n.s.invalidate(key)
+		n.s.drop(key)
 	}
 	v, err := n.do.Do(ctx, args...)
 	if hasKey {

@@ -238,6 +238,25 @@ func (s *store) invalidate(keys ...string) {
 	s.invalidations.Add(int64(len(keys)))
 }
 
+// drop is invalidate without waiting for ristretto's buffer: what a write
+// does before it is sent. The wait is left to the invalidation after it.
+func (s *store) drop(keys ...string) {
+	s.mu.Lock()
+	for _, k := range keys {
+		if r := s.pending[k]; r != nil {
+			r.ver++
+		}
+	}
+	s.mu.Unlock()
+	s.closeMu.RLock()
+	if !s.closed {
+		for _, k := range keys {
+			s.c.Del(k)
+		}
+	}
+	s.closeMu.RUnlock()
+}
+
 // flush voids every entry and every read in flight, at once.
 func (s *store) flush() {
 	s.gen.Add(1)

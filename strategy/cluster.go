@@ -298,6 +298,11 @@ func (c *clusterBackend) route(ctx context.Context, slot int, retryConn bool, op
 		case errors.Is(err, errSlotUnserved):
 		case retryConn && errors.Is(err, ErrConnection) && !errors.Is(err, ErrClosed):
 		default:
+			if errors.Is(err, ErrConnection) && !errors.Is(err, ErrClosed) {
+				// Not retried (the command may have run), but a refused or
+				// broken master is a reason to look at the map again.
+				c.triggerRefresh()
+			}
 			return err
 		}
 		// Transient: the map may be stale (a master died or a slot is being
