@@ -316,9 +316,9 @@ func (c *Client) Close() error {
 	if c.closed.Swap(true) {
 		return nil
 	}
-	c.aside.mu.Lock() // no refresh starts after this
-	c.aside.mu.Unlock()
+	c.aside.mu.Lock() // revalidate checks closed under mu: no refresh starts after this
 	c.aside.bgCancel()
+	c.aside.mu.Unlock()
 	c.aside.bg.Wait()
 	return c.b.Close()
 }

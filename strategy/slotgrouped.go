@@ -289,7 +289,7 @@ func (g *slotGrouped) MGet(ctx context.Context, keys []string) ([][]byte, error)
 				continue
 			}
 			f.retry(ctx, bg, e, func() error {
-				return g.cluster.mgetSlot(ctx, slotGroup{slot: bg.slot, keys: bg.keys, pos: bg.pos}, vs)
+				return g.cluster.mgetSlot(ctx, slotGroup(bg), vs)
 			})
 		}
 		f.report(&fail, "mget")
