@@ -220,27 +220,15 @@ func (s *store) release(t ticket) {
 // that settled just before) is applied after that and serves the old value
 // until the deletion queued behind it is applied too.
 func (s *store) invalidate(keys ...string) {
-	s.mu.Lock()
-	for _, k := range keys {
-		if r := s.pending[k]; r != nil {
-			r.ver++
-		}
-	}
-	s.mu.Unlock()
-	s.closeMu.RLock()
-	if !s.closed {
-		for _, k := range keys {
-			s.c.Del(k)
-		}
-		s.c.Wait()
-	}
-	s.closeMu.RUnlock()
+	s.remove(keys, true)
 	s.invalidations.Add(int64(len(keys)))
 }
 
 // drop is invalidate without waiting for ristretto's buffer: what a write
 // does before it is sent. The wait is left to the invalidation after it.
-func (s *store) drop(keys ...string) {
+func (s *store) drop(keys ...string) { s.remove(keys, false) }
+
+func (s *store) remove(keys []string, wait bool) {
 	s.mu.Lock()
 	for _, k := range keys {
 		if r := s.pending[k]; r != nil {
@@ -252,6 +240,9 @@ func (s *store) drop(keys ...string) {
 	if !s.closed {
 		for _, k := range keys {
 			s.c.Del(k)
+		}
+		if wait {
+			s.c.Wait()
 		}
 	}
 	s.closeMu.RUnlock()

@@ -206,11 +206,3 @@ func (c *clusterBackend) Do(ctx context.Context, args ...any) (any, error) {
 		})
 	return v, err
 }
-
-var _ interface {
-	Backend
-	MultiGetter
-	MultiSetter
-	Doer
-	Statser
-} = (*clusterBackend)(nil)

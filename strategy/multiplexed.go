@@ -480,14 +480,6 @@ func (n *muxNode) Close() error {
 	return nil
 }
 
-var _ interface {
-	Backend
-	MultiGetter
-	MultiSetter
-	Doer
-	Statser
-} = (*muxNode)(nil)
-
 // exec sends the commands encoded in buf back to back on key's connection
 // and decodes their replies into rps, in order. Only a connection or
 // context failure is returned; each command's own error is in its reply.

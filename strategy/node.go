@@ -10,14 +10,28 @@ import (
 	"github.com/redisx-go/kit/internal/cluster"
 )
 
-// node is a transport's backend for one server: the unit a cluster
-// routes to.
-type node interface {
+// capable is every capability the backends of this package offer.
+type capable interface {
 	Backend
 	MultiGetter
 	MultiSetter
 	Doer
 	Statser
+	TTLGetter
+}
+
+var (
+	_ node    = (*muxNode)(nil)
+	_ node    = (*poolNode)(nil)
+	_ capable = (*clusterBackend)(nil)
+	_ capable = (*slotGrouped)(nil)
+	_ capable = (*goRedisBackend)(nil)
+)
+
+// node is a transport's backend for one server: the unit a cluster
+// routes to.
+type node interface {
+	capable
 	// exec sends the commands encoded in buf back to back, on key's
 	// connection, and decodes their replies into rps.
 	exec(ctx context.Context, key string, buf []byte, rps []reply) error

@@ -486,14 +486,6 @@ func (n *poolNode) Close() error {
 	return nil
 }
 
-var _ interface {
-	Backend
-	MultiGetter
-	MultiSetter
-	Doer
-	Statser
-} = (*poolNode)(nil)
-
 // exec sends the commands encoded in buf in one write on a borrowed
 // connection and decodes their replies into rps, in order. Only a
 // connection or context failure is returned; each command's own error is

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redisx-go/kit/internal/cluster"
@@ -237,22 +238,21 @@ func (f *failures) err() error {
 	return errors.Join(errs...)
 }
 
-// MGet implements MultiGetter.
-func (g *slotGrouped) MGet(ctx context.Context, keys []string) ([][]byte, error) {
-	if len(keys) == 0 {
-		return [][]byte{}, nil
-	}
-	if g.cluster == nil && len(keys) <= g.batch {
-		return g.single.MGet(ctx, keys)
-	}
+// grouped runs a multi-key command the SlotGrouped way: keys planned into
+// per-slot groups, each node's groups encoded by enc into one pipeline,
+// all nodes at once (runPipelines). Then, per node in parallel, ok receives
+// each group that succeeded and retry runs each that failed, one slot at a
+// time through the cluster's redirect handling (see nodeFailure). The
+// error joins one *NodeError per node with keys that still failed.
+func (g *slotGrouped) grouped(ctx context.Context, keys []string, cmd string,
+	enc func(buf []byte, bg batchGroup) ([]byte, reply),
+	ok func(bg batchGroup, rp *reply),
+	retry func(bg batchGroup) error) error {
 	nodes, perNode := g.plan(keys)
 	first := make([]string, len(nodes))
 	bufs := make([][]byte, len(nodes))
 	rps := make([][]reply, len(nodes))
-	// One array holds every node's replies, in plan order.
-	flat := make([][]byte, len(keys))
 	all := make([]reply, 0, len(keys))
-	off := 0
 	for i, groups := range perNode {
 		first[i] = groups[0].keys[0]
 		size := 0
@@ -265,42 +265,65 @@ func (g *slotGrouped) MGet(ctx context.Context, keys []string) ([][]byte, error)
 		buf := make([]byte, 0, size)
 		start := len(all)
 		for _, bg := range groups {
-			buf = appendKeys(buf, "MGET", bg.keys)
-			all = append(all, reply{kind: replyBulks, vals: flat[off : off+len(bg.keys) : off+len(bg.keys)]})
-			off += len(bg.keys)
+			var rp reply
+			buf, rp = enc(buf, bg)
+			all = append(all, rp)
 		}
 		bufs[i], rps[i] = buf, all[start:len(all):len(all)]
 	}
 	errs := runPipelines(ctx, nodes, first, bufs, rps)
-	vs := make([][]byte, len(keys))
 	var fail failures
 	fanOut(len(perNode), func(i int) {
-		groups := perNode[i]
 		f := nodeFailure{g: g, n: nodes[i]}
-		for j, bg := range groups {
+		for j, bg := range perNode[i] {
 			e := errs[i]
 			if e == nil {
 				e = rps[i][j].err
 			}
 			if e == nil {
-				for k, p := range bg.pos {
-					vs[p] = rps[i][j].vals[k]
-				}
+				ok(bg, &rps[i][j])
 				continue
 			}
-			f.retry(ctx, bg, e, func() error {
-				return g.cluster.mgetSlot(ctx, slotGroup(bg), vs)
-			})
+			f.retry(ctx, bg, e, func() error { return retry(bg) })
 		}
-		f.report(&fail, "mget")
+		f.report(&fail, cmd)
 	})
-	if err := fail.err(); err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return vs, err
+	err := fail.err()
+	if err != nil && ctx.Err() != nil {
+		return ctx.Err()
 	}
-	return vs, nil
+	return err
+}
+
+// MGet implements MultiGetter. On a partial failure the values read from
+// the healthy nodes are returned with the error.
+func (g *slotGrouped) MGet(ctx context.Context, keys []string) ([][]byte, error) {
+	if len(keys) == 0 {
+		return [][]byte{}, nil
+	}
+	if g.cluster == nil && len(keys) <= g.batch {
+		return g.single.MGet(ctx, keys)
+	}
+	vs := make([][]byte, len(keys))
+	flat := make([][]byte, len(keys)) // every group's replies, in plan order
+	off := 0
+	err := g.grouped(ctx, keys, "mget",
+		func(buf []byte, bg batchGroup) ([]byte, reply) {
+			n := len(bg.keys)
+			rp := reply{kind: replyBulks, vals: flat[off : off+n : off+n]}
+			off += n
+			return appendKeys(buf, "MGET", bg.keys), rp
+		},
+		func(bg batchGroup, rp *reply) {
+			for k, p := range bg.pos {
+				vs[p] = rp.vals[k]
+			}
+		},
+		func(bg batchGroup) error { return g.cluster.mgetSlot(ctx, slotGroup(bg), vs) })
+	if err != nil && ctx.Err() != nil {
+		return nil, err
+	}
+	return vs, err
 }
 
 func nodeAddr(n node) string {
@@ -320,58 +343,28 @@ func (g *slotGrouped) MSet(ctx context.Context, kv map[string][]byte, ttl time.D
 	for k := range kv {
 		keys = append(keys, k)
 	}
-	nodes, perNode := g.plan(keys)
-	var fail failures
-	fanOut(len(nodes), func(i int) {
-		groups := perNode[i]
-		var buf []byte
-		rps := make([]reply, len(groups))
-		for j, bg := range groups {
-			rps[j] = reply{kind: replyOK, n: 1}
+	return g.grouped(ctx, keys, "mset",
+		func(buf []byte, bg batchGroup) ([]byte, reply) {
 			if ttl <= 0 {
 				buf = appendArrayHeader(buf, 2*len(bg.keys)+1, "MSET")
 				for _, k := range bg.keys {
 					buf = appendPair(buf, k, kv[k])
 				}
-				continue
+				return buf, reply{kind: replyOK, n: 1}
 			}
 			for _, k := range bg.keys {
 				buf = appendSet(buf, k, kv[k], ttl)
 			}
-			rps[j].n = len(bg.keys)
-		}
-		var err error
-		if n := nodes[i]; n != nil {
-			err = n.exec(ctx, groups[0].keys[0], buf, rps)
-		} else {
-			err = errSlotUnserved
-		}
-		f := nodeFailure{g: g, n: nodes[i]}
-		for j, bg := range groups {
-			e := err
-			if e == nil {
-				e = rps[j].err
+			return buf, reply{kind: replyOK, n: len(bg.keys)}
+		},
+		func(batchGroup, *reply) {},
+		func(bg batchGroup) error {
+			sub := make(map[string][]byte, len(bg.keys))
+			for _, k := range bg.keys {
+				sub[k] = kv[k]
 			}
-			if e == nil {
-				continue
-			}
-			f.retry(ctx, bg, e, func() error {
-				sub := make(map[string][]byte, len(bg.keys))
-				for _, k := range bg.keys {
-					sub[k] = kv[k]
-				}
-				return g.cluster.msetSlot(ctx, bg.slot, sub, ttl)
-			})
-		}
-		f.report(&fail, "mset")
-	})
-	if err := fail.err(); err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return err
-	}
-	return nil
+			return g.cluster.msetSlot(ctx, bg.slot, sub, ttl)
+		})
 }
 
 // Del implements Backend: per node, one DEL per slot in one pipeline.
@@ -382,80 +375,18 @@ func (g *slotGrouped) Del(ctx context.Context, keys ...string) (int64, error) {
 	if g.cluster == nil && len(keys) <= g.batch {
 		return g.single.Del(ctx, keys...)
 	}
-	nodes, perNode := g.plan(keys)
-	var fail failures
-	var mu sync.Mutex
-	var total int64
-	fanOut(len(nodes), func(i int) {
-		groups := perNode[i]
-		var buf []byte
-		rps := make([]reply, len(groups))
-		for j, bg := range groups {
-			buf = appendKeys(buf, "DEL", bg.keys)
-			rps[j] = reply{kind: replyInt}
-		}
-		var err error
-		if n := nodes[i]; n != nil {
-			err = n.exec(ctx, groups[0].keys[0], buf, rps)
-		} else {
-			err = errSlotUnserved
-		}
-		var sum int64
-		f := nodeFailure{g: g, n: nodes[i]}
-		for j, bg := range groups {
-			e := err
-			if e == nil {
-				e = rps[j].err
-			}
-			if e == nil {
-				sum += rps[j].num
-				continue
-			}
-			f.retry(ctx, bg, e, func() error {
-				n, err := g.cluster.Del(ctx, bg.keys...)
-				if err == nil {
-					sum += n
-				}
-				return err
-			})
-		}
-		f.report(&fail, "del")
-		mu.Lock()
-		total += sum
-		mu.Unlock()
-	})
-	if err := fail.err(); err != nil {
-		if ctx.Err() != nil {
-			return total, ctx.Err()
-		}
-		return total, err
-	}
-	return total, nil
-}
-
-var _ interface {
-	Backend
-	MultiGetter
-	MultiSetter
-	Doer
-	Statser
-	Unwrapper
-} = (*slotGrouped)(nil)
-
-// fanOut runs fn for every index, all but one on their own goroutine.
-func fanOut(n int, fn func(i int)) {
-	var wg sync.WaitGroup
-	for i := 1; i < n; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			fn(i)
-		}()
-	}
-	if n > 0 {
-		fn(0)
-	}
-	wg.Wait()
+	var total atomic.Int64
+	err := g.grouped(ctx, keys, "del",
+		func(buf []byte, bg batchGroup) ([]byte, reply) {
+			return appendKeys(buf, "DEL", bg.keys), reply{kind: replyInt}
+		},
+		func(_ batchGroup, rp *reply) { total.Add(rp.num) },
+		func(bg batchGroup) error {
+			n, err := g.cluster.Del(ctx, bg.keys...)
+			total.Add(n)
+			return err
+		})
+	return total.Load(), err
 }
 
 // nodeFailure gathers the groups of one node whose commands failed. Each
@@ -499,4 +430,22 @@ func (f *nodeFailure) report(fail *failures, cmd string) {
 // would meet too: its retries through the cluster already ran.
 func unreachable(err error) bool {
 	return errors.Is(err, ErrConnection) || errors.Is(err, errSlotUnserved)
+}
+
+var _ Unwrapper = (*slotGrouped)(nil)
+
+// fanOut runs fn for every index, all but one on their own goroutine.
+func fanOut(n int, fn func(i int)) {
+	var wg sync.WaitGroup
+	for i := 1; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fn(i)
+		}()
+	}
+	if n > 0 {
+		fn(0)
+	}
+	wg.Wait()
 }
