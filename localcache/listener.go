@@ -234,10 +234,14 @@ func (l *listener) close() {
 
 func (l *listener) run() {
 	defer l.inv.wg.Done()
-	backoff := 20 * time.Millisecond
+	const firstBackoff = 20 * time.Millisecond
+	backoff := firstBackoff
 	for {
 		err := l.session()
 		l.mu.Lock()
+		if l.up {
+			backoff = firstBackoff // it was subscribed: this is a new loss
+		}
 		l.up = false
 		l.conn = nil
 		closed := l.closed

@@ -55,8 +55,9 @@ func ParseURL(raw string) (Options, error) {
 	}
 	if u.User != nil {
 		o.Username = u.User.Username()
-		o.Password, _ = u.User.Password()
-		if o.Password == "" {
+		var set bool
+		o.Password, set = u.User.Password()
+		if !set {
 			// redis://password@host is a common shorthand: a lone user
 			// info is the password of the default user.
 			o.Password, o.Username = o.Username, ""
@@ -68,6 +69,9 @@ func ParseURL(raw string) (Options, error) {
 	}
 	if port == "" {
 		port = "6379"
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return o, fmt.Errorf("%w: port %q in URL outside 1..65535", ErrInvalidArgument, port)
 	}
 	o.Addrs = []string{net.JoinHostPort(host, port)}
 	if p := strings.Trim(u.Path, "/"); p != "" {
