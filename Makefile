@@ -21,7 +21,10 @@ ensure-redis:
 test:
 	bash scripts/ensure-redis.sh
 	$(MAKE) lint
-	$(GO) test -race -count=1 -timeout 10m ./...
+	# -p 1: one package at a time. Each starts real servers (a 6-node
+	# cluster among them) on a 2-core machine; running packages side by side
+	# only adds scheduling noise to tests that check deadlines.
+	$(GO) test -race -count=1 -p 1 -timeout 15m ./...
 	# Allocation bars (P7) are exact counts, meaningful only without -race.
 	$(GO) test -count=1 -run 'Allocations' ./...
 
