@@ -322,32 +322,78 @@ func (l *listener) session() error {
 			}
 		}
 	}()
-	for {
-		v, err := redis.ReceiveWithTimeout(c, l.inv.ping*3)
-		if err != nil {
-			return err
-		}
-		msg, ok := v.([]any)
-		if !ok || len(msg) < 3 {
-			continue // a pong (["pong", ""]) or a subscription notice
-		}
-		if kind, _ := redis.String(msg[0], nil); kind != "message" {
-			continue
-		}
-		switch keys := msg[2].(type) {
-		case nil:
-			// FLUSHALL or FLUSHDB: a null invalidation.
-			l.inv.s.flush()
-		case []any:
-			ks := make([]string, 0, len(keys))
-			for _, k := range keys {
-				if b, ok := k.([]byte); ok {
-					ks = append(ks, string(b))
-				}
+	// A receiver goroutine parses messages; this one applies them, folding
+	// every message that queued up meanwhile into one invalidation, so a
+	// burst of writes costs one wait on ristretto's buffer, not one each.
+	msgs := make(chan invalidation, 256)
+	recvErr := make(chan error, 1)
+	go func() {
+		defer close(msgs)
+		for {
+			v, err := redis.ReceiveWithTimeout(c, l.inv.ping*3)
+			if err != nil {
+				recvErr <- err
+				return
 			}
-			l.inv.s.invalidate(ks...)
+			if m, ok := parseInvalidation(v); ok {
+				msgs <- m
+			}
+		}
+	}()
+	for m := range msgs {
+		keys, flush := m.keys, m.flush
+	drain:
+		for {
+			select {
+			case more, ok := <-msgs:
+				if !ok {
+					break drain
+				}
+				keys, flush = append(keys, more.keys...), flush || more.flush
+			default:
+				break drain
+			}
+		}
+		if flush {
+			l.inv.s.flush()
+		}
+		if len(keys) > 0 {
+			l.inv.s.invalidate(keys...)
 		}
 	}
+	return <-recvErr
+}
+
+// invalidation is one message of __redis__:invalidate: keys, or a flush
+// (FLUSHALL or FLUSHDB send a null message).
+type invalidation struct {
+	keys  []string
+	flush bool
+}
+
+// parseInvalidation reads a pub/sub reply; pongs (["pong", ""]) and
+// subscription notices are not invalidations.
+func parseInvalidation(v any) (invalidation, bool) {
+	msg, ok := v.([]any)
+	if !ok || len(msg) < 3 {
+		return invalidation{}, false
+	}
+	if kind, _ := redis.String(msg[0], nil); kind != "message" {
+		return invalidation{}, false
+	}
+	switch keys := msg[2].(type) {
+	case nil:
+		return invalidation{flush: true}, true
+	case []any:
+		ks := make([]string, 0, len(keys))
+		for _, k := range keys {
+			if b, ok := k.([]byte); ok {
+				ks = append(ks, string(b))
+			}
+		}
+		return invalidation{keys: ks}, true
+	}
+	return invalidation{}, false
 }
 
 // dialRedigo opens a redigo connection with the shared settings.
