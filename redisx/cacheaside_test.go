@@ -57,7 +57,10 @@ func TestGetOrLoadStaleWhileRevalidate(t *testing.T) {
 				t.Fatalf("Stats().StaleServed = %d, want >= 5", st.StaleServed)
 			}
 			// Five stale reads started exactly one refresh (blocked until
-			// released).
+			// released); it starts on its own goroutine, so wait for it.
+			for deadline := time.Now().Add(2 * time.Second); loads.Load() < 2 && time.Now().Before(deadline); {
+				time.Sleep(time.Millisecond)
+			}
 			if n := loads.Load(); n != 2 {
 				t.Fatalf("loader ran %d times after 5 stale reads, want 2 (one background refresh)", n)
 			}

@@ -21,6 +21,8 @@ type Client struct {
 	mset strategy.MultiSetter // nil: Set per pair
 	do   strategy.Doer        // nil: ErrUnsupported
 
+	tel telemetry // OpenTelemetry: tracer (nil: untraced) and metrics registration
+
 	loads       singleflight.Group
 	aside       cacheAside
 	closed      atomic.Bool
@@ -48,6 +50,7 @@ func New(ctx context.Context, o Options) (*Client, error) {
 	c := NewFromBackend(b)
 	c.aside.jitter = o.TTLJitter
 	c.aside.swr = o.StaleWhileRevalidate
+	c.setupTelemetry(&o, cfg.Addrs)
 	return c, nil
 }
 
@@ -71,6 +74,13 @@ func (c *Client) Backend() strategy.Backend { return c.b }
 // Get returns the value of key, or an error wrapping ErrNotFound when the
 // key does not exist. An empty value is returned as a non-nil empty slice.
 func (c *Client) Get(ctx context.Context, key string) ([]byte, error) {
+	if c.tel.tracer != nil {
+		return c.tracedGet(ctx, key)
+	}
+	return c.get(ctx, key)
+}
+
+func (c *Client) get(ctx context.Context, key string) ([]byte, error) {
 	if c.closed.Load() {
 		return nil, ErrClosed
 	}
@@ -82,6 +92,13 @@ func (c *Client) Get(ctx context.Context, key string) ([]byte, error) {
 // milliseconds; a negative ttl is an error. A nil value stores an empty
 // value.
 func (c *Client) Set(ctx context.Context, key string, value []byte, ttl time.Duration) error {
+	if c.tel.tracer != nil {
+		return c.tracedSet(ctx, key, value, ttl)
+	}
+	return c.set(ctx, key, value, ttl)
+}
+
+func (c *Client) set(ctx context.Context, key string, value []byte, ttl time.Duration) error {
 	if err := checkValue(ttl, value); err != nil {
 		return err
 	}
@@ -104,6 +121,13 @@ func checkValue(ttl time.Duration, value []byte) error {
 // Del removes keys and returns how many existed. No keys: 0, without a
 // round trip.
 func (c *Client) Del(ctx context.Context, keys ...string) (int64, error) {
+	if c.tel.tracer != nil {
+		return c.tracedDel(ctx, keys)
+	}
+	return c.del(ctx, keys)
+}
+
+func (c *Client) del(ctx context.Context, keys []string) (int64, error) {
 	if c.closed.Load() {
 		return 0, ErrClosed
 	}
@@ -117,6 +141,13 @@ func (c *Client) Del(ctx context.Context, keys ...string) (int64, error) {
 // its key is missing (an empty value is a non-nil empty slice). No keys:
 // an empty result, without a round trip.
 func (c *Client) MGet(ctx context.Context, keys ...string) ([][]byte, error) {
+	if c.tel.tracer != nil {
+		return c.tracedMGet(ctx, keys)
+	}
+	return c.mgetKeys(ctx, keys)
+}
+
+func (c *Client) mgetKeys(ctx context.Context, keys []string) ([][]byte, error) {
 	if c.closed.Load() {
 		return nil, ErrClosed
 	}
@@ -144,6 +175,13 @@ func (c *Client) MGet(ctx context.Context, keys ...string) ([][]byte, error) {
 // atomic when a ttl is given or the keys span cluster slots. A nil map is
 // an error; an empty one does nothing.
 func (c *Client) MSet(ctx context.Context, kv map[string][]byte, ttl time.Duration) error {
+	if c.tel.tracer != nil {
+		return c.tracedMSet(ctx, kv, ttl)
+	}
+	return c.msetPairs(ctx, kv, ttl)
+}
+
+func (c *Client) msetPairs(ctx context.Context, kv map[string][]byte, ttl time.Duration) error {
 	if kv == nil {
 		return fmt.Errorf("%w: nil map", ErrInvalidArgument)
 	}
@@ -187,6 +225,13 @@ type Loader func(ctx context.Context) ([]byte, error)
 // become a stampede on the source. Options.TTLJitter and
 // Options.StaleWhileRevalidate shape the stored ttl.
 func (c *Client) GetOrLoad(ctx context.Context, key string, ttl time.Duration, load Loader) ([]byte, error) {
+	if c.tel.tracer != nil {
+		return c.tracedGetOrLoad(ctx, key, ttl, load)
+	}
+	return c.getOrLoad(ctx, key, ttl, load)
+}
+
+func (c *Client) getOrLoad(ctx context.Context, key string, ttl time.Duration, load Loader) ([]byte, error) {
 	if load == nil {
 		return nil, fmt.Errorf("%w: nil loader", ErrInvalidArgument)
 	}
@@ -272,6 +317,13 @@ func (c *Client) loadAndStore(ctx context.Context, key string, ttl time.Duration
 // refused with ErrUnsupported. Strategies without the capability return
 // ErrUnsupported.
 func (c *Client) Do(ctx context.Context, args ...any) (any, error) {
+	if c.tel.tracer != nil {
+		return c.tracedDo(ctx, args)
+	}
+	return c.doCmd(ctx, args)
+}
+
+func (c *Client) doCmd(ctx context.Context, args []any) (any, error) {
 	if c.closed.Load() {
 		return nil, ErrClosed
 	}
@@ -320,5 +372,6 @@ func (c *Client) Close() error {
 	c.aside.bgCancel()
 	c.aside.mu.Unlock()
 	c.aside.bg.Wait()
+	c.unregisterMetrics()
 	return c.b.Close()
 }

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/redisx-go/kit/strategy"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Options configures a Client. The zero value connects to 127.0.0.1:6379
@@ -53,6 +55,46 @@ type Options struct {
 	// TTLs (strategy.TTLGetter: all of this module's do); without one it
 	// is ignored. Zero: off — a value is reloaded only once it is gone.
 	StaleWhileRevalidate time.Duration
+
+	// OpenTelemetry. redisx uses the OpenTelemetry API only; the SDK (or
+	// any other implementation) is the application's choice, installed
+	// through these providers or the global ones. Attributes follow the
+	// stable database conventions: db.system.name=redis, and
+	// db.client.connection.pool.name = ClientName, or the first address
+	// when ClientName is empty. Keys, values and credentials are never
+	// recorded.
+
+	// MeterProvider receives the client's metrics. Nil: the global
+	// provider (otel.GetMeterProvider), which discards them until the
+	// application installs one. All instruments are observable: they are
+	// read from Stats once per collection, in a single callback
+	// registered by New (not NewFromBackend) and removed by Close, so
+	// metrics cost nothing on the call path. Instruments:
+	// db.client.connection.count ({connection}, attribute
+	// db.client.connection.state = idle or used; a multiplexed
+	// connection counts as used), db.client.connection.max
+	// ({connection}), db.client.connection.pending_requests ({request}),
+	// redisx.pool.acquire.wait (s, the total time callers waited for a
+	// pooled connection, in place of the conventions'
+	// db.client.connection.wait_time histogram, which would cost a
+	// measurement per call), redisx.cluster.redirects,
+	// redisx.cluster.topology_refreshes, redisx.near.hits,
+	// redisx.near.misses, redisx.near.invalidations, redisx.near.bytes
+	// (By), redisx.loads, redisx.loads.shared and redisx.stale_served.
+	MeterProvider metric.MeterProvider
+	// TracerProvider, when set, traces every call of Get, Set, Del, MGet,
+	// MSet, GetOrLoad and Do with a client span named after the
+	// operation ("GET", "MGET", …; for Do the uppercased command name),
+	// with db.system.name, db.operation.name, server.address and
+	// server.port (of the first address), and db.operation.batch.size
+	// for Del, MGet and MSet. Errors are recorded on the span, except a
+	// miss (ErrNotFound). Nil: no tracing at all. Unlike metrics, tracing
+	// does not fall back to the global provider, because starting a span
+	// allocates on every call even when the global provider samples
+	// nothing, which would break this package's bound of at most two
+	// allocations per Get; set it (for instance to
+	// otel.GetTracerProvider()) to opt in.
+	TracerProvider trace.TracerProvider
 }
 
 // config validates o and turns it into the settings strategies share.

@@ -1,0 +1,5 @@
+//go:build !race
+
+package redisx_test
+
+const raceEnabled = false
