@@ -147,20 +147,7 @@ func openClusterRueidis(tb testing.TB) clusterTarget {
 		tb.Fatalf("rueidis: %v", err)
 	}
 	return clusterTarget{
-		target: target{
-			name: "rueidis",
-			get: func(ctx context.Context, k string) ([]byte, error) {
-				v, err := c.Do(ctx, c.B().Get().Key(k).Build()).AsBytes()
-				if rueidis.IsRedisNil(err) {
-					return nil, redisx.ErrNotFound
-				}
-				return v, err
-			},
-			set: func(ctx context.Context, k string, v []byte) error {
-				return c.Do(ctx, c.B().Set().Key(k).Value(rueidis.BinaryString(v)).Build()).Error()
-			},
-			close: c.Close,
-		},
+		target: rueidisTarget(c),
 		mget: func(ctx context.Context, keys []string) error {
 			m, err := rueidis.MGet(c, ctx, keys)
 			if err != nil {

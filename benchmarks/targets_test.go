@@ -139,6 +139,12 @@ func openRueidis(tb testing.TB) target {
 	if err != nil {
 		tb.Fatalf("rueidis: %v", err)
 	}
+	return rueidisTarget(c)
+}
+
+// rueidisTarget measures GET and SET through a rueidis client, standalone
+// or cluster.
+func rueidisTarget(c rueidis.Client) target {
 	return target{
 		name: "rueidis",
 		get: func(ctx context.Context, k string) ([]byte, error) {
