@@ -424,6 +424,7 @@ func (s *suite) getOrLoadCollapses(t *testing.T) {
 		return []byte("loaded"), nil
 	}
 	const callers = 50
+	getsBefore := s.commandCalls(ctx, t, "get")
 	errs := make(chan error, callers)
 	for i := 0; i < callers; i++ {
 		go func() {
@@ -434,9 +435,15 @@ func (s *suite) getOrLoadCollapses(t *testing.T) {
 			errs <- err
 		}()
 	}
-	// Let the callers miss and join the load before it finishes.
-	for deadline := time.Now().Add(2 * time.Second); loads.Load() == 0 && time.Now().Before(deadline); {
-		time.Sleep(time.Millisecond)
+	// Let every caller miss on the server and join the load before it
+	// finishes: a caller whose GET is still on its way (a pool dialling
+	// its 50th connection, say) when the load has stored the value would
+	// correctly start a second load, and the count below would mean
+	// nothing.
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if loads.Load() > 0 && s.commandCalls(ctx, t, "get")-getsBefore >= callers {
+			break
+		}
 	}
 	time.Sleep(50 * time.Millisecond)
 	close(release)
