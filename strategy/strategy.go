@@ -41,7 +41,9 @@ type Strategy interface {
 // Backend is a running strategy. Implementations are safe for concurrent
 // use. The caller of Open owns the Backend and must Close it.
 //
-// Get returns an error wrapping ErrNotFound for a missing key. Set with
+// Get returns an error wrapping ErrNotFound for a missing key; the value
+// it returns is the caller's to modify and keep (a strategy that caches
+// values hands out copies). Set with
 // ttl 0 stores without expiry; ttl is never negative (the facade checks).
 // Del returns how many of the keys existed. Close releases every
 // connection and goroutine; calls after Close return ErrClosed.
@@ -50,6 +52,17 @@ type Backend interface {
 	Set(ctx context.Context, key string, value []byte, ttl time.Duration) error
 	Del(ctx context.Context, keys ...string) (int64, error)
 	Close() error
+}
+
+// Appender is an optional interface that may be implemented by a Backend:
+// the allocation-conscious read. AppendGet appends the value of key to dst
+// and returns the extended slice, in the style of strconv.AppendInt; the
+// result is the caller's. On a miss it returns dst unchanged and an error
+// wrapping ErrNotFound; on any other error, dst unchanged and the error.
+// A near-cache hit appended to a dst with room allocates nothing. Without
+// it the facade calls Get and appends the value.
+type Appender interface {
+	AppendGet(ctx context.Context, dst []byte, key string) ([]byte, error)
 }
 
 // MultiGetter is an optional interface that may be implemented by a
