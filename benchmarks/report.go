@@ -1,0 +1,201 @@
+package benchmarks
+
+import "time"
+
+// Report is the outcome of one run of the harness: where it ran, every
+// cell it measured, and what it concluded. It is written as report.json
+// (these field names are a contract: programs outside this module read
+// them), report.csv, report.md and report.html.
+type Report struct {
+	// Version of the report format; bumped when a field changes meaning.
+	Version  int       `json:"version"`
+	Started  time.Time `json:"started"`
+	Finished time.Time `json:"finished"`
+	// Command is the command line that produced the report, without
+	// credentials.
+	Command string `json:"command"`
+	// Partial is set when the run was interrupted (Ctrl-C, a fatal error):
+	// the cells measured so far are reported, the rest are missing.
+	Partial  bool     `json:"partial"`
+	Machine  Machine  `json:"machine"`
+	Settings Settings `json:"settings"`
+
+	Cells           []Cell           `json:"cells"`
+	Recommendations []Recommendation `json:"recommendations"`
+	Crossovers      []Crossover      `json:"crossovers"`
+	// SLO holds, per workload and target, the highest open-loop rate
+	// sustained under the SLO bound (SLO mode only).
+	SLO []SLOResult `json:"slo,omitempty"`
+	// Baseline compares this run with an earlier report, cell by cell
+	// (-baseline only).
+	Baseline *BaselineComparison `json:"baseline,omitempty"`
+}
+
+// ReportVersion is the Version written by this package.
+const ReportVersion = 1
+
+// Machine is where the run happened.
+type Machine struct {
+	GOMAXPROCS   int    `json:"gomaxprocs"`
+	CPUs         int    `json:"cpus"`
+	GoVersion    string `json:"go_version"`
+	OS           string `json:"os"`
+	Arch         string `json:"arch"`
+	RedisVersion string `json:"redis_version"`
+	// Embedded is set when the harness started its own redis-server
+	// processes; Pinned when they ran on a CPU of their own (taskset), and
+	// PinNote says which CPUs or why not.
+	Embedded bool   `json:"embedded"`
+	Pinned   bool   `json:"pinned"`
+	PinNote  string `json:"pin_note,omitempty"`
+	// Standalone and Cluster are the addresses measured (seeds of the
+	// cluster), never with credentials.
+	Standalone string   `json:"standalone,omitempty"`
+	Cluster    []string `json:"cluster,omitempty"`
+}
+
+// Settings are the knobs of the run.
+type Settings struct {
+	Levels    []int         `json:"levels"`
+	Workloads []string      `json:"workloads"`
+	Targets   []string      `json:"targets"`
+	Duration  time.Duration `json:"duration_ns"` // of one sample
+	Warmup    time.Duration `json:"warmup_ns"`   // discarded before each cell's samples
+	Repeats   int           `json:"repeats"`     // samples per cell
+	// Mode is "closed" (each worker sends its next request when the last
+	// returns) or "open" (requests sent at Rate per second, latency
+	// measured from each request's intended send time).
+	Mode string  `json:"mode"`
+	Rate float64 `json:"rate,omitempty"`
+	// SLO is the latency bound of SLO mode, e.g. "p99=2ms"; empty otherwise.
+	SLO string `json:"slo,omitempty"`
+	// Alpha is the significance level of the rank test, Margin the least
+	// relative difference that counts as a win (0.05: 5%).
+	Alpha  float64 `json:"alpha"`
+	Margin float64 `json:"margin"`
+	Seed   int64   `json:"seed"` // of the shuffles of target order
+}
+
+// Cell is one workload × target × concurrency level, measured Samples
+// times.
+type Cell struct {
+	// Workload names the workload and its variant, "family/variant" when
+	// the family has several ("get", "values/set-32KiB", "near/w10").
+	Workload    string `json:"workload"`
+	Target      string `json:"target"`
+	Concurrency int    `json:"concurrency"`
+
+	// QPS is the median of the samples' throughputs (operations per
+	// second); QPSLow and QPSHigh its 95% confidence interval.
+	QPS        float64   `json:"qps"`
+	QPSLow     float64   `json:"qps_low"`
+	QPSHigh    float64   `json:"qps_high"`
+	Samples    int       `json:"samples"`
+	QPSSamples []float64 `json:"qps_samples"`
+
+	// Latency percentiles over every operation of every sample, merged
+	// from per-worker HDR histograms, in milliseconds.
+	P50ms  float64 `json:"p50_ms"`
+	P90ms  float64 `json:"p90_ms"`
+	P99ms  float64 `json:"p99_ms"`
+	P999ms float64 `json:"p999_ms"`
+	MaxMs  float64 `json:"max_ms"`
+
+	Ops    int64 `json:"ops"`
+	Errors int64 `json:"errors"`
+	// FirstError is the first error's text; a cell with errors is failed
+	// and never wins.
+	FirstError string `json:"first_error,omitempty"`
+	Failed     bool   `json:"failed"`
+
+	// Conns is the number of client connections the server(s) saw while
+	// the cell ran (INFO clients, less the harness's own).
+	Conns int `json:"conns"`
+	// CPUPerOp is the client process's CPU time per operation, in
+	// microseconds; AllocsPerOp and BytesPerOp its heap allocations.
+	CPUPerOp    float64 `json:"cpu_us_per_op"`
+	AllocsPerOp float64 `json:"allocs_per_op"`
+	BytesPerOp  float64 `json:"bytes_per_op"`
+
+	// HitRatio is the near-cache hit ratio (near workloads only).
+	HitRatio float64 `json:"hit_ratio,omitempty"`
+	// Rate is the offered rate of an open-loop cell, per second.
+	Rate float64 `json:"rate,omitempty"`
+}
+
+// Recommendation is the verdict for one workload at one concurrency level.
+type Recommendation struct {
+	Workload    string `json:"workload"`
+	Concurrency int    `json:"concurrency"`
+	// Strategy is the winning target's name.
+	Strategy string `json:"strategy"`
+	// Confidence is "significant" when the winner beats the runner-up
+	// with p < Alpha by at least Margin, "tie" otherwise; a tie names the
+	// target with the fewest connections among the tied, and TieBreak
+	// says so.
+	Confidence string `json:"confidence"`
+	// Margin is the winner's median QPS over the runner-up's, less 1
+	// (0.23: 23% faster).
+	Margin   float64 `json:"margin"`
+	PValue   float64 `json:"p_value"`
+	RunnerUp string  `json:"runner_up"`
+	TieBreak string  `json:"tie_break,omitempty"`
+	// URL configures the winner through redisx.ParseURL; Go is the same
+	// as a Go snippet. Empty for a peer (a client that is not redisx).
+	URL string `json:"url"`
+	Go  string `json:"go"`
+}
+
+// Confidence values of a Recommendation.
+const (
+	Significant = "significant"
+	Tie         = "tie"
+)
+
+// Crossover is where one target overtakes another as concurrency grows:
+// From led at level Below, To leads at level Above (two adjacent levels
+// measured; the crossing lies between them).
+type Crossover struct {
+	Workload string `json:"workload"`
+	From     string `json:"from"`
+	To       string `json:"to"`
+	Below    int    `json:"below"`
+	Above    int    `json:"above"`
+	// Text is the human sentence: "pool-32 overtakes multiplexed-1
+	// between 4 and 10 goroutines".
+	Text string `json:"text"`
+}
+
+// SLOResult is the highest open-loop rate a target sustained with the
+// SLO's percentile under its bound.
+type SLOResult struct {
+	Workload    string  `json:"workload"`
+	Target      string  `json:"target"`
+	Concurrency int     `json:"concurrency"` // workers used to offer the rate
+	Rate        float64 `json:"rate"`        // per second; 0: not even the lowest rate tried
+	Latency     float64 `json:"latency_ms"`  // the percentile measured at Rate
+	Headroom    float64 `json:"headroom"`    // Rate over the runner-up's, less 1 (winner only)
+	Winner      bool    `json:"winner"`
+}
+
+// BaselineComparison is a run compared with an earlier one.
+type BaselineComparison struct {
+	File    string  `json:"file"`
+	Started string  `json:"started"` // of the baseline run
+	Deltas  []Delta `json:"deltas"`
+	// VerdictChanges lists the workload/levels whose recommended strategy
+	// differs from the baseline's, as sentences.
+	VerdictChanges []string `json:"verdict_changes"`
+}
+
+// Delta is one cell's QPS change against the baseline, benchstat style.
+type Delta struct {
+	Workload    string  `json:"workload"`
+	Target      string  `json:"target"`
+	Concurrency int     `json:"concurrency"`
+	OldQPS      float64 `json:"old_qps"`
+	NewQPS      float64 `json:"new_qps"`
+	Change      float64 `json:"change"` // NewQPS/OldQPS - 1
+	PValue      float64 `json:"p_value"`
+	Significant bool    `json:"significant"`
+}
