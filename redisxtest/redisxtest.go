@@ -1,0 +1,192 @@
+// Package redisxtest starts real redis-server processes for tests, after
+// net/http/httptest: a standalone server or a Redis Cluster on free
+// loopback ports, with a password or an ACL user when asked, stopped when
+// the test ends.
+//
+//	func TestCache(t *testing.T) {
+//		srv := redisxtest.Start(t, redisxtest.Options{})
+//		c, err := redisx.New(ctx, srv.Options())
+//		…
+//	}
+//
+// Start and StartCluster skip the test, with a message that says how to
+// install it, when redis-server is not on PATH (Debian and Ubuntu: `apt-get
+// install redis-server`; macOS: `brew install redis`). NewServer and
+// NewCluster are the forms for programs other than tests, such as examples
+// that start their own server when given no address.
+//
+// Servers listen on 127.0.0.1 only, keep no data on disk and are killed
+// with the test binary should it die.
+package redisxtest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/redisx-go/kit/internal/launcher"
+	"github.com/redisx-go/kit/redisx"
+)
+
+// Options configures a server. The zero value is a server without
+// authentication.
+type Options struct {
+	// Password, when set, is required from every client: the default
+	// user's password, or Username's when Username is set too.
+	Password string
+	// Username, when set with Password, is an ACL user with every
+	// permission; the default user then has a password of its own that
+	// no client knows, so a client that does not name the user is
+	// refused.
+	Username string
+	// Args are extra redis-server configuration directives, such as
+	// []string{"--maxmemory", "10mb"}.
+	Args []string
+}
+
+// startTimeout bounds starting one server or a cluster.
+const startTimeout = 60 * time.Second
+
+func (o Options) launcherOptions() (launcher.Options, error) {
+	lo := launcher.Options{Args: append([]string(nil), o.Args...)}
+	switch {
+	case o.Username != "" && o.Password == "":
+		return lo, fmt.Errorf("redisxtest: Username %q without Password", o.Username)
+	case o.Username != "":
+		// The launcher's readiness probe (and Restart's) authenticates as
+		// the default user: give it a secret of its own.
+		var secret [16]byte
+		if _, err := rand.Read(secret[:]); err != nil {
+			return lo, fmt.Errorf("redisxtest: %w", err)
+		}
+		lo.Password = hex.EncodeToString(secret[:])
+		lo.Args = append(lo.Args, "--user", o.Username, "on", ">"+o.Password, "~*", "&*", "+@all")
+	default:
+		lo.Password = o.Password
+	}
+	return lo, nil
+}
+
+// Server is a running redis-server. Its methods are safe for concurrent
+// use.
+type Server struct {
+	srv  *launcher.Server
+	opts Options
+}
+
+// NewServer starts a redis-server and waits until it answers, within ctx.
+// The caller must Close it.
+func NewServer(ctx context.Context, o Options) (*Server, error) {
+	lo, err := o.launcherOptions()
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
+	srv, err := launcher.Start(ctx, lo)
+	if err != nil {
+		return nil, fmt.Errorf("redisxtest: %w", err)
+	}
+	return &Server{srv: srv, opts: o}, nil
+}
+
+// Start starts a redis-server for t and stops it when t ends. It skips t
+// when redis-server is not installed, and fails t when the server cannot
+// be started.
+func Start(t testing.TB, o Options) *Server {
+	t.Helper()
+	skipWithoutRedis(t)
+	s, err := NewServer(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func skipWithoutRedis(t testing.TB) {
+	t.Helper()
+	if err := launcher.Available(); err != nil {
+		t.Skipf("redisxtest: redis-server is not installed, so this test cannot run: "+
+			"install it (Debian/Ubuntu: sudo apt-get install -y redis-server; macOS: brew install redis): %v", err)
+	}
+}
+
+// Addr returns the server's address, "127.0.0.1:port".
+func (s *Server) Addr() string { return s.srv.Addr() }
+
+// Options returns client options for the server: its address and
+// credentials, and the default strategy. Set Strategy (or any other field)
+// on the result before passing it to redisx.New.
+func (s *Server) Options() redisx.Options {
+	return redisx.Options{Addrs: []string{s.Addr()}, Username: s.opts.Username, Password: s.opts.Password}
+}
+
+// Kill kills the server abruptly, as a crash would; Restart brings it back
+// on the same port.
+func (s *Server) Kill() error { return s.srv.Kill() }
+
+// Restart starts a killed server again on the same address.
+func (s *Server) Restart(ctx context.Context) error { return s.srv.Restart(ctx) }
+
+// Close stops the server and removes its files. It is idempotent.
+func (s *Server) Close() error { return s.srv.Stop() }
+
+// ClusterOptions configures a cluster. The zero value is 3 masters
+// without replicas.
+type ClusterOptions struct {
+	// Masters is the number of masters; zero: 3, the fewest Redis allows.
+	Masters int
+	// Replicas per master; zero: none.
+	Replicas int
+	// NodeTimeout is cluster-node-timeout, how long before a silent master
+	// is failed over to its replica. Zero: 2 s.
+	NodeTimeout time.Duration
+	// Args are extra configuration directives for every node.
+	Args []string
+}
+
+// Cluster is a running Redis Cluster. Its methods are safe for concurrent
+// use.
+type Cluster struct {
+	c *launcher.Cluster
+}
+
+// NewCluster starts a cluster and waits until every slot is served,
+// within ctx. The caller must Close it.
+func NewCluster(ctx context.Context, o ClusterOptions) (*Cluster, error) {
+	ctx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
+	c, err := launcher.StartCluster(ctx, launcher.ClusterOptions{
+		Masters: o.Masters, Replicas: o.Replicas, NodeTimeout: o.NodeTimeout, Args: o.Args,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("redisxtest: %w", err)
+	}
+	return &Cluster{c: c}, nil
+}
+
+// StartCluster starts a cluster for t and stops it when t ends. It skips t
+// when redis-server is not installed.
+func StartCluster(t testing.TB, o ClusterOptions) *Cluster {
+	t.Helper()
+	skipWithoutRedis(t)
+	c, err := NewCluster(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// Addrs returns the address of every node, masters first.
+func (c *Cluster) Addrs() []string { return c.c.Addrs() }
+
+// Options returns client options naming every node as a seed.
+func (c *Cluster) Options() redisx.Options { return redisx.Options{Addrs: c.Addrs()} }
+
+// Close stops every node. It is idempotent.
+func (c *Cluster) Close() error { return c.c.Stop() }

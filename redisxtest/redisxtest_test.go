@@ -1,0 +1,126 @@
+package redisxtest_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+	"github.com/redisx-go/kit/redisx"
+	"github.com/redisx-go/kit/redisxtest"
+	"github.com/redisx-go/kit/strategy"
+)
+
+func newClient(t *testing.T, o redisx.Options) *redisx.Client {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := redisx.New(ctx, o)
+	if err != nil {
+		t.Fatalf("redisx.New: %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func setGet(t *testing.T, c *redisx.Client, key string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := c.Set(ctx, key, []byte("v:"+key), time.Minute); err != nil {
+		t.Fatalf("Set(%q): %v", key, err)
+	}
+	if v, err := c.Get(ctx, key); err != nil || string(v) != "v:"+key {
+		t.Fatalf("Get(%q) = %q, %v; want %q, nil", key, v, err, "v:"+key)
+	}
+}
+
+func TestStart(t *testing.T) {
+	srv := redisxtest.Start(t, redisxtest.Options{})
+	setGet(t, newClient(t, srv.Options()), "k")
+}
+
+func TestStartWithPassword(t *testing.T) {
+	srv := redisxtest.Start(t, redisxtest.Options{Password: "s3cret"})
+	setGet(t, newClient(t, srv.Options()), "k")
+	o := srv.Options()
+	o.Password = "wrong"
+	if c, err := redisx.New(context.Background(), o); err == nil {
+		c.Close()
+		t.Fatal("New with a wrong password succeeded")
+	}
+}
+
+func TestStartWithACLUser(t *testing.T) {
+	srv := redisxtest.Start(t, redisxtest.Options{Username: "app", Password: "app-pw"})
+	c := newClient(t, srv.Options())
+	setGet(t, c, "k")
+	who, err := redis.String(c.Do(context.Background(), "ACL", "WHOAMI"))
+	if err != nil || who != "app" {
+		t.Fatalf("ACL WHOAMI = %v, %v; want app", who, err)
+	}
+	o := srv.Options()
+	o.Username = "" // the default user with the ACL user's password
+	if c, err := redisx.New(context.Background(), o); err == nil {
+		c.Close()
+		t.Fatal("the default user accepted the ACL user's password")
+	}
+}
+
+func TestUsernameWithoutPassword(t *testing.T) {
+	if _, err := redisxtest.NewServer(context.Background(), redisxtest.Options{Username: "app"}); err == nil {
+		t.Fatal("NewServer with a Username and no Password succeeded")
+	}
+}
+
+func TestKillRestart(t *testing.T) {
+	srv := redisxtest.Start(t, redisxtest.Options{})
+	c := newClient(t, srv.Options())
+	setGet(t, c, "before")
+	if err := srv.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	_, err := c.Get(ctx, "before")
+	cancel()
+	if err == nil {
+		t.Fatal("Get from a killed server succeeded")
+	}
+	if err := srv.Restart(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		err := c.Set(ctx, "after", []byte("v"), 0)
+		cancel()
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no recovery 5 s after Restart: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if _, err := c.Get(context.Background(), "before"); !errors.Is(err, redisx.ErrNotFound) {
+		t.Fatalf("Get(before) after a restart without persistence: %v, want ErrNotFound", err)
+	}
+}
+
+func TestStartCluster(t *testing.T) {
+	cl := redisxtest.StartCluster(t, redisxtest.ClusterOptions{})
+	if n := len(cl.Addrs()); n != 3 {
+		t.Fatalf("%d nodes, want 3", n)
+	}
+	o := cl.Options()
+	o.Strategy = strategy.SlotGrouped{}
+	c := newClient(t, o)
+	for i := range 20 {
+		setGet(t, c, fmt.Sprintf("k%d", i))
+	}
+	if st := c.Stats(); st.Masters != 3 {
+		t.Fatalf("Stats().Masters = %d, want 3", st.Masters)
+	}
+}
