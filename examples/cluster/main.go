@@ -26,8 +26,8 @@ import (
 	"time"
 
 	"github.com/redisx-go/kit/internal/cluster"
-	"github.com/redisx-go/kit/internal/launcher"
 	"github.com/redisx-go/kit/redisx"
+	"github.com/redisx-go/kit/redisxtest"
 	"github.com/redisx-go/kit/strategy"
 )
 
@@ -83,13 +83,13 @@ func demo(ctx context.Context, seeds []string, nkeys int) error {
 	if len(seeds) == 0 {
 		fmt.Println("starting a 3-master Redis Cluster on loopback ports...")
 		start := time.Now()
-		cl, err := launcher.StartCluster(ctx, launcher.ClusterOptions{Masters: 3})
+		cl, err := redisxtest.NewCluster(ctx, redisxtest.ClusterOptions{Masters: 3})
 		if err != nil {
 			return err
 		}
 		defer func() {
 			fmt.Println("stopping the cluster")
-			if err := cl.Stop(); err != nil {
+			if err := cl.Close(); err != nil {
 				fmt.Fprintln(os.Stderr, "stop cluster:", err)
 			}
 		}()

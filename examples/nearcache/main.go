@@ -28,9 +28,9 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/redisx-go/kit/internal/launcher"
 	"github.com/redisx-go/kit/localcache"
 	"github.com/redisx-go/kit/redisx"
+	"github.com/redisx-go/kit/redisxtest"
 	"github.com/redisx-go/kit/strategy"
 )
 
@@ -74,13 +74,13 @@ func run(addr string, flushall bool) int {
 func demo(ctx context.Context, addr string, flushall bool) error {
 	if addr == "" {
 		fmt.Println("starting redis-server on a free loopback port...")
-		srv, err := launcher.Start(ctx, launcher.Options{})
+		srv, err := redisxtest.NewServer(ctx, redisxtest.Options{})
 		if err != nil {
 			return err
 		}
 		defer func() {
 			fmt.Println("stopping redis-server")
-			if err := srv.Stop(); err != nil {
+			if err := srv.Close(); err != nil {
 				fmt.Fprintln(os.Stderr, "stop server:", err)
 			}
 		}()

@@ -2,6 +2,9 @@
 // Set, Get, MGet, GetOrLoad and Stats.
 //
 //	go run ./examples/quickstart -addr 127.0.0.1:6379 -strategy pool
+//
+// Without -addr it starts its own redis-server on a free loopback port
+// (through redisxtest) and stops it at the end.
 package main
 
 import (
@@ -13,11 +16,12 @@ import (
 	"time"
 
 	"github.com/redisx-go/kit/redisx"
+	"github.com/redisx-go/kit/redisxtest"
 	"github.com/redisx-go/kit/strategy"
 )
 
 func main() {
-	addr := flag.String("addr", "127.0.0.1:6379", "Redis server `host:port`")
+	addr := flag.String("addr", "", "Redis server `host:port`; empty: start a redis-server on a free loopback port")
 	kind := flag.String("strategy", "multiplexed", "client strategy: multiplexed or pool")
 	flag.Parse()
 
@@ -31,16 +35,29 @@ func main() {
 		log.Fatalf("-strategy %q: want multiplexed or pool", *kind)
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, err := redisx.New(ctx, redisx.Options{Addrs: []string{*addr}, Strategy: s})
-	if err != nil {
+	if err := connectAndRun(*addr, s); err != nil {
 		log.Fatal(err)
+	}
+}
+
+func connectAndRun(addr string, s strategy.Strategy) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if addr == "" {
+		srv, err := redisxtest.NewServer(ctx, redisxtest.Options{})
+		if err != nil {
+			return err
+		}
+		defer srv.Close()
+		addr = srv.Addr()
+		fmt.Println("started redis-server on", addr)
+	}
+	c, err := redisx.New(ctx, redisx.Options{Addrs: []string{addr}, Strategy: s})
+	if err != nil {
+		return err
 	}
 	defer c.Close()
-	if err := run(ctx, c); err != nil {
-		log.Fatal(err)
-	}
+	return run(ctx, c)
 }
 
 func run(ctx context.Context, c *redisx.Client) error {
