@@ -5,8 +5,9 @@
 //
 // # Map of the module
 //
-//   - redisx: the facade services import — Client with Get, Set, Del,
-//     MGet, MSet, GetOrLoad and Do; Options; ParseURL; the errors.
+//   - redisx: the facade services import — Client with Get, AppendGet,
+//     Set, Del, MGet, MSet, GetOrLoad, Do and Ping; Options; ParseURL; the
+//     errors.
 //   - strategy: the contract between the facade and the transports, and
 //     the transports: Multiplexed, Pool, SlotGrouped, GoRedis, with Redis
 //     Cluster routing built in.

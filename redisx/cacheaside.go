@@ -3,28 +3,23 @@ package redisx
 import (
 	"context"
 	"math/rand/v2"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/redisx-go/kit/strategy"
 )
 
-// cacheAside holds GetOrLoad's options and its background refreshes.
+// cacheAside holds GetOrLoad's options and counters.
 type cacheAside struct {
 	jitter float64
 	swr    time.Duration
 	ttlGet strategy.TTLGetter // nil: stale-while-revalidate is off
-
-	refreshing sync.Map   // keys with a background refresh running
-	mu         sync.Mutex // orders starting a refresh with Close
-	bg         sync.WaitGroup
-	bgCtx      context.Context // cancelled by Close
-	bgCancel   context.CancelFunc
-	stale      atomic.Int64
+	stale  atomic.Int64
 }
 
-// backgroundLoadTimeout bounds a stale-while-revalidate refresh.
+// backgroundLoadTimeout bounds a stale-while-revalidate refresh when
+// Options.LoadTimeout does not: no caller waits for it, so nothing else
+// would.
 const backgroundLoadTimeout = 30 * time.Second
 
 // storeTTL is the ttl a loaded value is stored with: ttl shortened by the
@@ -42,24 +37,13 @@ func (a *cacheAside) storeTTL(ttl time.Duration) time.Duration {
 	return max(ttl, time.Millisecond)
 }
 
-// revalidate starts one background load of key unless one is running. It
-// shares the singleflight of foreground loads, so a miss arriving meanwhile
-// waits for this load rather than starting another. Close cancels it.
-func (c *Client) revalidate(key string, ttl time.Duration, load Loader) {
-	c.aside.mu.Lock()
-	defer c.aside.mu.Unlock()
-	if c.closed.Load() {
-		return
-	}
-	if _, busy := c.aside.refreshing.LoadOrStore(key, struct{}{}); busy {
-		return
-	}
-	c.aside.bg.Add(1)
-	go func() {
-		defer c.aside.bg.Done()
-		defer c.aside.refreshing.Delete(key)
-		ctx, cancel := context.WithTimeout(c.aside.bgCtx, backgroundLoadTimeout)
-		defer cancel()
-		c.loads.Do(key, func() (any, error) { return c.loadAndStore(ctx, key, ttl, load) })
-	}()
+// revalidate starts one background load of key unless a load of key is
+// running. It is an ordinary load of the loadGroup, with the values of
+// ctx (the stale read's), so a miss arriving meanwhile waits for it rather
+// than starting another; being pinned, it is not cancelled for want of
+// waiters, only by its timeout or Close.
+func (c *Client) revalidate(ctx context.Context, key string, ttl time.Duration, load Loader) {
+	c.loads.refresh(ctx, key, backgroundLoadTimeout, func(ctx context.Context) ([]byte, error) {
+		return c.loadAndStore(ctx, key, ttl, load)
+	})
 }

@@ -8,22 +8,27 @@ import (
 	"time"
 
 	"github.com/redisx-go/kit/strategy"
-	"golang.org/x/sync/singleflight"
 )
 
 // Client is the cache API over one strategy. It is safe for concurrent
 // use by any number of goroutines; create one per Redis deployment and
 // share it. The creator must Close it, which releases every connection and
 // goroutine the strategy holds.
+//
+// What a call returns is the caller's: a value may be modified and kept,
+// whatever the strategy (a near-cache hands out copies, GetOrLoad gives
+// each caller sharing a load a slice of its own). A slice passed in (a
+// value to Set, AppendGet's dst) is not kept after the call returns.
 type Client struct {
 	b    strategy.Backend
+	app  strategy.Appender    // nil: Get and append
 	mget strategy.MultiGetter // nil: Get per key
 	mset strategy.MultiSetter // nil: Set per pair
 	do   strategy.Doer        // nil: ErrUnsupported
 
-	tel telemetry // OpenTelemetry: tracer (nil: untraced) and metrics registration
+	tel telemetry // OpenTelemetry: spans (opt-in), operation durations, observable metrics
 
-	loads       singleflight.Group
+	loads       loadGroup
 	aside       cacheAside
 	closed      atomic.Bool
 	nLoads      atomic.Int64
@@ -50,17 +55,19 @@ func New(ctx context.Context, o Options) (*Client, error) {
 	c := NewFromBackend(b)
 	c.aside.jitter = o.TTLJitter
 	c.aside.swr = o.StaleWhileRevalidate
-	c.setupTelemetry(&o, cfg.Addrs)
+	c.loads.timeout = o.LoadTimeout
+	c.setupTelemetry(&o, cfg)
 	return c, nil
 }
 
 // NewFromBackend wraps a running backend (for instance one opened
-// directly from a strategy value) in a Client. The Client takes ownership:
-// its Close closes b.
+// directly from a strategy value) in a Client with the default options
+// and no OpenTelemetry instrumentation at all. The Client takes
+// ownership: its Close closes b.
 func NewFromBackend(b strategy.Backend) *Client {
 	c := &Client{b: b}
 	c.aside.ttlGet, _ = b.(strategy.TTLGetter)
-	c.aside.bgCtx, c.aside.bgCancel = context.WithCancel(context.Background())
+	c.app, _ = b.(strategy.Appender)
 	c.mget, _ = b.(strategy.MultiGetter)
 	c.mset, _ = b.(strategy.MultiSetter)
 	c.do, _ = b.(strategy.Doer)
@@ -73,29 +80,79 @@ func (c *Client) Backend() strategy.Backend { return c.b }
 
 // Get returns the value of key, or an error wrapping ErrNotFound when the
 // key does not exist. An empty value is returned as a non-nil empty slice.
+// The value is the caller's to modify and keep.
 func (c *Client) Get(ctx context.Context, key string) ([]byte, error) {
-	if c.tel.tracer != nil {
-		return c.tracedGet(ctx, key)
+	if !c.tel.on(ctx) {
+		return c.get(ctx, key)
 	}
-	return c.get(ctx, key)
+	ctx, m := c.tel.begin(ctx, c.tel.op(opGet), 0)
+	v, err := c.get(ctx, key)
+	c.tel.end(ctx, m, err)
+	return v, err
 }
 
 func (c *Client) get(ctx context.Context, key string) ([]byte, error) {
 	if c.closed.Load() {
 		return nil, ErrClosed
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	return c.b.Get(ctx, key)
+}
+
+// AppendGet appends the value of key to dst and returns the extended
+// slice, in the style of strconv.AppendInt: the hot-path read, which lets
+// the caller reuse one buffer, as in
+//
+//	buf, err = c.AppendGet(ctx, buf[:0], key)
+//
+// The result is the caller's, like dst, which the client does not keep
+// after the call returns. On a miss AppendGet returns dst unchanged and an
+// error wrapping ErrNotFound; on any other error, dst unchanged and the
+// error. An empty value appends nothing: tell a miss by the error, not by
+// the length. When the strategy implements strategy.Appender (the
+// near-cache does: a local hit appended to a dst with room allocates
+// nothing) it is used; otherwise the value is read with Get and appended.
+func (c *Client) AppendGet(ctx context.Context, dst []byte, key string) ([]byte, error) {
+	if !c.tel.on(ctx) {
+		return c.appendGet(ctx, dst, key)
+	}
+	ctx, m := c.tel.begin(ctx, c.tel.op(opGet), 0)
+	v, err := c.appendGet(ctx, dst, key)
+	c.tel.end(ctx, m, err)
+	return v, err
+}
+
+func (c *Client) appendGet(ctx context.Context, dst []byte, key string) ([]byte, error) {
+	if c.closed.Load() {
+		return dst, ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return dst, err
+	}
+	if c.app != nil {
+		return c.app.AppendGet(ctx, dst, key)
+	}
+	v, err := c.b.Get(ctx, key)
+	if err != nil {
+		return dst, err
+	}
+	return append(dst, v...), nil
 }
 
 // Set stores value under key. A ttl of 0 stores it without expiry (and
 // removes an expiry the key had); a positive ttl is rounded up to whole
 // milliseconds; a negative ttl is an error. A nil value stores an empty
-// value.
+// value. value is not kept after Set returns.
 func (c *Client) Set(ctx context.Context, key string, value []byte, ttl time.Duration) error {
-	if c.tel.tracer != nil {
-		return c.tracedSet(ctx, key, value, ttl)
+	if !c.tel.on(ctx) {
+		return c.set(ctx, key, value, ttl)
 	}
-	return c.set(ctx, key, value, ttl)
+	ctx, m := c.tel.begin(ctx, c.tel.op(opSet), 0)
+	err := c.set(ctx, key, value, ttl)
+	c.tel.end(ctx, m, err)
+	return err
 }
 
 func (c *Client) set(ctx context.Context, key string, value []byte, ttl time.Duration) error {
@@ -104,6 +161,9 @@ func (c *Client) set(ctx context.Context, key string, value []byte, ttl time.Dur
 	}
 	if c.closed.Load() {
 		return ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return err
 	}
 	return c.b.Set(ctx, key, value, ttl)
 }
@@ -121,38 +181,55 @@ func checkValue(ttl time.Duration, value []byte) error {
 // Del removes keys and returns how many existed. No keys: 0, without a
 // round trip.
 func (c *Client) Del(ctx context.Context, keys ...string) (int64, error) {
-	if c.tel.tracer != nil {
-		return c.tracedDel(ctx, keys)
+	if !c.tel.on(ctx) {
+		return c.del(ctx, keys)
 	}
-	return c.del(ctx, keys)
+	ctx, m := c.tel.begin(ctx, c.tel.op(opDel), len(keys))
+	n, err := c.del(ctx, keys)
+	c.tel.end(ctx, m, err)
+	return n, err
 }
 
 func (c *Client) del(ctx context.Context, keys []string) (int64, error) {
 	if c.closed.Load() {
 		return 0, ErrClosed
 	}
-	if len(keys) == 0 {
-		return 0, ctx.Err()
+	if err := ctx.Err(); err != nil || len(keys) == 0 {
+		return 0, err
 	}
 	return c.b.Del(ctx, keys...)
 }
 
 // MGet returns the values of keys in their order; an element is nil where
 // its key is missing (an empty value is a non-nil empty slice). No keys:
-// an empty result, without a round trip.
+// an empty result, without a round trip. The values are the caller's.
+//
+// An error usually comes with no values. The exception is
+// strategy.SlotGrouped on a Redis Cluster, where one node's failure does
+// not fail the others: MGet then returns the values read from the nodes
+// that answered together with an error joining one *strategy.NodeError
+// per node that did not (errors.As finds one; each lists its Keys, whose
+// elements are nil). A caller that can use a partial result checks for
+// values before giving up on the error; see the example.
 func (c *Client) MGet(ctx context.Context, keys ...string) ([][]byte, error) {
-	if c.tel.tracer != nil {
-		return c.tracedMGet(ctx, keys)
+	if !c.tel.on(ctx) {
+		return c.mgetKeys(ctx, keys)
 	}
-	return c.mgetKeys(ctx, keys)
+	ctx, m := c.tel.begin(ctx, c.tel.op(opMGet), len(keys))
+	vs, err := c.mgetKeys(ctx, keys)
+	c.tel.end(ctx, m, err)
+	return vs, err
 }
 
 func (c *Client) mgetKeys(ctx context.Context, keys []string) ([][]byte, error) {
 	if c.closed.Load() {
 		return nil, ErrClosed
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	if len(keys) == 0 {
-		return [][]byte{}, ctx.Err()
+		return [][]byte{}, nil
 	}
 	if c.mget != nil {
 		return c.mget.MGet(ctx, keys)
@@ -173,12 +250,16 @@ func (c *Client) mgetKeys(ctx context.Context, keys []string) ([][]byte, error) 
 
 // MSet stores every pair of kv with the same ttl (0: no expiry). It is not
 // atomic when a ttl is given or the keys span cluster slots. A nil map is
-// an error; an empty one does nothing.
+// an error; an empty one does nothing. The values are not kept after MSet
+// returns.
 func (c *Client) MSet(ctx context.Context, kv map[string][]byte, ttl time.Duration) error {
-	if c.tel.tracer != nil {
-		return c.tracedMSet(ctx, kv, ttl)
+	if !c.tel.on(ctx) {
+		return c.msetPairs(ctx, kv, ttl)
 	}
-	return c.msetPairs(ctx, kv, ttl)
+	ctx, m := c.tel.begin(ctx, c.tel.op(opMSet), len(kv))
+	err := c.msetPairs(ctx, kv, ttl)
+	c.tel.end(ctx, m, err)
+	return err
 }
 
 func (c *Client) msetPairs(ctx context.Context, kv map[string][]byte, ttl time.Duration) error {
@@ -196,8 +277,8 @@ func (c *Client) msetPairs(ctx context.Context, kv map[string][]byte, ttl time.D
 	if c.closed.Load() {
 		return ErrClosed
 	}
-	if len(kv) == 0 {
-		return ctx.Err()
+	if err := ctx.Err(); err != nil || len(kv) == 0 {
+		return err
 	}
 	if c.mset != nil {
 		return c.mset.MSet(ctx, kv, ttl)
@@ -210,25 +291,38 @@ func (c *Client) msetPairs(ctx context.Context, kv map[string][]byte, ttl time.D
 	return nil
 }
 
-// Loader loads the value of a key from the source of truth.
+// Loader loads the value of a key from the source of truth. The value it
+// returns is stored, then handed to a caller of GetOrLoad, which may
+// modify it: the loader must not keep it.
 type Loader func(ctx context.Context) ([]byte, error)
 
 // GetOrLoad returns the cached value of key; on a miss it calls load,
 // stores the result with ttl and returns it. Concurrent misses of the same
-// key in this process share one call of load (singleflight). The load
-// runs with the values and the deadline of the first caller's context but
-// not its cancellation, so one caller giving up does not fail the others;
-// each caller still returns as soon as its own context ends. A failing
-// load is returned wrapped in ErrLoad and nothing is stored. A failure to
-// store the loaded value does not fail the call (it is counted in Stats);
-// a failure to read the cache does, so that an outage of Redis does not
-// become a stampede on the source. Options.TTLJitter and
-// Options.StaleWhileRevalidate shape the stored ttl.
+// key in this process share one call of load (singleflight), and each
+// caller gets a slice of its own.
+//
+// The load is shared work, so it does not run under any one caller's
+// context: it gets the context values (trace, request IDs…) of the caller
+// that started it and a lifetime of its own. Each caller returns as soon
+// as its own context ends, with that context's error, without failing
+// the others; the load is cancelled once every caller waiting for it has
+// returned so, or when Options.LoadTimeout passes, or by Close. A miss
+// after a load was cancelled for want of callers starts a new one.
+//
+// A failing load is returned wrapped in ErrLoad to every caller that
+// shared it, and nothing is stored. A failure to store the loaded value
+// does not fail the call (it is counted in Stats); a failure to read the
+// cache does, so that an outage of Redis does not become a stampede on
+// the source. Options.TTLJitter and Options.StaleWhileRevalidate shape
+// the stored ttl.
 func (c *Client) GetOrLoad(ctx context.Context, key string, ttl time.Duration, load Loader) ([]byte, error) {
-	if c.tel.tracer != nil {
-		return c.tracedGetOrLoad(ctx, key, ttl, load)
+	if !c.tel.on(ctx) {
+		return c.getOrLoad(ctx, key, ttl, load)
 	}
-	return c.getOrLoad(ctx, key, ttl, load)
+	ctx, m := c.tel.begin(ctx, c.tel.op(opGetOrLoad), 0)
+	v, err := c.getOrLoad(ctx, key, ttl, load)
+	c.tel.end(ctx, m, err)
+	return v, err
 }
 
 func (c *Client) getOrLoad(ctx context.Context, key string, ttl time.Duration, load Loader) ([]byte, error) {
@@ -241,6 +335,9 @@ func (c *Client) getOrLoad(ctx context.Context, key string, ttl time.Duration, l
 	if c.closed.Load() {
 		return nil, ErrClosed
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	var v []byte
 	var err error
 	if c.aside.swr > 0 && ttl > 0 && c.aside.ttlGet != nil {
@@ -249,63 +346,69 @@ func (c *Client) getOrLoad(ctx context.Context, key string, ttl time.Duration, l
 		if err == nil && left >= 0 && left <= c.aside.swr {
 			// Past its ttl, inside the grace period: serve it, refresh it.
 			c.aside.stale.Add(1)
-			c.revalidate(key, ttl, load)
+			c.revalidate(ctx, key, ttl, load)
 		}
 	} else {
-		v, err = c.Get(ctx, key)
+		v, err = c.cacheRead(ctx, key)
 	}
 	if !errors.Is(err, ErrNotFound) {
 		return v, err
 	}
-	// ran is set by this call's function only when singleflight runs it,
-	// that is when this call leads the load; it is read after the result
-	// arrives, which happens after the function returned.
-	ran := false
-	lctx := context.WithoutCancel(ctx)
-	ch := c.loads.DoChan(key, func() (any, error) {
-		ran = true
-		if d, ok := ctx.Deadline(); ok {
-			var cancel context.CancelFunc
-			lctx, cancel = context.WithDeadline(lctx, d)
-			defer cancel()
-		}
-		return c.loadAndStore(lctx, key, ttl, load)
+	f, leader, err := c.loads.join(ctx, key, func(ctx context.Context) ([]byte, error) {
+		return c.loadAndStore(ctx, key, ttl, load)
 	})
-	select {
-	case r := <-ch:
-		// r.Shared is true for every caller of a shared load, the leader
-		// included; only the others were answered by another's load.
-		if r.Shared && !ran {
-			c.nShared.Add(1)
-		}
-		if r.Err != nil {
-			return nil, r.Err
-		}
-		return r.Val.([]byte), nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	if err != nil {
+		return nil, err
 	}
+	v, answered, err := c.loads.wait(ctx, key, f)
+	if answered && !leader {
+		c.nShared.Add(1)
+	}
+	return v, err
 }
 
 // loadAndStore calls load and stores its value for the jittered ttl (plus
-// the stale-while-revalidate grace period).
-func (c *Client) loadAndStore(ctx context.Context, key string, ttl time.Duration, load Loader) (any, error) {
+// the stale-while-revalidate grace period). ctx is the load's own.
+func (c *Client) loadAndStore(ctx context.Context, key string, ttl time.Duration, load Loader) ([]byte, error) {
 	c.nLoads.Add(1)
 	v, err := load(ctx)
 	if err != nil {
 		c.nLoadErrors.Add(1)
-		return nil, fmt.Errorf("%w: key %q: %w", ErrLoad, key, err)
+		return nil, wrapError(ErrLoad, fmt.Sprintf("key %q", key), err)
 	}
 	if v == nil {
 		v = []byte{}
 	}
 	if err := checkValue(ttl, v); err != nil {
-		return nil, fmt.Errorf("%w: key %q: %w", ErrLoad, key, err)
+		return nil, wrapError(ErrLoad, fmt.Sprintf("key %q", key), err)
 	}
-	if err := c.Set(ctx, key, v, c.aside.storeTTL(ttl)); err != nil {
+	if err := c.cacheWrite(ctx, key, v, c.aside.storeTTL(ttl)); err != nil {
 		c.nStoreErrs.Add(1)
 	}
 	return v, nil
+}
+
+// cacheRead and cacheWrite are GetOrLoad's own GET and SET: traced as
+// child spans when tracing is on, but part of GetOrLoad's measurement, not
+// operations of their own.
+func (c *Client) cacheRead(ctx context.Context, key string) ([]byte, error) {
+	if c.tel.tracer == nil {
+		return c.get(ctx, key)
+	}
+	ctx, span := c.tel.startSpan(ctx, c.tel.op(opGet), 0)
+	v, err := c.get(ctx, key)
+	endSpan(span, err)
+	return v, err
+}
+
+func (c *Client) cacheWrite(ctx context.Context, key string, v []byte, ttl time.Duration) error {
+	if c.tel.tracer == nil {
+		return c.set(ctx, key, v, ttl)
+	}
+	ctx, span := c.tel.startSpan(ctx, c.tel.op(opSet), 0)
+	err := c.set(ctx, key, v, ttl)
+	endSpan(span, err)
+	return err
 }
 
 // Do runs any command and returns its reply in redigo's types ([]byte for
@@ -315,22 +418,73 @@ func (c *Client) loadAndStore(ctx context.Context, key string, ttl time.Duration
 // commands are sent on a dedicated connection; commands that change a
 // connection's state (SELECT, SUBSCRIBE, MULTI, CLIENT TRACKING…) are
 // refused with ErrUnsupported. Strategies without the capability return
-// ErrUnsupported.
+// ErrUnsupported. The reply is the caller's.
 func (c *Client) Do(ctx context.Context, args ...any) (any, error) {
-	if c.tel.tracer != nil {
-		return c.tracedDo(ctx, args)
+	if !c.tel.on(ctx) {
+		return c.doCmd(ctx, args)
 	}
-	return c.doCmd(ctx, args)
+	ctx, m := c.tel.begin(ctx, c.tel.command(args), 0)
+	v, err := c.doCmd(ctx, args)
+	c.tel.end(ctx, m, err)
+	return v, err
 }
 
 func (c *Client) doCmd(ctx context.Context, args []any) (any, error) {
 	if c.closed.Load() {
 		return nil, ErrClosed
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	if c.do == nil {
 		return nil, fmt.Errorf("%w: Do on a %T backend", ErrUnsupported, c.b)
 	}
 	return c.do.Do(ctx, args...)
+}
+
+// Ping checks that the server answers, for health checks: it sends one
+// PING through the strategy's Do and expects PONG. On a standalone server
+// that checks the connection, its authentication and the server. On a
+// Redis Cluster a PING carries no key, so it reaches one node (the one the
+// strategy sends keyless commands to): it shows the cluster is reachable,
+// not that every master is up. Strategies without Do return
+// ErrUnsupported; a reply other than PONG is an error wrapping
+// ErrConnection.
+func (c *Client) Ping(ctx context.Context) error {
+	if !c.tel.on(ctx) {
+		return c.ping(ctx)
+	}
+	ctx, m := c.tel.begin(ctx, c.tel.op(opPing), 0)
+	err := c.ping(ctx)
+	c.tel.end(ctx, m, err)
+	return err
+}
+
+func (c *Client) ping(ctx context.Context) error {
+	if c.closed.Load() {
+		return ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if c.do == nil {
+		return fmt.Errorf("%w: Ping on a %T backend", ErrUnsupported, c.b)
+	}
+	v, err := c.do.Do(ctx, "PING")
+	if err != nil {
+		return err
+	}
+	switch v := v.(type) {
+	case string:
+		if v == "PONG" {
+			return nil
+		}
+	case []byte:
+		if string(v) == "PONG" {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: PING answered %T, not PONG", ErrConnection, v)
 }
 
 // Stats describes the client: the strategy's connection statistics and
@@ -345,8 +499,13 @@ type Stats struct {
 	StaleServed int64 // GetOrLoad calls served a value inside its stale-while-revalidate period
 }
 
-// Stats returns a snapshot of the client's statistics. Strategies without
-// statistics report zero connection figures.
+// Stats returns a snapshot of the client's statistics, at any time from
+// New on, after Close included: the counters then keep their last values
+// and the strategy reports what it still holds — no connection for this
+// module's transports; strategy.GoRedis reports the pool of its go-redis
+// client, which Close leaves open unless CloseClient is set. Strategies
+// without statistics report zero connection figures and an empty Strategy
+// name.
 func (c *Client) Stats() Stats {
 	s := Stats{
 		Loads:       c.nLoads.Load(),
@@ -361,17 +520,22 @@ func (c *Client) Stats() Stats {
 	return s
 }
 
-// Close closes the strategy: every connection and goroutine it holds is
-// released, and calls still in flight fail with ErrClosed. Calls after
-// Close return ErrClosed. Close is idempotent.
+// Close closes the client. From its start every new call returns
+// ErrClosed. It then cancels the GetOrLoad loads in flight (including
+// stale-while-revalidate refreshes; their callers get ErrClosed) and waits
+// for their loaders to return, so a loader that ignores its context
+// delays Close; stops the metrics callback; and closes the strategy,
+// returning its error. What happens to other calls still in flight is the
+// strategy's: this module's transports fail them with ErrClosed and
+// release every connection and goroutine they hold, while strategy.GoRedis
+// leaves the go-redis client open unless CloseClient is set. Only the
+// first Close does this; later ones return nil at once, without waiting
+// for it to finish.
 func (c *Client) Close() error {
 	if c.closed.Swap(true) {
 		return nil
 	}
-	c.aside.mu.Lock() // revalidate checks closed under mu: no refresh starts after this
-	c.aside.bgCancel()
-	c.aside.mu.Unlock()
-	c.aside.bg.Wait()
+	c.loads.close()
 	c.unregisterMetrics()
 	return c.b.Close()
 }

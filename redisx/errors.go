@@ -2,6 +2,7 @@ package redisx
 
 import (
 	"errors"
+	"strings"
 
 	"github.com/redisx-go/kit/strategy"
 )
@@ -23,3 +24,30 @@ var (
 	// ErrLoad wraps the error of a GetOrLoad loader.
 	ErrLoad = errors.New("redisx: load failed")
 )
+
+// facadeError is an error the facade builds around a cause. It reads
+// "<kind>: <detail>: <cause>" with the cause's own "redisx: " prefix
+// dropped, so that the prefix appears once, and errors.Is and errors.As
+// find both kind and cause.
+type facadeError struct {
+	kind   error // a sentinel, whose text starts with "redisx: "
+	detail string
+	cause  error
+}
+
+// wrapError returns kind wrapped around cause with detail, such as
+// "redisx: load failed: key \"k\": database down".
+func wrapError(kind error, detail string, cause error) error {
+	return &facadeError{kind: kind, detail: detail, cause: cause}
+}
+
+func (e *facadeError) Error() string {
+	s := e.kind.Error()
+	if e.detail != "" {
+		s += ": " + e.detail
+	}
+	return s + ": " + strings.TrimPrefix(e.cause.Error(), "redisx: ")
+}
+
+// Unwrap returns the sentinel and the cause.
+func (e *facadeError) Unwrap() []error { return []error{e.kind, e.cause} }

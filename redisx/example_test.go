@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"net/http"
 	"time"
 
 	"github.com/gomodule/redigo/redis"
+	"github.com/redisx-go/kit/localcache"
 	"github.com/redisx-go/kit/redisx"
 	"github.com/redisx-go/kit/strategy"
 )
@@ -105,6 +107,101 @@ func ExampleClient_MGet() {
 		}
 		fmt.Printf("%s: %s\n", keys[i], v)
 	}
+}
+
+// A partial result: on a Redis Cluster with SlotGrouped, a node that
+// fails costs only its keys. MGet returns the other nodes' values with an
+// error joining one *strategy.NodeError per failed node.
+func ExampleClient_MGet_partialResult() {
+	ctx := context.Background()
+	c, err := redisx.New(ctx, redisx.Options{
+		Addrs:    []string{"127.0.0.1:7000", "127.0.0.1:7001", "127.0.0.1:7002"},
+		Strategy: strategy.SlotGrouped{},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+
+	keys := []string{"user:1", "user:2", "user:3", "user:4"}
+	vs, err := c.MGet(ctx, keys...)
+	var nodeErr *strategy.NodeError
+	switch {
+	case errors.As(err, &nodeErr):
+		// Partial: every NodeError names its node and keys; the
+		// elements of those keys are nil, the others are read.
+		unavailable := map[string]bool{}
+		var joined interface{ Unwrap() []error }
+		if errors.As(err, &joined) {
+			for _, e := range joined.Unwrap() {
+				if errors.As(e, &nodeErr) {
+					log.Printf("%d keys unavailable on %s: %v", len(nodeErr.Keys), nodeErr.Node, nodeErr.Err)
+					for _, k := range nodeErr.Keys {
+						unavailable[k] = true
+					}
+				}
+			}
+		}
+		for i, v := range vs {
+			if !unavailable[keys[i]] {
+				fmt.Printf("%s: %q\n", keys[i], v) // nil: missing
+			}
+		}
+	case err != nil:
+		log.Fatal(err) // nothing was read
+	default:
+		fmt.Println(len(vs), "values")
+	}
+}
+
+// AppendGet reads into a buffer the caller reuses: on a near-cache hit it
+// allocates nothing once the buffer has grown to the value's size.
+func ExampleClient_AppendGet() {
+	ctx := context.Background()
+	c, err := redisx.New(ctx, redisx.Options{
+		Addrs:    []string{"127.0.0.1:6379"},
+		Strategy: localcache.Near{MaxBytes: 64 << 20},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+
+	if err := c.Set(ctx, "config:flags", []byte("dark-mode,beta"), time.Minute); err != nil {
+		log.Fatal(err)
+	}
+	var buf []byte // the caller's, reused by every read
+	for range 3 {
+		buf, err = c.AppendGet(ctx, buf[:0], "config:flags")
+		if errors.Is(err, redisx.ErrNotFound) {
+			fmt.Println("no flags")
+			continue
+		}
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Printf("%s\n", buf) // buf may be modified: the client keeps no reference
+	}
+}
+
+// Ping for a health check: it sends one PING and expects PONG.
+func ExampleClient_Ping() {
+	ctx := context.Background()
+	c, err := redisx.New(ctx, redisx.Options{Addrs: []string{"127.0.0.1:6379"}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+
+	http.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), time.Second)
+		defer cancel()
+		if err := c.Ping(ctx); err != nil {
+			http.Error(w, "redis: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
 }
 
 func ExampleClient_Do() {

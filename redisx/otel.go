@@ -5,9 +5,8 @@ import (
 	"errors"
 	"net"
 	"strconv"
-	"strings"
-	"time"
 
+	"github.com/redisx-go/kit/strategy"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -22,6 +21,9 @@ const instrumentationName = "github.com/redisx-go/kit/redisx"
 const (
 	attrDBSystem       = attribute.Key("db.system.name")
 	attrDBOperation    = attribute.Key("db.operation.name")
+	attrDBNamespace    = attribute.Key("db.namespace")
+	attrDBStatusCode   = attribute.Key("db.response.status_code")
+	attrErrorType      = attribute.Key("error.type")
 	attrDBBatchSize    = attribute.Key("db.operation.batch.size")
 	attrPoolName       = attribute.Key("db.client.connection.pool.name")
 	attrConnState      = attribute.Key("db.client.connection.state")
@@ -33,45 +35,68 @@ const (
 // telemetry is a Client's OpenTelemetry state. The zero value means: no
 // tracing, no metrics (NewFromBackend).
 type telemetry struct {
-	tracer    trace.Tracer         // nil: calls are not traced
-	spanAttrs []attribute.KeyValue // db.system.name, server.address, server.port
-	reg       metric.Registration  // nil: no metrics callback registered
+	tracer trace.Tracer            // nil: calls are not traced
+	hist   metric.Float64Histogram // nil: operation durations are not measured
+	ops    *operations             // names and attributes; set whenever tracer or hist is
+	reg    metric.Registration     // nil: no metrics callback registered
 }
 
-// setupTelemetry installs tracing (only with an explicit TracerProvider)
-// and registers the observable instruments on the MeterProvider (the
-// global one when o.MeterProvider is nil). A failure to create the
-// instruments is reported to otel.Handle and leaves the client without
-// metrics; it never fails New.
-func (c *Client) setupTelemetry(o *Options, addrs []string) {
-	first := addrs[0]
-	if o.TracerProvider != nil {
-		c.tel.tracer = o.TracerProvider.Tracer(instrumentationName)
-		attrs := []attribute.KeyValue{attrDBSystem.String(dbSystemRedisValue)}
-		if host, port, err := net.SplitHostPort(first); err == nil {
-			attrs = append(attrs, attrServerAddress.String(host))
-			if p, err := strconv.Atoi(port); err == nil {
-				attrs = append(attrs, attrServerPort.Int(p))
-			}
-		} else {
-			attrs = append(attrs, attrServerAddress.String(first))
-		}
-		c.tel.spanAttrs = attrs
-	}
+// setupTelemetry installs tracing (only with an explicit TracerProvider),
+// the operation duration histogram and the observable instruments on the
+// MeterProvider (the global one when o.MeterProvider is nil). A failure to
+// create instruments is reported to otel.Handle and leaves the client
+// without them; it never fails New.
+func (c *Client) setupTelemetry(o *Options, cfg strategy.Config) {
+	first := cfg.Addrs[0]
 	mp := o.MeterProvider
 	if mp == nil {
 		mp = otel.GetMeterProvider()
+	}
+	meter := mp.Meter(instrumentationName)
+	hist, err := meter.Float64Histogram("db.client.operation.duration",
+		metric.WithUnit("s"),
+		metric.WithDescription("Duration of database client operations."),
+		// 100 µs to 10 s, with sub-millisecond resolution where a cache
+		// operation usually falls.
+		metric.WithExplicitBucketBoundaries(0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01,
+			0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10))
+	if err != nil {
+		otel.Handle(err)
+	} else {
+		c.tel.hist = hist
+	}
+	if o.TracerProvider != nil {
+		c.tel.tracer = o.TracerProvider.Tracer(instrumentationName)
+	}
+	if c.tel.hist != nil || c.tel.tracer != nil {
+		c.tel.ops = newOperations(baseAttributes(first, cfg.DB))
 	}
 	pool := o.ClientName
 	if pool == "" {
 		pool = first
 	}
-	reg, err := c.registerMetrics(mp.Meter(instrumentationName), pool)
+	reg, err := c.registerMetrics(meter, pool)
 	if err != nil {
 		otel.Handle(err)
 		return
 	}
 	c.tel.reg = reg
+}
+
+// baseAttributes are the attributes of every span and duration:
+// db.system.name, db.namespace (the DB index) and the first address as
+// server.address and server.port.
+func baseAttributes(addr string, db int) []attribute.KeyValue {
+	attrs := []attribute.KeyValue{attrDBSystem.String(dbSystemRedisValue), attrDBNamespace.String(strconv.Itoa(db))}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return append(attrs, attrServerAddress.String(addr))
+	}
+	attrs = append(attrs, attrServerAddress.String(host))
+	if p, err := strconv.Atoi(port); err == nil {
+		attrs = append(attrs, attrServerPort.Int(p))
+	}
+	return attrs
 }
 
 // registerMetrics creates the observable instruments and registers the one
@@ -154,91 +179,29 @@ func (c *Client) unregisterMetrics() {
 	}
 }
 
-// startSpan starts a client span named op. batch > 0 adds
+// startSpan starts a client span for op. batch > 0 adds
 // db.operation.batch.size. Only keys' count is recorded: never keys,
 // values nor credentials.
-func (c *Client) startSpan(ctx context.Context, op string, batch int) (context.Context, trace.Span) {
-	attrs := make([]attribute.KeyValue, 0, len(c.tel.spanAttrs)+2)
-	attrs = append(attrs, c.tel.spanAttrs...)
-	attrs = append(attrs, attrDBOperation.String(op))
+func (t *telemetry) startSpan(ctx context.Context, op *operation, batch int) (context.Context, trace.Span) {
+	attrs := op.attrs
 	if batch > 0 {
-		attrs = append(attrs, attrDBBatchSize.Int(batch))
+		attrs = append(attrs[:len(attrs):len(attrs)], attrDBBatchSize.Int(batch))
 	}
-	return c.tel.tracer.Start(ctx, op, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+	return t.tracer.Start(ctx, op.name, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
 }
 
-// endSpan records err on span (a miss is not an error) and ends it.
+// endSpan records err on span (a miss is not an error), with the
+// error.type and db.response.status_code of the duration metric, and ends
+// it.
 func endSpan(span trace.Span, err error) {
-	if err != nil && !errors.Is(err, ErrNotFound) {
+	if err != nil && !isMiss(err) {
+		typ, status := errorType(err)
+		span.SetAttributes(attrErrorType.String(typ))
+		if status != "" {
+			span.SetAttributes(attrDBStatusCode.String(status))
+		}
 		span.RecordError(err)
 		span.SetStatus(codes.Error, err.Error())
 	}
 	span.End()
-}
-
-func (c *Client) tracedGet(ctx context.Context, key string) ([]byte, error) {
-	ctx, span := c.startSpan(ctx, "GET", 0)
-	v, err := c.get(ctx, key)
-	endSpan(span, err)
-	return v, err
-}
-
-func (c *Client) tracedSet(ctx context.Context, key string, value []byte, ttl time.Duration) error {
-	ctx, span := c.startSpan(ctx, "SET", 0)
-	err := c.set(ctx, key, value, ttl)
-	endSpan(span, err)
-	return err
-}
-
-func (c *Client) tracedDel(ctx context.Context, keys []string) (int64, error) {
-	ctx, span := c.startSpan(ctx, "DEL", len(keys))
-	n, err := c.del(ctx, keys)
-	endSpan(span, err)
-	return n, err
-}
-
-func (c *Client) tracedMGet(ctx context.Context, keys []string) ([][]byte, error) {
-	ctx, span := c.startSpan(ctx, "MGET", len(keys))
-	vs, err := c.mgetKeys(ctx, keys)
-	endSpan(span, err)
-	return vs, err
-}
-
-func (c *Client) tracedMSet(ctx context.Context, kv map[string][]byte, ttl time.Duration) error {
-	ctx, span := c.startSpan(ctx, "MSET", len(kv))
-	err := c.msetPairs(ctx, kv, ttl)
-	endSpan(span, err)
-	return err
-}
-
-func (c *Client) tracedGetOrLoad(ctx context.Context, key string, ttl time.Duration, load Loader) ([]byte, error) {
-	ctx, span := c.startSpan(ctx, "GETORLOAD", 0)
-	v, err := c.getOrLoad(ctx, key, ttl, load)
-	endSpan(span, err)
-	return v, err
-}
-
-func (c *Client) tracedDo(ctx context.Context, args []any) (any, error) {
-	ctx, span := c.startSpan(ctx, commandName(args), 0)
-	v, err := c.doCmd(ctx, args)
-	endSpan(span, err)
-	return v, err
-}
-
-// commandName is the uppercased name of the command in args, or "DO" when
-// it has none.
-func commandName(args []any) string {
-	if len(args) > 0 {
-		switch a := args[0].(type) {
-		case string:
-			if a != "" {
-				return strings.ToUpper(a)
-			}
-		case []byte:
-			if len(a) > 0 {
-				return strings.ToUpper(string(a))
-			}
-		}
-	}
-	return "DO"
 }

@@ -5,7 +5,8 @@
 // hands it to redisx.New as Options.Strategy. The facade calls the value's
 // Open method with the shared connection settings ([Config]) and gets a
 // running [Backend]. Every strategy value is a plain struct whose zero value
-// is a good default.
+// is a good default, except [GoRedis], which needs the go-redis client it
+// adopts.
 //
 // # The contract
 //
