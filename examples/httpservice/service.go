@@ -152,7 +152,7 @@ func (s *Service) putItem(w http.ResponseWriter, r *http.Request) {
 func (s *Service) healthz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), time.Second)
 	defer cancel()
-	if _, err := s.cache.Do(ctx, "PING"); err != nil {
+	if err := s.cache.Ping(ctx); err != nil {
 		http.Error(w, "redis: "+err.Error(), http.StatusServiceUnavailable)
 		return
 	}
