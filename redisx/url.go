@@ -3,12 +3,16 @@ package redisx
 import (
 	"crypto/tls"
 	"fmt"
+	"math"
 	"net"
 	"net/url"
+	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/redisx-go/kit/localcache"
 	"github.com/redisx-go/kit/strategy"
 )
 
@@ -20,19 +24,40 @@ import (
 //
 // The port defaults to 6379, the database to 0. Parameters:
 //
-//	strategy        multiplexed (default) or pool
-//	conns           Multiplexed.Conns
-//	max_pending     Multiplexed.MaxPending
-//	size            Pool.Size
-//	min_idle        Pool.MinIdle
-//	max_idle_time   Pool.MaxIdleTime (a Go duration, "30m")
-//	max_lifetime    Pool.MaxLifetime
+//	strategy             multiplexed (default), pool or slotgrouped
+//	conns                Multiplexed.Conns
+//	max_pending          Multiplexed.MaxPending
+//	blocking             Multiplexed.Blocking
+//	size                 Pool.Size
+//	min_idle             Pool.MinIdle
+//	max_idle_time        Pool.MaxIdleTime (a Go duration, "30m")
+//	max_lifetime         Pool.MaxLifetime
+//	health_check_period  Pool.HealthCheckPeriod
+//	transport            SlotGrouped.Transport: multiplexed (default) or
+//	                     pool, configured by that strategy's parameters
+//	max_batch            SlotGrouped.MaxBatch
+//	near                 a localcache.Near in front of the strategy, with
+//	                     MaxBytes of this size: bytes, or a number with
+//	                     B, KiB, MiB, GiB or TiB ("64MiB"); 0 is Near's
+//	                     default (64 MiB)
+//	near_ttl             Near.TTL
+//	near_negative_ttl    Near.NegativeTTL
+//	near_jitter          Near.Jitter (a fraction in [0, 1), "0.1")
+//	near_prefix          Near.Prefixes (repeatable)
+//	near_ping_interval   Near.PingInterval
 //	dial_timeout, read_timeout, write_timeout   (Go durations)
-//	client_name     CLIENT SETNAME
-//	addr            another seed node host:port (repeatable)
+//	client_name          CLIENT SETNAME
+//	ttl_jitter           Options.TTLJitter (a fraction in [0, 1))
+//	stale_while_revalidate  Options.StaleWhileRevalidate
+//	addr                 another seed node host:port (repeatable)
 //
-// Unknown parameters, and parameters of the other strategy, are errors.
-// Errors never repeat the URL, which may hold a password.
+// A size in SI units (KB, MB, GB) is refused rather than guessed at: some
+// read "MB" as 10⁶ bytes, redis.conf reads "mb" as 2²⁰.
+//
+// Unknown parameters, parameters given twice (other than addr and
+// near_prefix), parameters of a strategy the URL does not name, and near_…
+// parameters without near are errors. Errors never repeat the URL, which
+// may hold a password. FormatURL is the inverse.
 func ParseURL(raw string) (Options, error) {
 	var o Options
 	u, err := url.Parse(raw)
@@ -43,7 +68,7 @@ func ParseURL(raw string) (Options, error) {
 	switch u.Scheme {
 	case "redis":
 	case "rediss":
-		o.TLS = &tls.Config{MinVersion: tls.VersionTLS12}
+		o.TLS = defaultTLS()
 	default:
 		return o, fmt.Errorf("%w: URL scheme %q, want redis or rediss", ErrInvalidArgument, u.Scheme)
 	}
@@ -73,6 +98,12 @@ func ParseURL(raw string) (Options, error) {
 	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
 		return o, fmt.Errorf("%w: port %q in URL outside 1..65535", ErrInvalidArgument, port)
 	}
+	if !hostRoundTrips(host, port) {
+		// "redis://]" parses with host "]": refused here rather than at
+		// the first dial, and so that FormatURL can write any Options
+		// ParseURL returns.
+		return o, fmt.Errorf("%w: malformed host in redis URL", ErrInvalidArgument)
+	}
 	o.Addrs = []string{net.JoinHostPort(host, port)}
 	if p := strings.Trim(u.Path, "/"); p != "" {
 		db, err := strconv.Atoi(p)
@@ -81,26 +112,99 @@ func ParseURL(raw string) (Options, error) {
 		}
 		o.DB = db
 	}
+	q, err := url.ParseQuery(u.RawQuery)
+	if err != nil {
+		// u.Query() would drop the malformed pair and go on.
+		return o, fmt.Errorf("%w: malformed query in redis URL", ErrInvalidArgument)
+	}
+	o.Strategy, err = parseParams(&o, q)
+	return o, err
+}
 
-	q := u.Query()
-	var mux strategy.Multiplexed
-	var pool strategy.Pool
-	kind := q.Get("strategy")
-	if kind == "" {
-		kind = "multiplexed"
+// The strategies and transports a URL can name.
+const (
+	kindMultiplexed = "multiplexed"
+	kindPool        = "pool"
+	kindSlotGrouped = "slotgrouped"
+)
+
+// parseParams reads the query into o's plain fields and returns the
+// strategy it names.
+func parseParams(o *Options, q url.Values) (strategy.Strategy, error) {
+	one := func(name string) string {
+		if vs := q[name]; len(vs) > 0 {
+			return vs[0]
+		}
+		return ""
 	}
-	if kind != "multiplexed" && kind != "pool" {
-		return o, fmt.Errorf("%w: strategy=%q in URL, want multiplexed or pool", ErrInvalidArgument, kind)
+	kind := one("strategy")
+	switch kind {
+	case "":
+		kind = kindMultiplexed
+	case kindMultiplexed, kindPool, kindSlotGrouped:
+	default:
+		return nil, fmt.Errorf("%w: strategy=%q in URL, want multiplexed, pool or slotgrouped", ErrInvalidArgument, kind)
 	}
-	for name, vals := range q {
-		v := vals[len(vals)-1]
+	// base is the strategy that carries the commands: the URL's, or
+	// SlotGrouped's transport.
+	base := kind
+	if kind == kindSlotGrouped {
+		switch t := one("transport"); t {
+		case "":
+			base = kindMultiplexed
+		case kindMultiplexed, kindPool:
+			base = t
+		default:
+			return nil, fmt.Errorf("%w: transport=%q in URL, want multiplexed or pool", ErrInvalidArgument, t)
+		}
+	}
+	_, near := q["near"]
+
+	var (
+		mux  strategy.Multiplexed
+		pool strategy.Pool
+		sg   strategy.SlotGrouped
+		nc   localcache.Near
+	)
+	// Sorted, so that a URL with several faults always reports the same.
+	names := make([]string, 0, len(q))
+	for name := range q {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		vals := q[name]
+		if len(vals) > 1 && name != "addr" && name != "near_prefix" {
+			return nil, fmt.Errorf("%w: %s= given %d times in URL", ErrInvalidArgument, name, len(vals))
+		}
+		v := vals[0]
+		// Which strategy the parameter belongs to, and so whether the
+		// URL names it.
+		switch name {
+		case "conns", "max_pending", "blocking":
+			if base != kindMultiplexed {
+				return nil, misplaced(name, kindMultiplexed, kind, base)
+			}
+		case "size", "min_idle", "max_idle_time", "max_lifetime", "health_check_period":
+			if base != kindPool {
+				return nil, misplaced(name, kindPool, kind, base)
+			}
+		case "transport", "max_batch":
+			if kind != kindSlotGrouped {
+				return nil, fmt.Errorf("%w: %s= in URL applies to strategy=slotgrouped, not %s", ErrInvalidArgument, name, kind)
+			}
+		case "near_ttl", "near_negative_ttl", "near_jitter", "near_prefix", "near_ping_interval":
+			if !near {
+				return nil, fmt.Errorf("%w: %s= in URL needs near=<size>", ErrInvalidArgument, name)
+			}
+		}
 		var err error
 		switch name {
-		case "strategy":
+		case "strategy", "transport":
 		case "addr":
 			for _, a := range vals {
 				if _, _, e := net.SplitHostPort(a); e != nil {
-					return o, fmt.Errorf("%w: addr=%q in URL is not host:port", ErrInvalidArgument, a)
+					return nil, fmt.Errorf("%w: addr=%q in URL is not host:port", ErrInvalidArgument, a)
 				}
 				o.Addrs = append(o.Addrs, a)
 			}
@@ -112,42 +216,70 @@ func ParseURL(raw string) (Options, error) {
 			o.ReadTimeout, err = parseDuration(v)
 		case "write_timeout":
 			o.WriteTimeout, err = parseDuration(v)
-		case "conns", "max_pending":
-			if kind != "multiplexed" {
-				return o, fmt.Errorf("%w: %s= in URL applies to strategy=multiplexed, not %s", ErrInvalidArgument, name, kind)
-			}
-			if name == "conns" {
-				mux.Conns, err = parseCount(v)
-			} else {
-				mux.MaxPending, err = parseCount(v)
-			}
-		case "size", "min_idle", "max_idle_time", "max_lifetime":
-			if kind != "pool" {
-				return o, fmt.Errorf("%w: %s= in URL applies to strategy=pool, not %s", ErrInvalidArgument, name, kind)
-			}
-			switch name {
-			case "size":
-				pool.Size, err = parseCount(v)
-			case "min_idle":
-				pool.MinIdle, err = parseCount(v)
-			case "max_idle_time":
-				pool.MaxIdleTime, err = parseDuration(v)
-			case "max_lifetime":
-				pool.MaxLifetime, err = parseDuration(v)
-			}
+		case "ttl_jitter":
+			o.TTLJitter, err = parseFraction(v)
+		case "stale_while_revalidate":
+			o.StaleWhileRevalidate, err = parseDuration(v)
+		case "conns":
+			mux.Conns, err = parseCount(v)
+		case "max_pending":
+			mux.MaxPending, err = parseCount(v)
+		case "blocking":
+			mux.Blocking, err = parseCount(v)
+		case "size":
+			pool.Size, err = parseCount(v)
+		case "min_idle":
+			pool.MinIdle, err = parseCount(v)
+		case "max_idle_time":
+			pool.MaxIdleTime, err = parseDuration(v)
+		case "max_lifetime":
+			pool.MaxLifetime, err = parseDuration(v)
+		case "health_check_period":
+			pool.HealthCheckPeriod, err = parseDuration(v)
+		case "max_batch":
+			sg.MaxBatch, err = parseCount(v)
+		case "near":
+			nc.MaxBytes, err = parseSize(v)
+		case "near_ttl":
+			nc.TTL, err = parseDuration(v)
+		case "near_negative_ttl":
+			nc.NegativeTTL, err = parseDuration(v)
+		case "near_jitter":
+			nc.Jitter, err = parseFraction(v)
+		case "near_prefix":
+			nc.Prefixes = append(nc.Prefixes, vals...)
+		case "near_ping_interval":
+			nc.PingInterval, err = parseDuration(v)
 		default:
-			return o, fmt.Errorf("%w: unknown URL parameter %q", ErrInvalidArgument, name)
+			return nil, fmt.Errorf("%w: unknown URL parameter %q", ErrInvalidArgument, name)
 		}
 		if err != nil {
-			return o, fmt.Errorf("%w: %s=%q in URL: %v", ErrInvalidArgument, name, v, err)
+			return nil, fmt.Errorf("%w: %s=%q in URL: %v", ErrInvalidArgument, name, v, err)
 		}
 	}
-	if kind == "pool" {
-		o.Strategy = pool
-	} else {
-		o.Strategy = mux
+
+	var s strategy.Strategy = mux
+	if base == kindPool {
+		s = pool
 	}
-	return o, nil
+	if kind == kindSlotGrouped {
+		sg.Transport = s
+		s = sg
+	}
+	if near {
+		nc.Inner = s
+		s = nc
+	}
+	return s, nil
+}
+
+// misplaced is the error of a parameter of strategy want in a URL whose
+// strategy is kind (carried by base).
+func misplaced(name, want, kind, base string) error {
+	if kind == kindSlotGrouped {
+		return fmt.Errorf("%w: %s= in URL applies to transport=%s, not %s", ErrInvalidArgument, name, want, base)
+	}
+	return fmt.Errorf("%w: %s= in URL applies to strategy=%s, not %s", ErrInvalidArgument, name, want, kind)
 }
 
 func parseCount(s string) (int, error) {
@@ -164,4 +296,348 @@ func parseDuration(s string) (time.Duration, error) {
 		return 0, fmt.Errorf("not a duration such as 500ms or 3s")
 	}
 	return d, nil
+}
+
+func parseFraction(s string) (float64, error) {
+	f, err := strconv.ParseFloat(s, 64)
+	// !(f >= 0 && f < 1) also refuses NaN.
+	if err != nil || !(f >= 0 && f < 1) {
+		return 0, fmt.Errorf("not a fraction in [0, 1) such as 0.1")
+	}
+	return f, nil
+}
+
+// sizeUnit is a unit of a near= size.
+type sizeUnit struct {
+	name string
+	n    int64
+}
+
+// sizeUnits are the units of a near= size, largest first (FormatURL
+// picks the largest that divides the size).
+func sizeUnits() []sizeUnit {
+	return []sizeUnit{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"B", 1}}
+}
+
+func parseSize(s string) (int64, error) {
+	digits := strings.TrimRightFunc(s, func(r rune) bool { return r < '0' || r > '9' })
+	unit := s[len(digits):]
+	n, err := strconv.ParseInt(digits, 10, 64)
+	if err != nil || n < 0 || strings.HasPrefix(digits, "+") {
+		return 0, fmt.Errorf("not a size such as 64MiB, 512KiB or 1048576")
+	}
+	if unit == "" {
+		return n, nil
+	}
+	for _, u := range sizeUnits() {
+		if strings.EqualFold(unit, u.name) {
+			if n > math.MaxInt64/u.n {
+				return 0, fmt.Errorf("size overflows int64")
+			}
+			return n * u.n, nil
+		}
+	}
+	return 0, fmt.Errorf("unit %q, want B, KiB, MiB, GiB or TiB (SI units such as MB are ambiguous)", unit)
+}
+
+func formatSize(n int64) string {
+	if n == 0 {
+		return "0"
+	}
+	for _, u := range sizeUnits() {
+		if n%u.n == 0 && u.n > 1 {
+			return strconv.FormatInt(n/u.n, 10) + u.name
+		}
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+func defaultTLS() *tls.Config { return &tls.Config{MinVersion: tls.VersionTLS12} }
+
+// FormatURL is the inverse of ParseURL: it returns a URL that ParseURL
+// turns back into Options equivalent to o, password included when o has
+// one (use RedactedURL for a URL to show or log).
+//
+// Every strategy of this module that a URL can name is expressible:
+// strategy.Multiplexed, strategy.Pool, strategy.SlotGrouped over either,
+// and localcache.Near over any of the three (values or non-nil pointers),
+// every field of each. FormatURL drops nothing silently: what a URL cannot
+// carry is refused with an error wrapping ErrInvalidArgument — a
+// strategy.GoRedis or any other Strategy, a TLS config other than
+// ParseURL's own (rediss: no field set but MinVersion, TLS 1.2 or zero),
+// a MeterProvider or TracerProvider, a Near inside a Near, and values
+// ParseURL would refuse (a negative count, size or DB, a jitter outside
+// [0, 1), an address that is not host:port, a first address that cannot
+// be a URL's host). The equivalences it relies on: a nil Strategy is
+// written as strategy=multiplexed, a nil SlotGrouped.Transport or
+// Near.Inner as multiplexed, an empty Near.Prefixes as none, empty Addrs
+// as 127.0.0.1:6379, TLS MinVersion zero as TLS 1.2 (Go's client default).
+//
+// Parameters come in a fixed order (strategy first), so that equal
+// Options give equal URLs.
+func FormatURL(o Options) (string, error) {
+	return formatURL(o, true)
+}
+
+// RedactedURL is FormatURL without the user info: no user name and no
+// password, so that a report or a log line can show the configuration.
+// ParseURL reads it back as o without credentials.
+func RedactedURL(o Options) (string, error) {
+	return formatURL(o, false)
+}
+
+func formatURL(o Options, credentials bool) (string, error) {
+	u := url.URL{Scheme: "redis"}
+	if o.TLS != nil {
+		if !isDefaultTLS(o.TLS) {
+			return "", fmt.Errorf("%w: a URL holds no TLS settings but rediss's (MinVersion TLS 1.2)", ErrInvalidArgument)
+		}
+		u.Scheme = "rediss"
+	}
+	if o.MeterProvider != nil || o.TracerProvider != nil {
+		return "", fmt.Errorf("%w: a URL cannot hold a MeterProvider or TracerProvider", ErrInvalidArgument)
+	}
+	if credentials && (o.Username != "" || o.Password != "") {
+		// Always "user:password@": a lone "password@" is the shorthand
+		// for the password, and "user:@" keeps a user with no password.
+		u.User = url.UserPassword(o.Username, o.Password)
+	}
+	addrs := o.Addrs
+	if len(addrs) == 0 {
+		addrs = []string{"127.0.0.1:6379"}
+	}
+	host, port, err := net.SplitHostPort(addrs[0])
+	if n, e := strconv.Atoi(port); err != nil || e != nil || n < 1 || n > 65535 || host == "" {
+		return "", fmt.Errorf("%w: address %q is not host:port with a port in 1..65535", ErrInvalidArgument, addrs[0])
+	}
+	if !hostRoundTrips(host, port) {
+		return "", fmt.Errorf("%w: address %q cannot be the host of a URL", ErrInvalidArgument, addrs[0])
+	}
+	u.Host = net.JoinHostPort(host, port)
+	if o.DB < 0 {
+		return "", fmt.Errorf("%w: DB %d is negative", ErrInvalidArgument, o.DB)
+	}
+	if o.DB > 0 {
+		u.Path = "/" + strconv.Itoa(o.DB)
+	}
+
+	var q query
+	if err := q.strategy(o.Strategy); err != nil {
+		return "", err
+	}
+	q.add("client_name", o.ClientName, o.ClientName != "")
+	q.duration("dial_timeout", o.DialTimeout)
+	q.duration("read_timeout", o.ReadTimeout)
+	q.duration("write_timeout", o.WriteTimeout)
+	if err := q.fraction("ttl_jitter", o.TTLJitter); err != nil {
+		return "", err
+	}
+	q.duration("stale_while_revalidate", o.StaleWhileRevalidate)
+	for _, a := range addrs[1:] {
+		if _, _, err := net.SplitHostPort(a); err != nil {
+			return "", fmt.Errorf("%w: address %q is not host:port", ErrInvalidArgument, a)
+		}
+		q.add("addr", a, true)
+	}
+	u.RawQuery = q.b.String()
+	return u.String(), nil
+}
+
+// hostRoundTrips reports whether host and port make an address that reads
+// back as themselves, both as host:port and as the host of a URL: url.Parse
+// accepts hosts such as "]" that are no address, and refuses or rewrites
+// some bytes a net.Dial address may hold.
+func hostRoundTrips(host, port string) bool {
+	hp := net.JoinHostPort(host, port)
+	if h, p, err := net.SplitHostPort(hp); err != nil || h != host || p != port {
+		return false
+	}
+	back, err := url.Parse((&url.URL{Scheme: "redis", Host: hp}).String())
+	return err == nil && back.Hostname() == host && back.Port() == port
+}
+
+// isDefaultTLS reports whether c is ParseURL's rediss config: no exported
+// field set but MinVersion, which is TLS 1.2 or zero (Go's client default
+// is TLS 1.2 too). Reflection, so that a field added to tls.Config in a
+// later Go release is refused rather than dropped.
+func isDefaultTLS(c *tls.Config) bool {
+	if c.MinVersion != 0 && c.MinVersion != tls.VersionTLS12 {
+		return false
+	}
+	v := reflect.ValueOf(c).Elem()
+	for i := range v.NumField() {
+		f := v.Type().Field(i)
+		if f.IsExported() && f.Name != "MinVersion" && !v.Field(i).IsZero() {
+			return false
+		}
+	}
+	return true
+}
+
+// query builds a URL query in a fixed order.
+type query struct{ b strings.Builder }
+
+func (q *query) add(name, value string, ok bool) {
+	if !ok {
+		return
+	}
+	if q.b.Len() > 0 {
+		q.b.WriteByte('&')
+	}
+	q.b.WriteString(name)
+	q.b.WriteByte('=')
+	// ":" and "/" may stand unescaped in a query (RFC 3986, 3.4), and
+	// addr=b:7001 reads better than addr=b%3A7001.
+	v := url.QueryEscape(value)
+	q.b.WriteString(strings.ReplaceAll(strings.ReplaceAll(v, "%3A", ":"), "%2F", "/"))
+}
+
+func (q *query) duration(name string, d time.Duration) {
+	q.add(name, d.String(), d != 0)
+}
+
+func (q *query) count(name string, n int) error {
+	if n < 0 {
+		return fmt.Errorf("%w: %s %d is negative", ErrInvalidArgument, name, n)
+	}
+	q.add(name, strconv.Itoa(n), n != 0)
+	return nil
+}
+
+func (q *query) fraction(name string, f float64) error {
+	if !(f >= 0 && f < 1) {
+		return fmt.Errorf("%w: %s %v outside [0, 1)", ErrInvalidArgument, name, f)
+	}
+	q.add(name, strconv.FormatFloat(f, 'g', -1, 64), f != 0)
+	return nil
+}
+
+// strategy writes s's parameters: strategy (and transport) first, then
+// the carrying strategy's, then SlotGrouped's, then the near cache's.
+func (q *query) strategy(s strategy.Strategy) error {
+	var nc *localcache.Near
+	switch v := deref(s).(type) {
+	case localcache.Near:
+		switch deref(v.Inner).(type) {
+		case localcache.Near:
+			return fmt.Errorf("%w: Near inside Near", ErrInvalidArgument)
+		}
+		nc, s = &v, v.Inner
+	case errNilPointer:
+		return v.err()
+	}
+	var sg *strategy.SlotGrouped
+	switch v := deref(s).(type) {
+	case strategy.SlotGrouped:
+		sg, s = &v, v.Transport
+		q.add("strategy", kindSlotGrouped, true)
+	}
+	var err error
+	switch v := deref(s).(type) {
+	case nil:
+		err = q.multiplexed(strategy.Multiplexed{}, sg != nil)
+	case strategy.Multiplexed:
+		err = q.multiplexed(v, sg != nil)
+	case strategy.Pool:
+		err = q.pool(v, sg != nil)
+	case errNilPointer:
+		return v.err()
+	default:
+		if sg != nil {
+			return fmt.Errorf("%w: SlotGrouped.Transport %T cannot be written as a URL", ErrInvalidArgument, v)
+		}
+		return fmt.Errorf("%w: strategy %T cannot be written as a URL", ErrInvalidArgument, v)
+	}
+	if err != nil {
+		return err
+	}
+	if sg != nil {
+		if err := q.count("max_batch", sg.MaxBatch); err != nil {
+			return err
+		}
+	}
+	if nc != nil {
+		if nc.MaxBytes < 0 {
+			return fmt.Errorf("%w: Near.MaxBytes %d is negative", ErrInvalidArgument, nc.MaxBytes)
+		}
+		q.add("near", formatSize(nc.MaxBytes), true)
+		q.duration("near_ttl", nc.TTL)
+		q.duration("near_negative_ttl", nc.NegativeTTL)
+		if err := q.fraction("near_jitter", nc.Jitter); err != nil {
+			return err
+		}
+		for _, p := range nc.Prefixes {
+			q.add("near_prefix", p, true)
+		}
+		q.duration("near_ping_interval", nc.PingInterval)
+	}
+	return nil
+}
+
+func (q *query) multiplexed(m strategy.Multiplexed, transport bool) error {
+	if transport {
+		q.add("transport", kindMultiplexed, true)
+	} else {
+		q.add("strategy", kindMultiplexed, true)
+	}
+	if err := q.count("conns", m.Conns); err != nil {
+		return err
+	}
+	if err := q.count("max_pending", m.MaxPending); err != nil {
+		return err
+	}
+	return q.count("blocking", m.Blocking)
+}
+
+func (q *query) pool(p strategy.Pool, transport bool) error {
+	if transport {
+		q.add("transport", kindPool, true)
+	} else {
+		q.add("strategy", kindPool, true)
+	}
+	if err := q.count("size", p.Size); err != nil {
+		return err
+	}
+	if err := q.count("min_idle", p.MinIdle); err != nil {
+		return err
+	}
+	q.duration("max_idle_time", p.MaxIdleTime)
+	q.duration("max_lifetime", p.MaxLifetime)
+	q.duration("health_check_period", p.HealthCheckPeriod)
+	return nil
+}
+
+// errNilPointer stands for a nil pointer to a strategy of this module.
+type errNilPointer struct{ name string }
+
+func (e errNilPointer) err() error {
+	return fmt.Errorf("%w: strategy is a nil %s", ErrInvalidArgument, e.name)
+}
+
+// deref turns a pointer to one of the strategies a URL can name into its
+// value (errNilPointer when nil), and returns anything else as it is.
+func deref(s strategy.Strategy) any {
+	switch p := s.(type) {
+	case *strategy.Multiplexed:
+		if p == nil {
+			return errNilPointer{"*strategy.Multiplexed"}
+		}
+		return *p
+	case *strategy.Pool:
+		if p == nil {
+			return errNilPointer{"*strategy.Pool"}
+		}
+		return *p
+	case *strategy.SlotGrouped:
+		if p == nil {
+			return errNilPointer{"*strategy.SlotGrouped"}
+		}
+		return *p
+	case *localcache.Near:
+		if p == nil {
+			return errNilPointer{"*localcache.Near"}
+		}
+		return *p
+	}
+	return s
 }

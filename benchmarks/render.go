@@ -1,0 +1,525 @@
+package benchmarks
+
+// The renderers of a Report: report.json, report.csv, report.md,
+// report.html (render_html.go, render_svg.go) and the stdout summary
+// (render_text.go). Every one is a pure function of the Report: the same
+// Report gives the same bytes, so each is golden-tested.
+//
+// Unexported names in render*.go start with render, report or chart, so
+// that they cannot collide with the harness's own in this package.
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// WriteReports creates dir (and its parents) if needed and writes r into
+// it as report.json (r as it is, indented), report.csv (one row per cell),
+// report.md and report.html (a self-contained page with inline SVG charts,
+// readable offline). Each file is written to a temporary file in dir and
+// renamed over its name, so that an interrupted run leaves either the
+// previous file or the new one, never a truncated one.
+//
+// JSON has no NaN nor infinity: such numbers (a bug upstream, or a ratio
+// to a zero) are written to report.json as 0. A file that fails does not
+// stop the others; the errors are joined.
+func WriteReports(dir string, r *Report) error {
+	if r == nil {
+		return errors.New("redisx: WriteReports of a nil report")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("redisx: report directory: %w", err)
+	}
+	var errs []error
+	for _, f := range []struct {
+		name   string
+		render func(*bytes.Buffer, *Report) error
+	}{
+		{"report.json", renderJSON},
+		{"report.csv", renderCSV},
+		{"report.md", renderMarkdown},
+		{"report.html", renderHTML},
+	} {
+		var b bytes.Buffer
+		err := f.render(&b, r)
+		if err == nil {
+			err = renderWriteFile(filepath.Join(dir, f.name), b.Bytes())
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("redisx: %s: %w", f.name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// renderWriteFile writes data to a temporary file next to path, syncs it
+// and renames it over path.
+func renderWriteFile(path string, data []byte) (err error) {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	if _, err := f.Write(data); err != nil {
+		return err
+	}
+	if err := f.Chmod(0o644); err != nil {
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
+}
+
+func renderJSON(b *bytes.Buffer, r *Report) error {
+	out, err := json.MarshalIndent(renderJSONSafe(r), "", "  ")
+	if err != nil {
+		return err
+	}
+	b.Write(out)
+	b.WriteByte('\n')
+	return nil
+}
+
+// renderJSONSafe returns a deep copy of r whose NaN and infinite numbers
+// are 0 (JSON can hold neither), or r itself when it has none.
+func renderJSONSafe(r *Report) *Report {
+	if !renderHasNonFinite(reflect.ValueOf(r).Elem()) {
+		return r
+	}
+	cp := reflect.New(reflect.TypeFor[Report]())
+	renderCopyFinite(cp.Elem(), reflect.ValueOf(r).Elem())
+	return cp.Interface().(*Report)
+}
+
+func renderHasNonFinite(v reflect.Value) bool {
+	switch v.Kind() {
+	case reflect.Float32, reflect.Float64:
+		f := v.Float()
+		return math.IsNaN(f) || math.IsInf(f, 0)
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if renderHasNonFinite(v.Field(i)) {
+				return true
+			}
+		}
+	case reflect.Slice:
+		for i := range v.Len() {
+			if renderHasNonFinite(v.Index(i)) {
+				return true
+			}
+		}
+	case reflect.Pointer:
+		return !v.IsNil() && renderHasNonFinite(v.Elem())
+	}
+	return false
+}
+
+// renderCopyFinite copies src into dst (settable, same type), replacing
+// non-finite floats by 0 and copying slices and pointers, so that r is
+// left as it was.
+func renderCopyFinite(dst, src reflect.Value) {
+	switch src.Kind() {
+	case reflect.Float32, reflect.Float64:
+		f := src.Float()
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			f = 0
+		}
+		dst.SetFloat(f)
+	case reflect.Struct:
+		if src.Type() == reflect.TypeFor[time.Time]() {
+			dst.Set(src)
+			return
+		}
+		for i := range src.NumField() {
+			renderCopyFinite(dst.Field(i), src.Field(i))
+		}
+	case reflect.Slice:
+		if src.IsNil() {
+			return
+		}
+		s := reflect.MakeSlice(src.Type(), src.Len(), src.Len())
+		for i := range src.Len() {
+			renderCopyFinite(s.Index(i), src.Index(i))
+		}
+		dst.Set(s)
+	case reflect.Pointer:
+		if src.IsNil() {
+			return
+		}
+		p := reflect.New(src.Type().Elem())
+		renderCopyFinite(p.Elem(), src.Elem())
+		dst.Set(p)
+	default:
+		dst.Set(src)
+	}
+}
+
+// reportView is a Report arranged for display: workloads in plan order,
+// each with its targets, levels and verdicts.
+type reportView struct {
+	r         *Report
+	workloads []*reportWorkload
+}
+
+// reportWorkload is one workload's cells, verdicts and crossovers.
+type reportWorkload struct {
+	name    string
+	targets []string // in the plan's order, then first appearance
+	levels  []int    // ascending
+	cells   map[reportKey]*Cell
+	recs    map[int]*Recommendation // by level
+	// recLevels are the levels that have a verdict, ascending.
+	recLevels  []int
+	crossovers []Crossover
+	failed     []*Cell // in table order
+}
+
+type reportKey struct {
+	target string
+	level  int
+}
+
+// cell returns the cell of target at level, nil when none was measured.
+func (w *reportWorkload) cell(target string, level int) *Cell {
+	return w.cells[reportKey{target, level}]
+}
+
+// winner returns the verdict at level naming target, nil when target did
+// not win there.
+func (w *reportWorkload) winner(target string, level int) *Recommendation {
+	if rec := w.recs[level]; rec != nil && rec.Strategy == target {
+		return rec
+	}
+	return nil
+}
+
+// newReportView arranges r. A workload/target/level measured twice (an
+// open-loop search) shows its last cell; report.csv lists them all.
+func newReportView(r *Report) *reportView {
+	v := &reportView{r: r}
+	byName := map[string]*reportWorkload{}
+	get := func(name string) *reportWorkload {
+		w := byName[name]
+		if w == nil {
+			w = &reportWorkload{name: name, cells: map[reportKey]*Cell{}, recs: map[int]*Recommendation{}}
+			byName[name] = w
+			v.workloads = append(v.workloads, w)
+		}
+		return w
+	}
+	for i := range r.Cells {
+		c := &r.Cells[i]
+		w := get(c.Workload)
+		k := reportKey{c.Target, c.Concurrency}
+		if w.cells[k] == nil {
+			if !slices.Contains(w.targets, c.Target) {
+				w.targets = append(w.targets, c.Target)
+			}
+			if !slices.Contains(w.levels, c.Concurrency) {
+				w.levels = append(w.levels, c.Concurrency)
+			}
+		}
+		w.cells[k] = c
+	}
+	for i := range r.Recommendations {
+		rec := &r.Recommendations[i]
+		w := get(rec.Workload)
+		if w.recs[rec.Concurrency] == nil {
+			w.recLevels = append(w.recLevels, rec.Concurrency)
+		}
+		w.recs[rec.Concurrency] = rec
+	}
+	for _, c := range r.Crossovers {
+		w := get(c.Workload)
+		w.crossovers = append(w.crossovers, c)
+	}
+	for _, s := range r.SLO {
+		get(s.Workload)
+	}
+
+	// Plan order: the workload family's place in Settings.Workloads, and
+	// a target's place in Settings.Targets; unknown ones after, in the
+	// order they first appear (stable sorts keep it).
+	family := func(name string) int {
+		f, _, _ := strings.Cut(name, "/")
+		if i := slices.Index(r.Settings.Workloads, f); i >= 0 {
+			return i
+		}
+		return len(r.Settings.Workloads)
+	}
+	slices.SortStableFunc(v.workloads, func(a, b *reportWorkload) int { return cmp.Compare(family(a.name), family(b.name)) })
+	target := func(name string) int {
+		if i := slices.Index(r.Settings.Targets, name); i >= 0 {
+			return i
+		}
+		return len(r.Settings.Targets)
+	}
+	for _, w := range v.workloads {
+		slices.SortStableFunc(w.targets, func(a, b string) int { return cmp.Compare(target(a), target(b)) })
+		slices.Sort(w.levels)
+		slices.Sort(w.recLevels)
+		for _, t := range w.targets {
+			for _, l := range w.levels {
+				if c := w.cell(t, l); c != nil && c.Failed {
+					w.failed = append(w.failed, c)
+				}
+			}
+		}
+	}
+	return v
+}
+
+// slo returns the SLO results of workload, in report order.
+func (v *reportView) slo(workload string) []SLOResult {
+	var out []SLOResult
+	for _, s := range v.r.SLO {
+		if s.Workload == workload {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// reportGroup is one recommended target and where it wins.
+type reportGroup struct {
+	rec   *Recommendation // the first verdict naming it
+	where []string        // "get at 1, 10", …
+}
+
+// recommended groups the verdicts by winning target, in order of first
+// appearance: each configuration once, with the workloads and levels it
+// was chosen for.
+func (v *reportView) recommended() []reportGroup {
+	var groups []reportGroup
+	for _, w := range v.workloads {
+		for _, l := range w.recLevels {
+			rec := w.recs[l]
+			if rec.Strategy == "" {
+				continue
+			}
+			i := slices.IndexFunc(groups, func(g reportGroup) bool { return g.rec.Strategy == rec.Strategy })
+			if i < 0 {
+				groups = append(groups, reportGroup{rec: rec})
+				i = len(groups) - 1
+			}
+			g := &groups[i]
+			lvl := strconv.Itoa(l)
+			if rec.Confidence != Significant {
+				lvl += " (tie)"
+			}
+			prefix := w.name + " at "
+			if n := len(g.where); n > 0 && strings.HasPrefix(g.where[n-1], prefix) {
+				g.where[n-1] += ", " + lvl
+			} else {
+				g.where = append(g.where, prefix+lvl)
+			}
+		}
+	}
+	return groups
+}
+
+// Numbers for people.
+
+func renderFinite64(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
+
+// renderSig formats x with n significant digits, without an exponent.
+func renderSig(x float64, n int) string {
+	if !renderFinite64(x) {
+		return "n/a"
+	}
+	if x == 0 {
+		return "0"
+	}
+	e := int(math.Floor(math.Log10(math.Abs(x))))
+	return strconv.FormatFloat(x, 'f', max(n-1-e, 0), 64)
+}
+
+// renderQPS formats an operations rate with 3 significant digits and an
+// SI suffix: 950, 41.2k, 1.23M.
+func renderQPS(x float64) string {
+	if !renderFinite64(x) {
+		return "n/a"
+	}
+	for _, u := range []struct {
+		div    float64
+		suffix string
+	}{{1e9, "G"}, {1e6, "M"}, {1e3, "k"}} {
+		// Rounded first, so that 999,960 is 1.00M rather than 1000k.
+		if r, _ := strconv.ParseFloat(renderSig(math.Abs(x), 3), 64); r >= u.div {
+			return renderSig(x/u.div, 3) + u.suffix
+		}
+	}
+	return renderSig(x, 3)
+}
+
+// renderMs formats milliseconds with 3 significant digits.
+func renderMs(x float64) string { return renderSig(x, 3) }
+
+// renderCI is the half-width of c's confidence interval relative to its
+// median, "±1.2%"; empty when the interval is unknown.
+func renderCI(c *Cell) string {
+	if !(c.QPS > 0) || !renderFinite64(c.QPSLow) || !renderFinite64(c.QPSHigh) || c.QPSHigh < c.QPSLow ||
+		c.QPSLow == 0 && c.QPSHigh == 0 {
+		return ""
+	}
+	pct := (c.QPSHigh - c.QPSLow) / 2 / c.QPS * 100
+	if s := strconv.FormatFloat(pct, 'f', 1, 64); len(s) <= 3 { // "9.9", not "10.0"
+		return "±" + s + "%"
+	}
+	return "±" + strconv.FormatFloat(pct, 'f', 0, 64) + "%"
+}
+
+// renderPercent formats a ratio less 1 as a signed percentage: "+23.0%".
+func renderPercent(x float64) string {
+	if !renderFinite64(x) {
+		return "n/a"
+	}
+	if math.Abs(x) >= 1 {
+		return fmt.Sprintf("%+.0f%%", x*100)
+	}
+	return fmt.Sprintf("%+.1f%%", x*100)
+}
+
+// renderP formats a p-value.
+func renderP(p float64) string {
+	switch {
+	case !renderFinite64(p) || p < 0:
+		return "n/a"
+	case p < 0.001:
+		return "<0.001"
+	}
+	return strconv.FormatFloat(p, 'f', 3, 64)
+}
+
+// renderCrossover is c as a sentence.
+func renderCrossover(c Crossover) string {
+	if c.Text != "" {
+		return c.Text
+	}
+	return fmt.Sprintf("%s overtakes %s between %d and %d goroutines", c.To, c.From, c.Below, c.Above)
+}
+
+// renderWhen is the date and length of the run.
+func renderWhen(r *Report) string {
+	s := r.Started.Format("2006-01-02 15:04:05 MST")
+	if !r.Finished.IsZero() && !r.Started.IsZero() && r.Finished.After(r.Started) {
+		s += ", " + r.Finished.Sub(r.Started).Round(time.Second).String()
+	}
+	return s
+}
+
+// renderMachine is the machine line of a report.
+func renderMachine(m Machine) string {
+	var parts []string
+	if m.OS != "" || m.Arch != "" {
+		parts = append(parts, m.OS+"/"+m.Arch)
+	}
+	parts = append(parts, fmt.Sprintf("GOMAXPROCS %d, %d CPUs", m.GOMAXPROCS, m.CPUs))
+	if m.GoVersion != "" {
+		parts = append(parts, m.GoVersion)
+	}
+	if m.RedisVersion != "" {
+		parts = append(parts, "Redis "+m.RedisVersion)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// renderServers says which servers ran and whether they were pinned.
+func renderServers(m Machine) string {
+	var s string
+	if m.Embedded {
+		s = "servers started by the harness; "
+		switch {
+		case m.Pinned && m.PinNote != "":
+			s += "pinned: " + m.PinNote
+		case m.Pinned:
+			s += "pinned to CPUs of their own"
+		case m.PinNote != "":
+			s += "not pinned: " + m.PinNote
+		default:
+			s += "not pinned (no reason recorded)"
+		}
+	} else {
+		s = "the user's servers (not started by the harness, so not pinned)"
+	}
+	if m.Standalone != "" {
+		s += "; standalone " + m.Standalone
+	}
+	if len(m.Cluster) > 0 {
+		s += "; cluster " + strings.Join(m.Cluster, ",")
+	}
+	return s
+}
+
+// renderPlan is the settings line of a report.
+func renderPlan(s Settings) string {
+	var b strings.Builder
+	switch s.Mode {
+	case "open":
+		fmt.Fprintf(&b, "open loop at %s/s", renderQPS(s.Rate))
+	case "", "closed":
+		b.WriteString("closed loop")
+	default:
+		b.WriteString(s.Mode)
+	}
+	fmt.Fprintf(&b, ", %d samples of %v per cell", s.Repeats, s.Duration)
+	if s.Warmup > 0 {
+		fmt.Fprintf(&b, " after %v warm-up", s.Warmup)
+	}
+	if s.SLO != "" {
+		fmt.Fprintf(&b, ", SLO %s", s.SLO)
+	}
+	fmt.Fprintf(&b, "; a win needs p < %s and a margin of %s, else a tie", strconv.FormatFloat(s.Alpha, 'g', -1, 64),
+		strings.TrimPrefix(renderPercent(s.Margin), "+"))
+	fmt.Fprintf(&b, "; seed %d", s.Seed)
+	return b.String()
+}
+
+// renderPartial is the warning of an interrupted run.
+const renderPartial = "Partial run: it was interrupted, so some cells are missing " +
+	"and the verdicts cover only the cells measured."
+
+// renderVerdict is a verdict as a sentence, honest about ties.
+func renderVerdict(rec *Recommendation) string {
+	switch {
+	case rec.Strategy == "":
+		return "no verdict: no cell succeeded"
+	case rec.Confidence == Significant && rec.RunnerUp == "":
+		return rec.Strategy + " wins (the only target)"
+	case rec.Confidence == Significant:
+		return fmt.Sprintf("%s wins over %s by %s (p = %s)", rec.Strategy, rec.RunnerUp,
+			strings.TrimPrefix(renderPercent(rec.Margin), "+"), renderP(rec.PValue))
+	}
+	s := fmt.Sprintf("tie between %s and %s (%s, p = %s)", rec.Strategy, rec.RunnerUp,
+		renderPercent(rec.Margin), renderP(rec.PValue))
+	if rec.RunnerUp == "" {
+		s = "tie"
+	}
+	if rec.TieBreak != "" {
+		s += "; " + rec.Strategy + " by the tie-break: " + rec.TieBreak
+	} else {
+		s += "; " + rec.Strategy + " named"
+	}
+	return s
+}

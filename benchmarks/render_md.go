@@ -1,0 +1,204 @@
+package benchmarks
+
+import (
+	"bytes"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// renderMarkdown writes report.md: the run's header, then per workload a
+// table of QPS and p99 by target and level with its verdicts, crossovers
+// and failures, then SLO results, baseline changes and the recommended
+// configurations.
+func renderMarkdown(out *bytes.Buffer, r *Report) error {
+	v := newReportView(r)
+	var b strings.Builder
+	b.WriteString("# redisx-bench report\n\n")
+	if r.Partial {
+		b.WriteString("> **" + renderMD(renderPartial) + "**\n\n")
+	}
+	fmt.Fprintf(&b, "- **Date:** %s\n", renderMD(renderWhen(r)))
+	if r.Command != "" {
+		fmt.Fprintf(&b, "- **Command:** %s\n", renderMDCode(r.Command))
+	}
+	fmt.Fprintf(&b, "- **Machine:** %s\n", renderMD(renderMachine(r.Machine)))
+	fmt.Fprintf(&b, "- **Servers:** %s\n", renderMD(renderServers(r.Machine)))
+	fmt.Fprintf(&b, "- **Plan:** %s\n", renderMD(renderPlan(r.Settings)))
+
+	for _, w := range v.workloads {
+		fmt.Fprintf(&b, "\n## %s\n", renderMD(w.name))
+		if len(w.targets) > 0 {
+			b.WriteString("\nQPS (median of the samples) / p99 latency, by goroutines. " +
+				"**Bold**: the winner at that level; *tie*: no significant winner, " +
+				"the one named by the tie-break.\n\n")
+			b.WriteString("| target |")
+			for _, l := range w.levels {
+				fmt.Fprintf(&b, " %d |", l)
+			}
+			b.WriteString("\n|---|")
+			b.WriteString(strings.Repeat("--:|", len(w.levels)))
+			b.WriteString("\n")
+			for _, t := range w.targets {
+				b.WriteString("| " + renderMD(t) + " |")
+				for _, l := range w.levels {
+					b.WriteString(" " + renderMDCell(w, t, l) + " |")
+				}
+				b.WriteString("\n")
+			}
+		}
+		if len(w.recLevels) > 0 {
+			b.WriteString("\nVerdicts:\n\n")
+			for _, l := range w.recLevels {
+				fmt.Fprintf(&b, "- %s: %s\n", renderGoroutines(l), renderMD(renderVerdict(w.recs[l])))
+			}
+		}
+		if len(w.crossovers) > 0 {
+			b.WriteString("\nCrossovers:\n\n")
+			for _, c := range w.crossovers {
+				fmt.Fprintf(&b, "- %s\n", renderMD(renderOneLine(renderCrossover(c))))
+			}
+		}
+		if len(w.failed) > 0 {
+			b.WriteString("\nFailed cells (they never win):\n\n")
+			for _, c := range w.failed {
+				fmt.Fprintf(&b, "- %s at %s: %d errors", renderMD(c.Target), renderGoroutines(c.Concurrency), c.Errors)
+				if c.FirstError != "" {
+					b.WriteString("; first: " + renderMDCode(renderOneLine(c.FirstError)))
+				}
+				b.WriteString("\n")
+			}
+		}
+	}
+
+	if len(r.SLO) > 0 {
+		fmt.Fprintf(&b, "\n## SLO %s\n\nThe highest open-loop rate each target sustained within the bound.\n\n", renderMD(r.Settings.SLO))
+		b.WriteString("| workload | target | workers | rate/s | latency (ms) | |\n|---|---|--:|--:|--:|---|\n")
+		for _, w := range v.workloads {
+			for _, s := range v.slo(w.name) {
+				note := ""
+				if s.Winner {
+					note = "**winner**, " + renderPercent(s.Headroom) + " headroom"
+				}
+				rate := renderQPS(s.Rate)
+				if !(s.Rate > 0) {
+					rate, note = "none", "not even the lowest rate tried"
+				}
+				fmt.Fprintf(&b, "| %s | %s | %d | %s | %s | %s |\n", renderMD(w.name), renderMD(s.Target),
+					s.Concurrency, rate, renderMs(s.Latency), note)
+			}
+		}
+	}
+
+	if bc := r.Baseline; bc != nil {
+		fmt.Fprintf(&b, "\n## Against the baseline\n\nBaseline %s, run %s. Cells whose QPS changed significantly:\n\n",
+			renderMDCode(bc.File), renderMD(bc.Started))
+		quiet := 0
+		var rows strings.Builder
+		for _, d := range bc.Deltas {
+			if !d.Significant {
+				quiet++
+				continue
+			}
+			fmt.Fprintf(&rows, "| %s | %s | %d | %s | %s | %s | %s |\n", renderMD(d.Workload), renderMD(d.Target),
+				d.Concurrency, renderQPS(d.OldQPS), renderQPS(d.NewQPS), renderPercent(d.Change), renderP(d.PValue))
+		}
+		if rows.Len() > 0 {
+			b.WriteString("| workload | target | goroutines | old QPS | new QPS | change | p |\n|---|---|--:|--:|--:|--:|--:|\n")
+			b.WriteString(rows.String())
+			b.WriteString("\n")
+		}
+		fmt.Fprintf(&b, "%d of %d cells without a significant change.\n", quiet, len(bc.Deltas))
+		if len(bc.VerdictChanges) > 0 {
+			b.WriteString("\nVerdicts that changed:\n\n")
+			for _, c := range bc.VerdictChanges {
+				fmt.Fprintf(&b, "- %s\n", renderMD(renderOneLine(c)))
+			}
+		}
+	}
+
+	if groups := v.recommended(); len(groups) > 0 {
+		b.WriteString("\n## Recommended configuration\n")
+		for _, g := range groups {
+			fmt.Fprintf(&b, "\n### %s\n\nChosen for %s.\n\n", renderMD(g.rec.Strategy), renderMD(strings.Join(g.where, "; ")))
+			if g.rec.URL == "" {
+				b.WriteString("A peer client, not redisx: no URL.\n")
+				continue
+			}
+			fmt.Fprintf(&b, "URL: %s\n", renderMDCode(g.rec.URL))
+			if g.rec.Go != "" {
+				fence := "```"
+				for strings.Contains(g.rec.Go, fence) {
+					fence += "`"
+				}
+				fmt.Fprintf(&b, "\n%sgo\n%s\n%s\n", fence, strings.TrimRight(g.rec.Go, "\n"), fence)
+			}
+		}
+	}
+	out.WriteString(b.String())
+	return nil
+}
+
+// renderMDCell is one cell of a workload table.
+func renderMDCell(w *reportWorkload, target string, level int) string {
+	c := w.cell(target, level)
+	switch {
+	case c == nil:
+		return "–"
+	case c.Failed:
+		return fmt.Sprintf("failed (%d errors)", c.Errors)
+	}
+	qps := renderQPS(c.QPS)
+	switch rec := w.winner(target, level); {
+	case rec == nil:
+	case rec.Confidence == Significant:
+		qps = "**" + qps + "**"
+	default:
+		qps = "*" + qps + " tie*"
+	}
+	return qps + " / " + renderMs(c.P99ms) + " ms"
+}
+
+func renderGoroutines(n int) string {
+	if n == 1 {
+		return "1 goroutine"
+	}
+	return strconv.Itoa(n) + " goroutines"
+}
+
+// renderMD escapes s for Markdown text, table cells included: names come
+// from the command line and must not become markup, links or HTML.
+func renderMD(s string) string {
+	var b strings.Builder
+	for _, r := range renderOneLine(s) {
+		switch r {
+		case '\\', '`', '*', '_', '[', ']', '|', '~', '#':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case '<':
+			b.WriteString("&lt;")
+		case '>':
+			b.WriteString("&gt;")
+		case '&':
+			b.WriteString("&amp;")
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// renderMDCode is s as a code span, fenced by more backticks than it
+// holds (used outside tables only: in a table a pipe would split it).
+func renderMDCode(s string) string {
+	s = renderOneLine(s)
+	fence := "`"
+	for strings.Contains(s, fence) {
+		fence += "`"
+	}
+	pad := ""
+	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") {
+		pad = " "
+	}
+	return fence + pad + s + pad + fence
+}
