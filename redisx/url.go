@@ -49,6 +49,7 @@ import (
 //	client_name          CLIENT SETNAME
 //	ttl_jitter           Options.TTLJitter (a fraction in [0, 1))
 //	stale_while_revalidate  Options.StaleWhileRevalidate
+//	load_timeout         Options.LoadTimeout
 //	addr                 another seed node host:port (repeatable)
 //
 // A size in SI units (KB, MB, GB) is refused rather than guessed at: some
@@ -220,6 +221,8 @@ func parseParams(o *Options, q url.Values) (strategy.Strategy, error) {
 			o.TTLJitter, err = parseFraction(v)
 		case "stale_while_revalidate":
 			o.StaleWhileRevalidate, err = parseDuration(v)
+		case "load_timeout":
+			o.LoadTimeout, err = parseDuration(v)
 		case "conns":
 			mux.Conns, err = parseCount(v)
 		case "max_pending":
@@ -433,6 +436,7 @@ func formatURL(o Options, credentials bool) (string, error) {
 		return "", err
 	}
 	q.duration("stale_while_revalidate", o.StaleWhileRevalidate)
+	q.duration("load_timeout", o.LoadTimeout)
 	for _, a := range addrs[1:] {
 		if _, _, err := net.SplitHostPort(a); err != nil {
 			return "", fmt.Errorf("%w: address %q is not host:port", ErrInvalidArgument, a)

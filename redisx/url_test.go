@@ -349,11 +349,12 @@ func TestFormatURLRoundTrip(t *testing.T) {
 				WriteTimeout:         2*time.Second + 5*time.Nanosecond,
 				TTLJitter:            0.1,
 				StaleWhileRevalidate: time.Minute,
+				LoadTimeout:          5 * time.Second,
 			},
 			url: "rediss://app:p%40ss%2Fw%3Ard@[::1]:7000?strategy=pool&size=32&min_idle=2&max_idle_time=-1ns" +
 				"&max_lifetime=1h0m0s&health_check_period=1m30s&client_name=orders+api&dial_timeout=250ms" +
 				"&read_timeout=-1ns&write_timeout=2.000000005s&ttl_jitter=0.1&stale_while_revalidate=1m0s" +
-				"&addr=b:7001&addr=c:7002",
+				"&load_timeout=5s&addr=b:7001&addr=c:7002",
 		},
 		{
 			name: "password only",
@@ -543,7 +544,7 @@ func TestFormatURLKnowsEveryField(t *testing.T) {
 	known := map[reflect.Type][]string{
 		reflect.TypeFor[redisx.Options](): {
 			"Addrs", "Strategy", "Username", "Password", "DB", "TLS", "ClientName", "DialTimeout",
-			"ReadTimeout", "WriteTimeout", "TTLJitter", "StaleWhileRevalidate", "MeterProvider", "TracerProvider",
+			"ReadTimeout", "WriteTimeout", "TTLJitter", "StaleWhileRevalidate", "LoadTimeout", "MeterProvider", "TracerProvider",
 		},
 		reflect.TypeFor[strategy.Multiplexed](): {"Conns", "MaxPending", "Blocking"},
 		reflect.TypeFor[strategy.Pool]():        {"Size", "MinIdle", "MaxIdleTime", "MaxLifetime", "HealthCheckPeriod"},
