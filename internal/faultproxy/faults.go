@@ -1,6 +1,9 @@
 package faultproxy
 
-import "time"
+import (
+	"strconv"
+	"time"
+)
 
 // Direction selects the traffic a fault applies to.
 type Direction int
@@ -52,6 +55,19 @@ func (p *Proxy) update(change func(f *faults)) {
 	change(&p.f)
 	close(p.changed)
 	p.changed = make(chan struct{})
+}
+
+// String returns "upstream", "downstream" or "both".
+func (d Direction) String() string {
+	switch d {
+	case Upstream:
+		return "upstream"
+	case Downstream:
+		return "downstream"
+	case Both:
+		return "both"
+	}
+	return "Direction(" + strconv.Itoa(int(d)) + ")"
 }
 
 // each calls fn with the index of every direction in dir.
