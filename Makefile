@@ -10,7 +10,7 @@ BENCHSTAT ?= golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
 
 COUNT ?= 3
 BENCHTIME ?= 1s
-FUZZTIME ?= 30s
+FUZZTIME ?= 10s
 COVERPROFILE ?= coverage.out
 
 .PHONY: test lint bench bars fuzz cover ensure-redis
@@ -51,8 +51,16 @@ bars:
 	bash scripts/ensure-redis.sh
 	REDISX_BARS=1 REDISX_BARS_ROUNDS=$(ROUNDS) REDISX_BARS_SECONDS=$(SECONDS) $(GO) test -count=1 -run 'TestBars' -v -timeout 60m ./benchmarks/
 
+# Every fuzz target of the module, FUZZTIME each: go test -fuzz takes one
+# target per run, so list them (go test -list) and run them in turn.
 fuzz:
-	$(GO) test -run '^$$' -fuzz FuzzReader -fuzztime $(FUZZTIME) ./internal/resp/
+	@set -eo pipefail; \
+	targets="$$($(GO) test -list '^Fuzz' ./... | awk '/^Fuzz/ { t[n++] = $$1; next } /^ok/ { for (i = 0; i < n; i++) print $$2 " " t[i]; n = 0 }')"; \
+	[ -n "$$targets" ] || { echo "no fuzz targets found"; exit 1; }; \
+	while read -r pkg target; do \
+		echo "== $$target ($$pkg, $(FUZZTIME))"; \
+		$(GO) test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) "$$pkg"; \
+	done <<< "$$targets"
 
 cover:
 	bash scripts/ensure-redis.sh

@@ -1,6 +1,6 @@
 module github.com/redisx-go/kit
 
-go 1.26.8
+go 1.26.0
 
 require (
 	github.com/dgraph-io/ristretto/v2 v2.4.2
