@@ -35,10 +35,20 @@
 // is returned either way. Losing an invalidation connection (noticed by its
 // error or by a missed ping) flushes the cache at once, and nothing is
 // served from it or stored in it until every invalidation connection is
-// back. A process's own writes (Set, MSet, Del) drop the local copy before
-// they are sent and invalidate it again once they return, so it always
-// reads its own writes.
+// back — flushing it once more first, so that no read begun before can
+// store its reply. A process's own writes (Set, MSet, Del, and any write
+// command sent through Do, its keys told by the server's own key
+// specifications) drop the local copy before they are sent and invalidate
+// it again once they return, so it always reads its own writes; FLUSHALL,
+// FLUSHDB, SWAPDB, and a write whose keys cannot be told, flush the whole
+// cache.
 //
 // Every entry also carries a TTL no longer than Near.TTL, a bound on
 // staleness should everything else fail.
+//
+// # Ownership
+//
+// Values returned are the caller's: a local hit is a copy. AppendGet
+// (strategy.Appender) appends a hit to the caller's buffer instead, with
+// no allocation when it has room.
 package localcache

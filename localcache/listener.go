@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -24,22 +25,28 @@ type invalidator struct {
 	ping     time.Duration
 	s        *store
 
+	// ctx ends with close; every dial, handshake and discovery is bound to
+	// it, so that close never waits for a server that stopped answering.
+	ctx    context.Context
+	cancel context.CancelFunc
+
 	mu        sync.Mutex
 	listeners map[string]*listener
 	cluster   bool
 	wake      chan struct{} // capacity 1: rediscover now
 
-	stop chan struct{}
-	wg   sync.WaitGroup
+	wg sync.WaitGroup
 }
 
 const rediscoverPeriod = time.Second
 
 func startInvalidator(ctx context.Context, cfg strategy.Config, s *store, prefixes []string, ping time.Duration) (*invalidator, error) {
 	inv := &invalidator{cfg: cfg, prefixes: prefixes, ping: ping, s: s,
-		listeners: map[string]*listener{}, wake: make(chan struct{}, 1), stop: make(chan struct{})}
+		listeners: map[string]*listener{}, wake: make(chan struct{}, 1)}
+	inv.ctx, inv.cancel = context.WithCancel(context.Background())
 	masters, isCluster, err := inv.discover(ctx)
 	if err != nil {
+		inv.cancel()
 		return nil, err
 	}
 	inv.cluster = isCluster
@@ -105,10 +112,8 @@ func (inv *invalidator) discover(ctx context.Context) ([]string, bool, error) {
 func (inv *invalidator) reconcile(masters []string) {
 	inv.mu.Lock()
 	defer inv.mu.Unlock()
-	select {
-	case <-inv.stop:
-		return
-	default:
+	if inv.ctx.Err() != nil {
+		return // closed
 	}
 	changed := false
 	for addr, l := range inv.listeners {
@@ -120,7 +125,8 @@ func (inv *invalidator) reconcile(masters []string) {
 	}
 	for _, addr := range masters {
 		if _, ok := inv.listeners[addr]; !ok {
-			l := &listener{addr: addr, inv: inv, done: make(chan struct{})}
+			l := &listener{addr: addr, inv: inv}
+			l.ctx, l.cancel = context.WithCancel(inv.ctx)
 			inv.listeners[addr] = l
 			inv.wg.Add(1)
 			go l.run()
@@ -151,11 +157,18 @@ func (inv *invalidator) update() {
 }
 
 func (inv *invalidator) updateLocked() {
+	if inv.ctx.Err() != nil {
+		return // closed: the store serves nothing, and no flush is counted
+	}
 	up := len(inv.listeners) > 0
 	for _, l := range inv.listeners {
 		up = up && l.isUp()
 	}
-	inv.s.setHealthy(up)
+	if up {
+		inv.s.up()
+	} else {
+		inv.s.down()
+	}
 }
 
 func (inv *invalidator) rediscover() {
@@ -171,12 +184,12 @@ func (inv *invalidator) rediscoverLoop() {
 	defer t.Stop()
 	for {
 		select {
-		case <-inv.stop:
+		case <-inv.ctx.Done():
 			return
 		case <-t.C:
 		case <-inv.wake:
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		ctx, cancel := context.WithTimeout(inv.ctx, 2*time.Second)
 		masters, _, err := inv.discover(ctx)
 		cancel()
 		if err == nil && len(masters) > 0 {
@@ -185,19 +198,15 @@ func (inv *invalidator) rediscoverLoop() {
 	}
 }
 
+// close stops serving from the store, then ends every listener and the
+// rediscovery — whatever step they are in: ending inv.ctx closes their
+// connections — and waits for them.
 func (inv *invalidator) close() {
 	inv.mu.Lock()
-	select {
-	case <-inv.stop:
-	default:
-		close(inv.stop)
-	}
-	for _, l := range inv.listeners {
-		l.close()
-	}
+	inv.s.stopServing()
+	inv.cancel()
 	inv.mu.Unlock()
 	inv.wg.Wait()
-	inv.s.setHealthy(false)
 }
 
 // listener is one invalidation connection: tracking in BCAST mode
@@ -206,11 +215,13 @@ type listener struct {
 	addr string
 	inv  *invalidator
 
-	mu     sync.Mutex
-	up     bool
-	conn   redis.Conn
-	closed bool
-	done   chan struct{}
+	// ctx ends when the listener is closed (or the invalidator is), and
+	// its end closes the listener's connection, from the dial on.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu sync.Mutex
+	up bool
 }
 
 func (l *listener) isUp() bool {
@@ -219,18 +230,7 @@ func (l *listener) isUp() bool {
 	return l.up
 }
 
-func (l *listener) close() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closed {
-		return
-	}
-	l.closed = true
-	close(l.done)
-	if l.conn != nil {
-		l.conn.Close()
-	}
-}
+func (l *listener) close() { l.cancel() }
 
 func (l *listener) run() {
 	defer l.inv.wg.Done()
@@ -243,20 +243,18 @@ func (l *listener) run() {
 			backoff = firstBackoff // it was subscribed: this is a new loss
 		}
 		l.up = false
-		l.conn = nil
-		closed := l.closed
 		l.mu.Unlock()
 		// Invalidations may be missed from now on: flush and serve nothing
 		// locally until this listener is back.
 		l.inv.update()
-		if closed {
+		if l.ctx.Err() != nil {
 			return
 		}
 		if err != nil {
 			l.inv.rediscover() // a failover may have moved the master
 		}
 		select {
-		case <-l.done:
+		case <-l.ctx.Done():
 			return
 		case <-time.After(backoff):
 		}
@@ -267,39 +265,30 @@ func (l *listener) run() {
 // session connects, subscribes and reads invalidations until the
 // connection fails or the listener is closed.
 func (l *listener) session() error {
-	ctx, cancel := context.WithTimeout(context.Background(), max(l.inv.cfg.DialTimeout, time.Second))
-	c, err := dialRedigo(ctx, l.inv.cfg, l.addr)
-	cancel()
+	// The handshake — dial, CLIENT ID, CLIENT TRACKING, SUBSCRIBE — ends by
+	// a deadline: a server that accepts but does not answer must not hold
+	// the listener until TCP keepalive gives up. Its end, or the
+	// listener's, closes the connection whatever step it is in.
+	hctx, cancel := context.WithTimeout(l.ctx, max(l.inv.cfg.DialTimeout, time.Second))
+	defer cancel()
+	c, err := dialRedigo(hctx, l.inv.cfg, l.addr)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	id, err := redis.Int64(c.Do("CLIENT", "ID"))
+	handshaking := context.AfterFunc(hctx, func() { c.Close() })
+	err = l.subscribe(c)
+	if !handshaking() {
+		return fmt.Errorf("%w: invalidation connection to %s: %w", strategy.ErrConnection, l.addr, hctx.Err())
+	}
 	if err != nil {
-		return err
+		return fmt.Errorf("%w: invalidation connection to %s: %w", strategy.ErrConnection, l.addr, err)
 	}
-	args := redis.Args{"TRACKING", "on", "REDIRECT", id, "BCAST"}
-	for _, p := range l.inv.prefixes {
-		args = args.Add("PREFIX", p)
-	}
-	if _, err := c.Do("CLIENT", args...); err != nil {
-		return err
-	}
-	if err := c.Send("SUBSCRIBE", "__redis__:invalidate"); err != nil {
-		return err
-	}
-	if err := c.Flush(); err != nil {
-		return err
-	}
-	if _, err := redis.ReceiveWithTimeout(c, l.inv.ping*3); err != nil {
-		return err
-	}
+	// From here the listener's end closes the connection; a silent server
+	// is noticed by the receiver's timeout below.
+	defer context.AfterFunc(l.ctx, func() { c.Close() })()
 	l.mu.Lock()
-	if l.closed {
-		l.mu.Unlock()
-		return nil
-	}
-	l.conn, l.up = c, true
+	l.up = true
 	l.mu.Unlock()
 	l.inv.update()
 
@@ -364,6 +353,31 @@ func (l *listener) session() error {
 	return <-recvErr
 }
 
+// subscribe turns c into an invalidation connection: broadcast tracking
+// redirected to itself, subscribed to __redis__:invalidate. It returns
+// once the subscription is confirmed.
+func (l *listener) subscribe(c redis.Conn) error {
+	id, err := redis.Int64(c.Do("CLIENT", "ID"))
+	if err != nil {
+		return err
+	}
+	args := redis.Args{"TRACKING", "on", "REDIRECT", id, "BCAST"}
+	for _, p := range l.inv.prefixes {
+		args = args.Add("PREFIX", p)
+	}
+	if _, err := c.Do("CLIENT", args...); err != nil {
+		return err
+	}
+	if err := c.Send("SUBSCRIBE", "__redis__:invalidate"); err != nil {
+		return err
+	}
+	if err := c.Flush(); err != nil {
+		return err
+	}
+	_, err = c.Receive()
+	return err
+}
+
 // invalidation is one message of __redis__:invalidate: keys, or a flush
 // (FLUSHALL or FLUSHDB send a null message).
 type invalidation struct {
@@ -411,7 +425,23 @@ func dialRedigo(ctx context.Context, cfg strategy.Config, addr string) (redis.Co
 	if cfg.ClientName != "" {
 		opts = append(opts, redis.DialClientName(cfg.ClientName+"-invalidation"))
 	}
+	// redigo bounds AUTH and CLIENT SETNAME by ctx but the TLS handshake by
+	// a timer of its own: the end of ctx closes the connection under the
+	// whole dial instead.
+	var d net.Dialer
+	var dialing func() bool
+	opts = append(opts, redis.DialContextFunc(func(ctx context.Context, network, addr string) (net.Conn, error) {
+		nc, err := d.DialContext(ctx, network, addr)
+		if err == nil {
+			dialing = context.AfterFunc(ctx, func() { nc.Close() })
+		}
+		return nc, err
+	}))
 	c, err := redis.DialContext(ctx, "tcp", addr, opts...)
+	if dialing != nil && !dialing() && err == nil {
+		c.Close() // ctx ended just as the dial succeeded
+		err = ctx.Err()
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: invalidation connection to %s: %w", strategy.ErrConnection, addr, err)
 	}

@@ -1,11 +1,13 @@
 package localcache
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"time"
 
+	"github.com/redisx-go/kit/internal/command"
 	"github.com/redisx-go/kit/strategy"
 )
 
@@ -15,8 +17,9 @@ import (
 // the package documentation). A hit costs tens of nanoseconds and no round
 // trip.
 //
-// Values returned from the local cache are shared with it: callers must
-// not modify them.
+// What a call returns is the caller's to modify and keep: a local hit is
+// a copy of the cached value. AppendGet (strategy.Appender) appends a hit
+// to the caller's buffer and allocates nothing when it has room.
 //
 // The zero value caches up to 64 MiB for at most a minute in front of
 // strategy.Multiplexed{}.
@@ -98,6 +101,7 @@ func (n Near) Open(ctx context.Context, cfg strategy.Config) (strategy.Backend, 
 	b.mset, _ = inner.(strategy.MultiSetter)
 	b.do, _ = inner.(strategy.Doer)
 	b.ttlGet, _ = inner.(strategy.TTLGetter)
+	b.appender, _ = inner.(strategy.Appender)
 	s.ttlKnown = b.ttlGet != nil
 	return b, nil
 }
@@ -108,6 +112,7 @@ type near struct {
 	mset     strategy.MultiSetter
 	do       strategy.Doer
 	ttlGet   strategy.TTLGetter
+	appender strategy.Appender
 	s        *store
 	inv      *invalidator
 	prefixes []string
@@ -126,16 +131,32 @@ func (n *near) cacheable(key string) bool {
 	return false
 }
 
-// Get implements strategy.Backend.
+// Get implements strategy.Backend. A local hit returns a copy of the
+// cached value.
 func (n *near) Get(ctx context.Context, key string) ([]byte, error) {
+	v, _, err := n.get(ctx, key)
+	return v, err
+}
+
+// AppendGet implements strategy.Appender: a local hit is appended to dst
+// without allocating when dst has room. A miss is read through the inner
+// strategy — its Appender when it has one and the TTL is not needed — and
+// appended.
+func (n *near) AppendGet(ctx context.Context, dst []byte, key string) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return dst, err
+	}
 	if e, ok := n.s.get(key); ok {
 		if e.neg {
-			return nil, strategy.ErrNotFound
+			return dst, strategy.ErrNotFound
 		}
-		return e.val, nil
+		return append(dst, e.val...), nil
 	}
-	v, _, err := n.miss(ctx, key)
-	return v, err
+	out, _, err := n.miss(ctx, dst, key)
+	if err != nil {
+		return dst, err
+	}
+	return out, nil
 }
 
 // GetWithTTL implements strategy.TTLGetter: a local hit reports the time
@@ -147,6 +168,9 @@ func (n *near) GetWithTTL(ctx context.Context, key string) ([]byte, time.Duratio
 // MGetWithTTL implements strategy.TTLGetter, one key at a time through
 // the local cache.
 func (n *near) MGetWithTTL(ctx context.Context, keys []string) ([][]byte, []time.Duration, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
 	vs := make([][]byte, len(keys))
 	ttls := make([]time.Duration, len(keys))
 	for i, k := range keys {
@@ -163,61 +187,93 @@ func (n *near) MGetWithTTL(ctx context.Context, keys []string) ([][]byte, []time
 }
 
 func (n *near) get(ctx context.Context, key string) ([]byte, time.Duration, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, 0, err
+	}
 	if e, ok := n.s.get(key); ok {
 		if e.neg {
 			return nil, 0, strategy.ErrNotFound
 		}
-		return e.val, e.keyTTL(), nil
+		return bytes.Clone(e.val), e.keyTTL(), nil
 	}
-	return n.miss(ctx, key)
+	return n.miss(ctx, nil, key)
 }
 
-// miss reads key through the inner strategy and stores the reply if it may.
-func (n *near) miss(ctx context.Context, key string) ([]byte, time.Duration, error) {
-	if !n.cacheable(key) {
-		if n.ttlGet != nil {
-			return n.ttlGet.GetWithTTL(ctx, key)
+// miss reads key through the inner strategy, appends its value to dst and
+// stores it if it may. The TTL is the key's on the server (UnknownTTL
+// when not read).
+func (n *near) miss(ctx context.Context, dst []byte, key string) ([]byte, time.Duration, error) {
+	cache := n.cacheable(key)
+	var t ticket
+	if cache {
+		t = n.s.reserve(key)
+	}
+	out, ttl, err := n.read(ctx, dst, key, cache)
+	if cache {
+		switch {
+		case err == nil:
+			n.s.settle(t, out[len(dst):], true, ttl)
+		case errors.Is(err, strategy.ErrNotFound):
+			n.s.settle(t, nil, false, strategy.NoTTL)
+		default:
+			n.s.release(t)
 		}
-		v, err := n.inner.Get(ctx, key)
-		return v, strategy.UnknownTTL, err
 	}
-	t := n.s.reserve(key)
-	var v []byte
-	var err error
-	ttl := strategy.UnknownTTL
-	if n.ttlGet != nil {
-		v, ttl, err = n.ttlGet.GetWithTTL(ctx, key)
-	} else {
-		v, err = n.inner.Get(ctx, key)
+	if err != nil {
+		return dst, 0, err
 	}
+	return out, ttl, nil
+}
+
+// read reads key through the inner strategy and appends its value to dst:
+// with its TTL when the inner strategy tells it and the key is to be
+// cached (no entry may outlive its key) or the caller asked for it (no
+// dst); else through the inner strategy's Appender when it has one.
+func (n *near) read(ctx context.Context, dst []byte, key string, cache bool) ([]byte, time.Duration, error) {
 	switch {
-	case err == nil:
-		n.s.settle(t, v, true, ttl)
-	case errors.Is(err, strategy.ErrNotFound):
-		n.s.settle(t, nil, false, strategy.NoTTL)
-	default:
-		n.s.release(t)
+	case n.ttlGet != nil && (cache || dst == nil):
+		v, ttl, err := n.ttlGet.GetWithTTL(ctx, key)
+		return appendValue(dst, v), ttl, err
+	case n.appender != nil && dst != nil:
+		out, err := n.appender.AppendGet(ctx, dst, key)
+		return out, strategy.UnknownTTL, err
 	}
-	return v, ttl, err
+	v, err := n.inner.Get(ctx, key)
+	return appendValue(dst, v), strategy.UnknownTTL, err
+}
+
+// appendValue appends v to dst; with no dst, v (already the caller's) is
+// the result, so that an empty value stays a non-nil empty slice.
+func appendValue(dst, v []byte) []byte {
+	if dst == nil {
+		return v
+	}
+	return append(dst, v...)
 }
 
 // MGet implements strategy.MultiGetter: local hits are served locally and
 // only the misses are fetched, in one call of the inner strategy's MGet
 // (through SlotGrouped when that is the inner strategy).
 func (n *near) MGet(ctx context.Context, keys []string) ([][]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	vs := make([][]byte, len(keys))
 	var missKeys []string
 	var missPos []int
+	hitBytes := 0
 	for i, k := range keys {
 		if e, ok := n.s.get(k); ok {
-			vs[i] = e.val
+			vs[i] = e.val // the cache's own slice, until copyHits
+			hitBytes += len(e.val)
 			continue
 		}
 		missKeys = append(missKeys, k)
 		missPos = append(missPos, i)
 	}
+	copyHits(vs, hitBytes)
 	if len(missKeys) == 0 {
-		return vs, ctx.Err()
+		return vs, nil
 	}
 	tickets := make([]ticket, 0, len(missKeys))
 	for _, k := range missKeys {
@@ -253,6 +309,20 @@ func (n *near) MGet(ctx context.Context, keys []string) ([][]byte, error) {
 	return vs, err
 }
 
+// copyHits replaces the cached values in vs (n bytes in all) by copies in
+// one allocation, each capped at its length so that appending to one
+// never writes into the next.
+func copyHits(vs [][]byte, n int) {
+	buf := make([]byte, 0, n)
+	for i, v := range vs {
+		if v != nil {
+			off := len(buf)
+			buf = append(buf, v...)
+			vs[i] = buf[off:len(buf):len(buf)]
+		}
+	}
+}
+
 // fetch reads keys through the inner strategy, with their TTLs when it
 // can tell them (UnknownTTL otherwise).
 func (n *near) fetch(ctx context.Context, keys []string) ([][]byte, []time.Duration, error) {
@@ -286,26 +356,31 @@ func (n *near) fetch(ctx context.Context, keys []string) ([][]byte, []time.Durat
 // the write returns (acknowledged or failed), voiding every read of the
 // key still in flight: this process reads its own write at once.
 func (n *near) Set(ctx context.Context, key string, value []byte, ttl time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	n.s.drop(key)
 	err := n.inner.Set(ctx, key, value, ttl)
 	n.s.invalidate(key)
 	return err
 }
 
-// Del implements strategy.Backend.
+// Del implements strategy.Backend, invalidating as Set does.
 func (n *near) Del(ctx context.Context, keys ...string) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
 	n.s.drop(keys...)
 	c, err := n.inner.Del(ctx, keys...)
-	n.invalidateAll(keys)
+	n.s.invalidate(keys...)
 	return c, err
 }
 
-func (n *near) invalidateAll(keys []string) {
-	n.s.invalidate(keys...)
-}
-
-// MSet implements strategy.MultiSetter.
+// MSet implements strategy.MultiSetter, invalidating as Set does.
 func (n *near) MSet(ctx context.Context, kv map[string][]byte, ttl time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	keys := make([]string, 0, len(kv))
 	for k := range kv {
 		keys = append(keys, k)
@@ -321,41 +396,63 @@ func (n *near) MSet(ctx context.Context, kv map[string][]byte, ttl time.Duration
 			}
 		}
 	}
-	n.invalidateAll(keys)
+	n.s.invalidate(keys...)
 	return err
 }
 
-// Do implements strategy.Doer. The command's first key (its second
-// argument) is invalidated locally before it is sent and once it returns,
-// as a write would need; writes to other keys are seen once the server's
-// invalidation arrives.
+// Do implements strategy.Doer. A command that may write a key (told by
+// the server's own key specifications, internal/command) invalidates its
+// keys as Set does: dropped before it is sent, invalidated once it
+// returns. FLUSHALL, FLUSHDB and SWAPDB flush the local cache before they
+// are sent and again before Do returns, and so does a write whose keys
+// cannot be told — a command the table does not know, SORT … STORE, a
+// malformed key count: correct first. Read-only commands touch nothing.
 func (n *near) Do(ctx context.Context, args ...any) (any, error) {
 	if n.do == nil {
 		return nil, fmt.Errorf("%w: Do on %T", strategy.ErrUnsupported, n.inner)
 	}
-	key, hasKey := "", len(args) > 1
-	if hasKey {
-		switch k := args[1].(type) {
-		case string:
-			key = k
-		case []byte:
-			key = string(k)
-		default:
-			hasKey = false
-		}
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
-	if hasKey {
-		n.s.drop(key)
+	keys, flush := written(args)
+	switch {
+	case flush:
+		n.s.void() // no hit of what the command is about to replace
+		v, err := n.do.Do(ctx, args...)
+		n.s.flush() // nor of a read that overtook it
+		return v, err
+	case len(keys) > 0:
+		n.s.drop(keys...)
+		v, err := n.do.Do(ctx, args...)
+		n.s.invalidate(keys...)
+		return v, err
 	}
-	v, err := n.do.Do(ctx, args...)
-	if hasKey {
-		n.s.invalidate(key)
+	return n.do.Do(ctx, args...)
+}
+
+// written tells what the command in args may write: keys, or any key
+// (flush) when they cannot be told or the command replaces a database.
+func written(args []any) (keys []string, flush bool) {
+	keys, spec, ok := command.Keys(args)
+	switch {
+	case spec == nil:
+		return nil, true // unknown: it may write anything
+	case !spec.Writes():
+		return nil, false
+	case spec.Name == "flushall" || spec.Name == "flushdb" || spec.Name == "swapdb":
+		return nil, true
+	case !ok:
+		return nil, true
 	}
-	return v, err
+	return keys, false
 }
 
 // Stats implements strategy.Statser: the inner strategy's statistics with
-// the local cache's.
+// the local cache's. LocalFlushes counts FLUSHALL, FLUSHDB and SWAPDB
+// (sent through Do, and each null invalidation message), writes whose
+// keys could not be told, and each loss and recovery of the invalidation
+// connections; not the subscription at Open nor Close. Stats works after
+// Close.
 func (n *near) Stats() strategy.Stats {
 	var s strategy.Stats
 	if st, ok := n.inner.(strategy.Statser); ok {

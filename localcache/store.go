@@ -41,6 +41,7 @@ type store struct {
 	mu      sync.Mutex
 	pending map[string]*reservation
 	closed  bool // set under mu and closeMu; no ristretto write after it
+	wasUp   bool // under mu: up was called before (the first is no flush)
 
 	// closeMu keeps close from closing ristretto under an invalidation
 	// (held shared around its Del and Wait): ristretto panics on a Del
@@ -248,21 +249,55 @@ func (s *store) remove(keys []string, wait bool) {
 	s.closeMu.RUnlock()
 }
 
-// flush voids every entry and every read in flight, at once.
+// flush voids every entry and every read in flight, at once, and counts
+// it in LocalFlushes.
 func (s *store) flush() {
-	s.gen.Add(1)
+	s.void()
 	s.flushes.Add(1)
 }
 
-// setHealthy records whether every invalidation connection is
-// subscribed. Both transitions flush: going down, because invalidations
-// may be missed from now on; coming back, because they may have been
-// missed by reads that started while down.
-func (s *store) setHealthy(ok bool) {
-	if s.healthy.Swap(ok) != ok || !ok {
+// void is flush without counting it: the half of a flush a command of
+// this process does before it is sent (see near.Do), the other half being
+// counted when it returns.
+func (s *store) void() { s.gen.Add(1) }
+
+// down records that an invalidation connection is lost: invalidations may
+// be missed from now on, so nothing is served or stored until up. The
+// loss of a healthy store flushes it (and counts); while already down
+// there is nothing left to flush.
+func (s *store) down() {
+	if s.healthy.Swap(false) {
 		s.flush()
 	}
 }
+
+// up records that every invalidation connection is subscribed. The flush
+// comes before the store is healthy again, under mu so that no settle
+// falls between the two: a read reserved until then — while down, or
+// before the subscription was confirmed — carries an older generation and
+// can never store its reply, let alone serve it; a read reserved after
+// the flush was sent after the subscription, so a later write's
+// invalidation reaches its reservation or its entry. The first up (at
+// Open) is not counted: the cache was empty.
+func (s *store) up() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.healthy.Load() {
+		return
+	}
+	if s.wasUp {
+		s.flush()
+	} else {
+		s.void()
+		s.wasUp = true
+	}
+	s.healthy.Store(true)
+}
+
+// stopServing makes the store serve and store nothing from now on, as
+// down does, without counting a flush: what Close does before it closes
+// the invalidation connections.
+func (s *store) stopServing() { s.healthy.Store(false) }
 
 // close closes ristretto once no invalidation is using it; calls still in
 // flight then store and delete nothing.

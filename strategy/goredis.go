@@ -1,14 +1,20 @@
 package strategy
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"math/big"
+	"slices"
+	"strconv"
 	"sync/atomic"
 	"time"
 
 	redigo "github.com/gomodule/redigo/redis"
 	"github.com/redis/go-redis/v9"
+	"github.com/redisx-go/kit/internal/command"
 )
 
 // GoRedis adopts a go-redis client a service already has, so that redisx
@@ -19,8 +25,28 @@ import (
 // Close does not close the client unless CloseClient is set: whoever made
 // it owns it. go-redis applies a context's deadline to a call only when
 // the client was made with ContextTimeoutEnabled; without it the client's
-// own ReadTimeout bounds a call. Do returns go-redis's reply types (strings for bulk replies)
-// rather than redigo's.
+// own ReadTimeout bounds a call.
+//
+// Do returns redigo's types, as every strategy does, converted from
+// go-redis's (RESP2 or RESP3) replies: bulk strings as []byte; integers
+// as int64; arrays and RESP3 sets as []any; a missing value as nil;
+// RESP3 maps flattened to []any of key, value, key, value… (sorted by
+// key: go-redis has lost the server's order); doubles and big numbers as
+// the []byte text RESP2 sends for them ("1.5", "inf"); booleans as int64
+// 1 or 0; error replies inside an array as redigo's redis.Error. go-redis
+// reads status replies and bulk strings alike, so a status is told by
+// its command: "OK" from any command not flagged read-only, PING's
+// "PONG" and TYPE's reply are strings, as status replies are elsewhere.
+// (A write command that returns a stored value, LPOP say, returns a
+// stored "OK" as a string too.) The types are the same, not always the
+// shapes: where RESP3 itself nests a reply differently (ZRANGE …
+// WITHSCORES as [member, score] pairs), make the client speak RESP2
+// (go-redis's Options.Protocol 2) to get RESP2's shapes.
+//
+// A multi-key read that fails for one key — a connection error, or a
+// server error such as WRONGTYPE when MGetWithTTL reads a list key —
+// fails the whole call: a failed read is never reported as a missing
+// key.
 type GoRedis struct {
 	// Client is the go-redis client to use. Required.
 	Client redis.UniversalClient
@@ -160,10 +186,78 @@ func (g *goRedisBackend) Do(ctx context.Context, args ...any) (any, error) {
 		return nil, err
 	}
 	v, err := g.rdb.Do(ctx, args...).Result()
-	if errors.Is(err, redis.Nil) {
+	switch {
+	case errors.Is(err, redis.Nil):
 		return nil, nil
+	case err != nil:
+		return nil, goRedisError(argName(args, 0), err)
 	}
-	return v, goRedisError(argName(args, 0), err)
+	if s, ok := v.(string); ok && statusReply(args, s) {
+		return s, nil
+	}
+	return redigoReply(v), nil
+}
+
+// statusReply reports whether s, the reply to the command in args, was a
+// status reply rather than a bulk string (go-redis reads both as a
+// string): see GoRedis's doc.
+func statusReply(args []any, s string) bool {
+	spec := command.Lookup(args)
+	switch {
+	case spec == nil:
+		return s == "OK"
+	case spec.Name == "ping":
+		return len(args) == 1 && s == "PONG"
+	case spec.Name == "type":
+		return true
+	}
+	return s == "OK" && spec.Flags&command.ReadOnly == 0
+}
+
+// redigoReply converts a go-redis reply (below the top level) to
+// redigo's types: see GoRedis's doc.
+func redigoReply(v any) any {
+	switch v := v.(type) {
+	case string:
+		return []byte(v)
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			out[i] = redigoReply(e)
+		}
+		return out
+	case map[any]any:
+		pairs := make([][2]any, 0, len(v))
+		for k, e := range v {
+			pairs = append(pairs, [2]any{k, e})
+		}
+		slices.SortFunc(pairs, func(a, b [2]any) int { return cmp.Compare(fmt.Sprint(a[0]), fmt.Sprint(b[0])) })
+		out := make([]any, 0, 2*len(v))
+		for _, p := range pairs {
+			out = append(out, redigoReply(p[0]), redigoReply(p[1]))
+		}
+		return out
+	case float64:
+		switch {
+		case math.IsInf(v, 1):
+			return []byte("inf")
+		case math.IsInf(v, -1):
+			return []byte("-inf")
+		case math.IsNaN(v):
+			return []byte("nan")
+		}
+		return strconv.AppendFloat(nil, v, 'g', -1, 64)
+	case *big.Int:
+		return []byte(v.String())
+	case bool:
+		if v {
+			return int64(1)
+		}
+		return int64(0)
+	case redis.Error:
+		return redigo.Error(v.Error())
+	}
+	return v // int64, nil
 }
 
 func (g *goRedisBackend) Stats() Stats {

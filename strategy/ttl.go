@@ -207,7 +207,9 @@ func (g *slotGrouped) MGetWithTTL(ctx context.Context, keys []string) ([][]byte,
 	return vs, ttls, nil
 }
 
-// GetWithTTL implements TTLGetter with a pipelined GET and PTTL.
+// GetWithTTL implements TTLGetter with a pipelined GET and PTTL. The
+// GET's own reply decides: a value (with UnknownTTL should the PTTL
+// fail), ErrNotFound, or its error.
 func (g *goRedisBackend) GetWithTTL(ctx context.Context, key string) ([]byte, time.Duration, error) {
 	if err := g.check(ctx); err != nil {
 		return nil, 0, err
@@ -215,21 +217,30 @@ func (g *goRedisBackend) GetWithTTL(ctx context.Context, key string) ([]byte, ti
 	p := g.rdb.Pipeline()
 	get := p.Get(ctx, key)
 	ttl := p.PTTL(ctx, key)
-	_, err := p.Exec(ctx)
-	if errors.Is(get.Err(), redis.Nil) {
+	_, _ = p.Exec(ctx) // errors are read per command below
+	v, err := get.Bytes()
+	switch {
+	case errors.Is(err, redis.Nil):
 		return nil, 0, ErrNotFound
+	case err != nil:
+		return nil, 0, goRedisReadError(ctx, "get", err)
 	}
-	if err != nil {
-		return nil, 0, goRedisError("get", err)
-	}
-	return []byte(get.Val()), goRedisTTL(ttl), nil
+	return v, goRedisTTL(ttl), nil
 }
 
-// MGetWithTTL implements TTLGetter with a pipelined MGET and PTTLs (per
-// key on a cluster client, which splits pipelines by node itself).
+// MGetWithTTL implements TTLGetter with pipelined GETs and PTTLs (per key,
+// so that a cluster client splits the pipeline by node itself). Any GET
+// that fails — a connection error, or a server error such as WRONGTYPE
+// for a key that holds a list — fails the whole call: a failed read is
+// never reported as a missing key. go-redis's own Exec error is not
+// enough to tell: it is the first command's error, redis.Nil for a
+// missing key even when a later command failed.
 func (g *goRedisBackend) MGetWithTTL(ctx context.Context, keys []string) ([][]byte, []time.Duration, error) {
 	if err := g.check(ctx); err != nil {
 		return nil, nil, err
+	}
+	if len(keys) == 0 {
+		return [][]byte{}, []time.Duration{}, nil
 	}
 	p := g.rdb.Pipeline()
 	gets := make([]*redis.StringCmd, len(keys))
@@ -238,18 +249,32 @@ func (g *goRedisBackend) MGetWithTTL(ctx context.Context, keys []string) ([][]by
 		gets[i] = p.Get(ctx, k)
 		ttls[i] = p.PTTL(ctx, k)
 	}
-	if _, err := p.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return nil, nil, goRedisError("mget", err)
-	}
+	_, _ = p.Exec(ctx) // errors are read per command below
 	vs := make([][]byte, len(keys))
 	ds := make([]time.Duration, len(keys))
 	for i := range keys {
-		if gets[i].Err() == nil {
-			vs[i] = []byte(gets[i].Val())
+		v, err := gets[i].Bytes()
+		switch {
+		case errors.Is(err, redis.Nil):
+		case err != nil:
+			return nil, nil, goRedisReadError(ctx, "mget", err)
+		default:
+			vs[i] = v
 		}
 		ds[i] = goRedisTTL(ttls[i])
 	}
 	return vs, ds, nil
+}
+
+// goRedisReadError is goRedisError for one command of a pipeline: when
+// ctx is done its error is the call's, as it is for a single command —
+// a deadline that passes mid-read reaches the pipeline's commands as the
+// socket's i/o timeout.
+func goRedisReadError(ctx context.Context, cmd string, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return goRedisError(cmd, err)
 }
 
 func goRedisTTL(c *redis.DurationCmd) time.Duration {

@@ -53,6 +53,8 @@ func Run(t *testing.T, opts redisx.Options) {
 		{"UseAfterClose", s.useAfterClose},
 		{"CloseLeavesNoGoroutine", s.closeLeavesNoGoroutine},
 		{"ConcurrentCancellationNeverMisdelivers", s.cancellationStorm},
+		{"ReturnedBytesAreTheCallers", s.returnedBytesAreTheCallers},
+		{"DoReplyTypes", s.doReplyTypes},
 	} {
 		t.Run(tc.name, tc.fn)
 	}
