@@ -1,6 +1,8 @@
 package strategy
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -148,10 +150,17 @@ func checkCommand(args []any) (commandClass, error) {
 }
 
 // replyError wraps a reply-level error (a server error reply, kept as a
-// redis.Error for errors.As, or a reply of an unexpected type) of cmd.
+// redis.Error for errors.As, or a reply of an unexpected type) of cmd. An
+// error that already carries one of this package's sentinels, or a
+// context's error, is returned as it is: one "redisx:" prefix per error.
 func replyError(cmd string, err error) error {
 	if err == nil {
 		return nil
+	}
+	for _, own := range [...]error{ErrConnection, ErrClosed, ErrNotFound, ErrInvalidArgument, ErrUnsupported, context.Canceled, context.DeadlineExceeded} {
+		if errors.Is(err, own) {
+			return err
+		}
 	}
 	return fmt.Errorf("redisx: %s: %w", cmd, err)
 }
