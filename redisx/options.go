@@ -37,10 +37,19 @@ type Options struct {
 	// Zero: 5 s.
 	DialTimeout time.Duration
 	// ReadTimeout bounds the wait for a reply when the call's context has
-	// no deadline; a connection silent for longer is discarded. Zero: 3 s;
-	// negative: no bound (the context alone decides).
+	// no deadline. The rule: a call waits for its reply until its
+	// context ends; when the context has no deadline, at most until
+	// ReadTimeout after its request was sent, extended by a blocking
+	// command's own block time (BLPOP key 5 may wait ReadTimeout + 5 s;
+	// BLPOP key 0, XREAD BLOCK 0 and WAIT n 0 wait until their context
+	// ends). A connection is discarded only when a reply is overdue under
+	// that rule, and then within half a ReadTimeout; the call fails with
+	// ErrConnection. Zero: 3 s; negative: no bound (the context alone
+	// decides).
 	ReadTimeout time.Duration
-	// WriteTimeout bounds writing a request. Zero: 3 s; negative: none.
+	// WriteTimeout bounds each write of a shared (Multiplexed)
+	// connection; with Pool a request is written under its call's read
+	// deadline. Zero: 3 s; negative: none.
 	WriteTimeout time.Duration
 
 	// TTLJitter shortens the ttl of each value GetOrLoad stores by a random

@@ -83,6 +83,12 @@ type call struct {
 	state atomic.Uint32
 	reply
 	pipe []reply // replyPipe: the replies of a pipeline, owned by the caller
+	// deadline is the caller's context deadline in Unix nanoseconds, 0 for
+	// none: how long the watchdog lets the connection wait for this reply.
+	deadline int64
+	// fail is the connection's failure when it failed before the reply
+	// was read; the reply is then empty.
+	fail error
 }
 
 const (
@@ -101,19 +107,24 @@ func (cl *call) read(r *resp.Reader) error {
 
 type callPool struct{ p sync.Pool }
 
-func (cp *callPool) get(kind replyKind, n int) *call {
+// get returns a waiting call for a caller whose context is ctx.
+func (cp *callPool) get(ctx context.Context) *call {
 	c, _ := cp.p.Get().(*call)
 	if c == nil {
 		c = &call{done: make(chan struct{}, 1)}
 	}
 	c.state.Store(callWaiting)
-	c.kind, c.n = kind, n
+	if d, ok := ctx.Deadline(); ok {
+		c.deadline = d.UnixNano()
+	}
 	return c
 }
 
 func (cp *callPool) put(c *call) {
 	c.reply = reply{}
 	c.pipe = nil
+	c.deadline = 0
+	c.fail = nil
 	cp.p.Put(c)
 }
 

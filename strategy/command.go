@@ -1,7 +1,11 @@
 package strategy
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 	"time"
 
@@ -95,10 +99,8 @@ func classify(args []any) commandClass {
 	case "BLPOP", "BRPOP", "BRPOPLPUSH", "BLMOVE", "BLMPOP", "BZPOPMIN", "BZPOPMAX", "BZMPOP", "WAIT", "WAITAOF":
 		return classBlocking
 	case "XREAD", "XREADGROUP":
-		for i := 1; i < len(args); i++ {
-			if strings.EqualFold(argName(args, i), "BLOCK") {
-				return classBlocking
-			}
+		if _, ok := xreadBlock(args); ok {
+			return classBlocking
 		}
 	case "SUBSCRIBE", "PSUBSCRIBE", "SSUBSCRIBE", "UNSUBSCRIBE", "PUNSUBSCRIBE", "SUNSUBSCRIBE",
 		"MONITOR", "MULTI", "EXEC", "DISCARD", "WATCH", "UNWATCH", "SELECT", "AUTH", "HELLO",
@@ -148,12 +150,139 @@ func checkCommand(args []any) (commandClass, error) {
 }
 
 // replyError wraps a reply-level error (a server error reply, kept as a
-// redis.Error for errors.As, or a reply of an unexpected type) of cmd.
+// redis.Error for errors.As, or a reply of an unexpected type) of cmd. An
+// error that already carries one of this package's sentinels, or a
+// context's error, is returned as it is: one "redisx:" prefix per error.
 func replyError(cmd string, err error) error {
 	if err == nil {
 		return nil
 	}
+	for _, own := range [...]error{ErrConnection, ErrClosed, ErrNotFound, ErrInvalidArgument, ErrUnsupported, context.Canceled, context.DeadlineExceeded} {
+		if errors.Is(err, own) {
+			return err
+		}
+	}
 	return fmt.Errorf("redisx: %s: %w", cmd, err)
+}
+
+// blockTime returns how long the blocking command args may keep the server
+// from answering: its own timeout argument, by which a read deadline is
+// extended, as go-redis and rueidis do. A timeout of 0 blocks until there
+// is data: blockTime returns blockForever. Any other command, and a
+// timeout the server refuses at once (negative, not a number), return 0.
+//
+// The timeout is the last argument of BLPOP, BRPOP, BRPOPLPUSH, BLMOVE,
+// BZPOPMIN and BZPOPMAX, the first after the name of BLMPOP and BZMPOP (in
+// seconds, fractions allowed); the value of the BLOCK option of XREAD and
+// XREADGROUP, and the last argument of WAIT and WAITAOF (in milliseconds).
+func blockTime(args []any) time.Duration {
+	if len(args) < 2 {
+		return 0
+	}
+	var arg any
+	unit := time.Second
+	switch strings.ToUpper(argName(args, 0)) {
+	case "BLPOP", "BRPOP", "BRPOPLPUSH", "BLMOVE", "BZPOPMIN", "BZPOPMAX":
+		arg = args[len(args)-1]
+	case "BLMPOP", "BZMPOP":
+		arg = args[1]
+	case "WAIT":
+		if len(args) != 3 {
+			return 0
+		}
+		arg, unit = args[2], time.Millisecond
+	case "WAITAOF":
+		if len(args) != 4 {
+			return 0
+		}
+		arg, unit = args[3], time.Millisecond
+	case "XREAD", "XREADGROUP":
+		i, ok := xreadBlock(args)
+		if !ok {
+			return 0
+		}
+		arg, unit = args[i], time.Millisecond
+	default:
+		return 0
+	}
+	f, ok := number(arg)
+	switch {
+	case !ok || f < 0 || math.IsNaN(f):
+		return 0
+	case f == 0:
+		return blockForever
+	case f*float64(unit) > float64(maxBlock):
+		return maxBlock
+	}
+	return time.Duration(f * float64(unit))
+}
+
+const (
+	// blockForever is the block time of a command with timeout 0.
+	blockForever time.Duration = math.MaxInt64
+	// maxBlock caps a finite block time far beyond any sensible one, so
+	// that adding it to a deadline cannot overflow.
+	maxBlock = 100 * 365 * 24 * time.Hour
+)
+
+// xreadBlock returns the index of the value of the BLOCK option of an
+// XREAD or XREADGROUP command: an option before STREAMS, where the stream
+// names begin (a stream may be called BLOCK).
+func xreadBlock(args []any) (int, bool) {
+	i := 1
+	if strings.EqualFold(argName(args, 0), "XREADGROUP") {
+		i = 4 // after GROUP group consumer
+	}
+	for ; i < len(args)-1; i++ {
+		switch strings.ToUpper(argName(args, i)) {
+		case "BLOCK":
+			return i + 1, true
+		case "COUNT":
+			i++ // skip its value
+		case "STREAMS":
+			return 0, false
+		}
+	}
+	return 0, false
+}
+
+// number reads a numeric command argument as the server would.
+func number(arg any) (float64, bool) {
+	var s string
+	switch v := arg.(type) {
+	case string:
+		s = v
+	case []byte:
+		s = string(v)
+	case int:
+		return float64(v), true
+	case int64:
+		return float64(v), true
+	case int32:
+		return float64(v), true
+	case int16:
+		return float64(v), true
+	case int8:
+		return float64(v), true
+	case uint:
+		return float64(v), true
+	case uint64:
+		return float64(v), true
+	case uint32:
+		return float64(v), true
+	case uint16:
+		return float64(v), true
+	case uint8:
+		return float64(v), true
+	case float64:
+		return v, true
+	case float32:
+		return float64(v), true
+	default:
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	return f, err == nil
 }
 
 // appendArrayHeader starts a command of n elements named cmd.

@@ -17,10 +17,18 @@ import (
 // reader goroutine matches replies to callers in order. A caller whose
 // context ends leaves at once; its reply is still read and dropped, so no
 // reply ever reaches the wrong caller. A connection that fails fails its
-// in-flight calls with ErrConnection and is redialled by the next call.
-// Blocking commands (BLPOP, XREAD BLOCK, WAIT…) run on a small pool of
-// dedicated connections instead, and commands that change a
-// connection's state are refused.
+// in-flight calls with ErrConnection and is redialled by the next call;
+// the dial is shared by the callers that need it meanwhile, each waiting
+// within its own context. Blocking commands (BLPOP, XREAD BLOCK, WAIT…)
+// run on a small pool of dedicated connections instead, and commands that
+// change a connection's state are refused.
+//
+// Replies on a shared connection come in order, so Config.ReadTimeout's
+// rule is applied to the call whose reply comes next: the connection is
+// failed when that reply is overdue for that call — after its context's
+// deadline, and never sooner than ReadTimeout after it was sent — and the
+// calls queued behind it fail with it. Close fails the calls in flight
+// with ErrClosed.
 //
 // The zero value is one connection per node.
 type Multiplexed struct {
@@ -101,11 +109,14 @@ type muxNode struct {
 	calls callPool
 
 	closed   atomic.Bool
-	wg       sync.WaitGroup // every connection's reader and writer, and the watchdog
+	life     context.Context // the node's own: dials run under it; Close cancels it
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup // every connection's reader and writer, dials, and the watchdog
 	stop     chan struct{}
 	sideOnce sync.Once
 	side     *poolNode // dedicated connections for blocking commands
 	sideErr  error
+	sideOpen atomic.Pointer[poolNode] // side, once made: for Stats
 
 	dials, dialErrors, broken, flushes, commands atomic.Int64
 }
@@ -113,9 +124,19 @@ type muxNode struct {
 type muxSlot struct {
 	cur     atomic.Pointer[muxConn]
 	mu      sync.Mutex
-	dialing *dialWait // non-nil while a dial runs
+	dialing *muxDial // non-nil while a dial runs
 }
 
+// muxDial is one dial of a slot's connection, shared by every caller that
+// needs the connection meanwhile.
+type muxDial struct {
+	done chan struct{} // closed when c or err is set
+	c    *muxConn
+	err  error
+}
+
+// dialWait is one shared piece of work (a slot-map refresh) that callers
+// wait for within their own context.
 type dialWait struct {
 	done chan struct{}
 	err  error
@@ -123,6 +144,7 @@ type dialWait struct {
 
 func newMuxNode(cfg Config, addr string, opts Multiplexed) *muxNode {
 	n := &muxNode{cfg: cfg, addr: addr, opts: opts, slots: make([]muxSlot, opts.Conns), stop: make(chan struct{})}
+	n.life, n.cancel = context.WithCancel(context.Background())
 	if cfg.ReadTimeout > 0 {
 		n.wg.Add(1)
 		go n.watchdog(cfg.ReadTimeout)
@@ -145,59 +167,63 @@ func (n *muxNode) route(key string) int {
 }
 
 // conn returns slot i's live connection, dialling one if needed. Only one
-// dial runs per slot; concurrent callers wait for it within their context
-// and share its outcome, so a dead server does not cause a dial storm.
+// dial runs per slot, so a dead server does not cause a dial storm; it
+// runs on its own goroutine under the node's context and DialTimeout, not
+// under any caller's context, and every caller — the one that started it
+// included — waits for it within its own context: a caller with a short
+// deadline gives up alone and leaves the dial to the others.
 func (n *muxNode) conn(ctx context.Context, i int) (*muxConn, error) {
 	s := &n.slots[i]
 	if c := s.cur.Load(); c != nil && !c.broken.Load() {
 		return c, nil
 	}
-	for {
-		s.mu.Lock()
-		if c := s.cur.Load(); c != nil && !c.broken.Load() {
-			s.mu.Unlock()
-			return c, nil
-		}
-		if n.closed.Load() {
-			s.mu.Unlock()
-			return nil, ErrClosed
-		}
-		if w := s.dialing; w != nil {
-			s.mu.Unlock()
-			select {
-			case <-w.done:
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			}
-			if w.err != nil {
-				return nil, w.err
-			}
-			continue
-		}
-		w := &dialWait{done: make(chan struct{})}
-		s.dialing = w
+	s.mu.Lock()
+	if c := s.cur.Load(); c != nil && !c.broken.Load() {
 		s.mu.Unlock()
-
-		nc, err := dial(ctx, &n.cfg, n.addr)
-		n.dials.Add(1)
-		var c *muxConn
-		s.mu.Lock()
-		s.dialing = nil
-		switch {
-		case err != nil:
-			n.dialErrors.Add(1)
-		case n.closed.Load():
-			nc.Close()
-			err = ErrClosed
-		default:
-			c = n.startConn(nc)
-			s.cur.Store(c)
-		}
-		w.err = err
-		close(w.done)
-		s.mu.Unlock()
-		return c, err
+		return c, nil
 	}
+	if n.closed.Load() {
+		s.mu.Unlock()
+		return nil, ErrClosed
+	}
+	d := s.dialing
+	if d == nil {
+		d = &muxDial{done: make(chan struct{})}
+		s.dialing = d
+		n.wg.Add(1) // under s.mu, before Close (which takes s.mu) can wait
+		go n.redial(s, d)
+	}
+	s.mu.Unlock()
+	select {
+	case <-d.done:
+		return d.c, d.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// redial opens slot s's connection and reports it to d's waiters.
+func (n *muxNode) redial(s *muxSlot, d *muxDial) {
+	defer n.wg.Done()
+	nc, err := dial(n.life, &n.cfg, n.addr)
+	n.dials.Add(1)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.dialing = nil
+	switch {
+	case n.closed.Load():
+		if nc != nil {
+			nc.Close()
+		}
+		err = ErrClosed
+	case err != nil:
+		n.dialErrors.Add(1)
+	default:
+		d.c = n.startConn(nc)
+		s.cur.Store(d.c)
+	}
+	d.err = err
+	close(d.done)
 }
 
 // enqueue returns connection i locked for encoding, after checking the
@@ -213,74 +239,55 @@ func (n *muxNode) enqueue(ctx context.Context, i int) (*muxConn, error) {
 	if err != nil {
 		return nil, err
 	}
-	if c.pending.Add(1) > int64(n.opts.MaxPending) {
-		if err := c.waitRoom(ctx, int64(n.opts.MaxPending)); err != nil {
+	if limit := int64(n.opts.MaxPending); !c.reserve(limit) {
+		if err := c.waitRoom(ctx, limit); err != nil {
 			return nil, err
 		}
 	}
 	return c, c.lockForEnqueue()
 }
 
-// waitRoom is the slow path of a full connection: poll for room within
-// ctx. The caller's pending slot has been counted already.
-func (c *muxConn) waitRoom(ctx context.Context, limit int64) error {
-	c.pending.Add(-1)
-	t := time.NewTimer(50 * time.Microsecond)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-c.quit:
-			return connError(c.node.addr, ErrClosed)
-		case <-t.C:
-		}
-		if c.pending.Add(1) <= limit {
-			return nil
-		}
-		c.pending.Add(-1)
-		t.Reset(200 * time.Microsecond)
+// roundTrip is one command on connection i: it encodes the command with
+// enc into the connection's write buffer, queues a call for its reply,
+// waits for it within ctx and decodes it into rp (whose kind, and for a
+// run of SETs n, say what to expect). It returns the context's error, the
+// connection's failure, or rp's reply error wrapped with cmd.
+func (n *muxNode) roundTrip(ctx context.Context, i int, cmd string, rp *reply, enc func([]byte) []byte) error {
+	c, err := n.enqueue(ctx, i)
+	if err != nil {
+		return err
 	}
+	c.wbuf = enc(c.wbuf)
+	cl := n.calls.get(ctx)
+	cl.reply = *rp
+	c.push(cl, int64(max(rp.n, 1)))
+	if err := wait(ctx, cl); err != nil {
+		return err
+	}
+	*rp, err = cl.reply, cl.fail
+	n.calls.put(cl)
+	if err != nil {
+		return err
+	}
+	return replyError(cmd, rp.err)
 }
 
 // Get implements Backend.
 func (n *muxNode) Get(ctx context.Context, key string) ([]byte, error) {
-	c, err := n.enqueue(ctx, n.route(key))
-	if err != nil {
+	rp := reply{kind: replyBulk}
+	if err := n.roundTrip(ctx, n.route(key), "get", &rp, func(b []byte) []byte { return appendGet(b, key) }); err != nil {
 		return nil, err
 	}
-	cl := n.calls.get(replyBulk, 1)
-	c.wbuf = appendGet(c.wbuf, key)
-	c.push(cl, 1)
-	if err := wait(ctx, cl); err != nil {
-		return nil, err
-	}
-	v, err := cl.val, cl.err
-	n.calls.put(cl)
-	switch {
-	case err != nil:
-		return nil, replyError("get", err)
-	case v == nil:
+	if rp.val == nil {
 		return nil, ErrNotFound
 	}
-	return v, nil
+	return rp.val, nil
 }
 
 // Set implements Backend.
 func (n *muxNode) Set(ctx context.Context, key string, value []byte, ttl time.Duration) error {
-	c, err := n.enqueue(ctx, n.route(key))
-	if err != nil {
-		return err
-	}
-	cl := n.calls.get(replyOK, 1)
-	c.wbuf = appendSet(c.wbuf, key, value, ttl)
-	c.push(cl, 1)
-	if err := wait(ctx, cl); err != nil {
-		return err
-	}
-	err = cl.err
-	n.calls.put(cl)
-	return replyError("set", err)
+	rp := reply{kind: replyOK}
+	return n.roundTrip(ctx, n.route(key), "set", &rp, func(b []byte) []byte { return appendSet(b, key, value, ttl) })
 }
 
 // Del implements Backend.
@@ -288,19 +295,9 @@ func (n *muxNode) Del(ctx context.Context, keys ...string) (int64, error) {
 	if len(keys) == 0 {
 		return 0, nil
 	}
-	c, err := n.enqueue(ctx, n.route(keys[0]))
-	if err != nil {
-		return 0, err
-	}
-	cl := n.calls.get(replyInt, 1)
-	c.wbuf = appendKeys(c.wbuf, "DEL", keys)
-	c.push(cl, 1)
-	if err := wait(ctx, cl); err != nil {
-		return 0, err
-	}
-	v, err := cl.num, cl.err
-	n.calls.put(cl)
-	return v, replyError("del", err)
+	rp := reply{kind: replyInt}
+	err := n.roundTrip(ctx, n.route(keys[0]), "del", &rp, func(b []byte) []byte { return appendKeys(b, "DEL", keys) })
+	return rp.num, err
 }
 
 // MGet implements MultiGetter.
@@ -308,23 +305,11 @@ func (n *muxNode) MGet(ctx context.Context, keys []string) ([][]byte, error) {
 	if len(keys) == 0 {
 		return [][]byte{}, nil
 	}
-	c, err := n.enqueue(ctx, n.route(keys[0]))
-	if err != nil {
+	rp := reply{kind: replyBulks, vals: make([][]byte, len(keys))}
+	if err := n.roundTrip(ctx, n.route(keys[0]), "mget", &rp, func(b []byte) []byte { return appendKeys(b, "MGET", keys) }); err != nil {
 		return nil, err
 	}
-	cl := n.calls.get(replyBulks, 1)
-	cl.vals = make([][]byte, len(keys))
-	c.wbuf = appendKeys(c.wbuf, "MGET", keys)
-	c.push(cl, 1)
-	if err := wait(ctx, cl); err != nil {
-		return nil, err
-	}
-	vs, err := cl.vals, cl.err
-	n.calls.put(cl)
-	if err != nil {
-		return nil, replyError("mget", err)
-	}
-	return vs, nil
+	return rp.vals, nil
 }
 
 // MSet implements MultiSetter: one MSET without a ttl, otherwise one
@@ -338,20 +323,11 @@ func (n *muxNode) MSet(ctx context.Context, kv map[string][]byte, ttl time.Durat
 		first = k
 		break
 	}
-	c, err := n.enqueue(ctx, n.route(first))
-	if err != nil {
-		return err
-	}
-	var replies int
-	c.wbuf, replies = appendMSet(c.wbuf, kv, ttl)
-	cl := n.calls.get(replyOK, replies)
-	c.push(cl, int64(replies))
-	if err := wait(ctx, cl); err != nil {
-		return err
-	}
-	err = cl.err
-	n.calls.put(cl)
-	return replyError("mset", err)
+	rp := reply{kind: replyOK}
+	return n.roundTrip(ctx, n.route(first), "mset", &rp, func(b []byte) []byte {
+		b, rp.n = appendMSet(b, kv, ttl)
+		return b
+	})
 }
 
 // Do implements Doer. Blocking commands run on a dedicated connection.
@@ -367,31 +343,20 @@ func (n *muxNode) Do(ctx context.Context, args ...any) (any, error) {
 		}
 		return side.Do(ctx, args...)
 	}
-	c, err := n.enqueue(ctx, 0)
-	if err != nil {
+	rp := reply{kind: replyAny}
+	if err := n.roundTrip(ctx, 0, argName(args, 0), &rp, func(b []byte) []byte {
+		b, _ = appendArgs(b, args) // cannot fail: checkCommand refused what it cannot encode
+		return b
+	}); err != nil {
 		return nil, err
 	}
-	mark := len(c.wbuf)
-	if c.wbuf, err = appendArgs(c.wbuf, args); err != nil {
-		c.abortEnqueue(mark)
-		return nil, err
-	}
-	cl := n.calls.get(replyAny, 1)
-	c.push(cl, 1)
-	if err := wait(ctx, cl); err != nil {
-		return nil, err
-	}
-	v, err := cl.any, cl.err
-	n.calls.put(cl)
-	if err != nil {
-		return nil, replyError(argName(args, 0), err)
-	}
-	return v, nil
+	return rp.any, nil
 }
 
 func (n *muxNode) sidePool() (*poolNode, error) {
 	n.sideOnce.Do(func() {
 		n.side, n.sideErr = newPoolNode(n.cfg, n.addr, Pool{Size: n.opts.Blocking})
+		n.sideOpen.Store(n.side)
 	})
 	if n.closed.Load() {
 		return nil, ErrClosed
@@ -399,18 +364,19 @@ func (n *muxNode) sidePool() (*poolNode, error) {
 	return n.side, n.sideErr
 }
 
-// watchdog fails a connection whose replies have stopped coming for
-// longer than the read timeout while commands wait for them: a hung or
-// unreachable server is noticed even by callers without a deadline.
+// watchdog fails a connection whose awaited reply is overdue (see
+// muxConn.overdue) while nothing at all arrives: a hung or unreachable
+// server is noticed even by callers without a deadline. It looks every
+// quarter of the read timeout, so a late reply is noticed within about
+// half a read timeout more.
 func (n *muxNode) watchdog(timeout time.Duration) {
 	defer n.wg.Done()
-	tick := max(timeout/4, 10*time.Millisecond)
-	t := time.NewTicker(tick)
+	t := time.NewTicker(max(timeout/4, 10*time.Millisecond))
 	defer t.Stop()
 	type progress struct {
-		c       *muxConn
-		replies uint64
-		since   time.Time
+		c        *muxConn
+		received int64
+		quiet    time.Time // since when nothing arrived, as first seen
 	}
 	last := make([]progress, len(n.slots))
 	for {
@@ -425,20 +391,21 @@ func (n *muxNode) watchdog(timeout time.Duration) {
 					*p = progress{}
 					continue
 				}
-				r := c.replies.Load()
-				if p.c != c || p.replies != r {
-					*p = progress{c: c, replies: r, since: now}
+				r := c.received.Load()
+				if p.c != c || p.received != r {
+					*p = progress{c: c, received: r, quiet: now}
 					continue
 				}
-				if now.Sub(p.since) >= timeout {
-					c.fail(fmt.Errorf("no reply within %v", timeout))
+				if c.overdue(now, p.quiet, timeout) {
+					c.fail(fmt.Errorf("no reply for %v (ReadTimeout)", now.Sub(p.quiet).Round(time.Millisecond)))
 				}
 			}
 		}
 	}
 }
 
-// Stats implements Statser.
+// Stats implements Statser. The dedicated connections of blocking
+// commands are counted with the shared ones.
 func (n *muxNode) Stats() Stats {
 	s := Stats{
 		Strategy:    "multiplexed",
@@ -454,14 +421,23 @@ func (n *muxNode) Stats() Stats {
 			s.Pending += max(c.pending.Load(), 0)
 		}
 	}
+	if side := n.sideOpen.Load(); side != nil {
+		ss := side.Stats()
+		s.Conns += ss.Conns
+		s.Dials += ss.Dials
+		s.DialErrors += ss.DialErrors
+		s.BrokenConns += ss.BrokenConns
+	}
 	return s
 }
 
-// Close implements Backend. Calls in flight fail with ErrClosed.
+// Close implements Backend. Calls in flight fail with ErrClosed, dials in
+// progress are abandoned.
 func (n *muxNode) Close() error {
 	if n.closed.Swap(true) {
 		return nil
 	}
+	n.cancel()
 	close(n.stop)
 	for i := range n.slots {
 		s := &n.slots[i]
@@ -499,8 +475,8 @@ func (n *muxNode) send(ctx context.Context, key string, buf []byte, rps []reply)
 	if err != nil {
 		return nil, err
 	}
-	cl := n.calls.get(replyPipe, 0)
-	cl.pipe = rps
+	cl := n.calls.get(ctx)
+	cl.kind, cl.pipe = replyPipe, rps
 	c.wbuf = append(c.wbuf, buf...)
 	c.push(cl, int64(len(rps)))
 	return cl, nil
@@ -511,7 +487,7 @@ func (n *muxNode) await(ctx context.Context, cl *call) error {
 	if err := wait(ctx, cl); err != nil {
 		return err
 	}
-	err := cl.err
+	err := cl.fail
 	n.calls.put(cl)
 	return err
 }

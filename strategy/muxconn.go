@@ -1,6 +1,7 @@
 package strategy
 
 import (
+	"context"
 	"errors"
 	"net"
 	"runtime"
@@ -29,11 +30,25 @@ type muxConn struct {
 	wbuf  []byte  // encoded commands not yet taken by the writer
 	queue []*call // calls not yet taken by the reader, in command order
 	count int64   // commands in wbuf
-	err   error   // set once, when the connection fails
+	err   error   // set once, when the connection fails: what its callers get
+	idle  bool    // the reader waits for bytes with no call taken
 
 	broken  atomic.Bool
-	pending atomic.Int64  // commands enqueued and not yet answered
-	replies atomic.Uint64 // replies read, for the watchdog
+	pending atomic.Int64 // commands enqueued and not yet answered
+
+	// What the watchdog looks at: bytes received, and the context
+	// deadline of the call whose reply comes next (Unix nanoseconds, 0 for
+	// none), published by the reader as it reaches each call, or by the
+	// caller that queues the first call for an idle reader.
+	received     atomic.Int64
+	headDeadline atomic.Int64
+
+	// Callers waiting for room under MaxPending sleep on room, which the
+	// reader closes (and roomMu's holder replaces) when replies free
+	// pending slots while waiters is not zero.
+	waiters atomic.Int32
+	roomMu  sync.Mutex
+	room    chan struct{}
 }
 
 var errUnsolicited = errors.New("reply with no command waiting for it")
@@ -42,14 +57,79 @@ func (n *muxNode) startConn(nc net.Conn) *muxConn {
 	c := &muxConn{
 		node:   n,
 		nc:     nc,
-		r:      resp.NewReader(nc, 32<<10),
 		signal: make(chan struct{}, 1),
 		quit:   make(chan struct{}),
 	}
+	c.r = resp.NewReader(progressReader{nc, &c.received}, 32<<10)
 	n.wg.Add(2)
 	go c.writeLoop()
 	go c.readLoop()
 	return c
+}
+
+// progressReader counts the bytes read from a connection: the watchdog's
+// sign of life, one atomic add per read system call.
+type progressReader struct {
+	nc net.Conn
+	n  *atomic.Int64
+}
+
+func (p progressReader) Read(b []byte) (int, error) {
+	n, err := p.nc.Read(b)
+	p.n.Add(int64(n))
+	return n, err
+}
+
+// reserve counts one more command on c and reports whether it fits under
+// limit; waitRoom is the slow path when it does not.
+func (c *muxConn) reserve(limit int64) bool {
+	return c.pending.Add(1) <= limit
+}
+
+// release gives back n pending slots and wakes the callers waiting for
+// room, if any.
+func (c *muxConn) release(n int64) {
+	c.pending.Add(-n)
+	if c.waiters.Load() > 0 {
+		c.roomMu.Lock()
+		if c.room != nil {
+			close(c.room)
+			c.room = nil
+		}
+		c.roomMu.Unlock()
+	}
+}
+
+// waitRoom waits, within ctx, for a pending slot of a full connection; the
+// caller's failed attempt is still counted. Each attempt is made holding
+// the room channel of that moment, so a release after a failed attempt
+// wakes the waiter; a waiter whose undo shows room (two attempts crossed)
+// retries at once instead of sleeping, so no freed slot is left unclaimed.
+func (c *muxConn) waitRoom(ctx context.Context, limit int64) error {
+	c.waiters.Add(1)
+	defer c.waiters.Add(-1)
+	c.pending.Add(-1)
+	for {
+		c.roomMu.Lock()
+		if c.room == nil {
+			c.room = make(chan struct{})
+		}
+		room := c.room
+		c.roomMu.Unlock()
+		if c.reserve(limit) {
+			return nil
+		}
+		if c.pending.Add(-1) < limit {
+			continue
+		}
+		select {
+		case <-room:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-c.quit:
+			return c.failure()
+		}
+	}
 }
 
 // lockForEnqueue locks c for a caller about to encode a command. It fails
@@ -59,8 +139,8 @@ func (c *muxConn) lockForEnqueue() error {
 	if c.err != nil {
 		err := c.err
 		c.mu.Unlock()
-		c.pending.Add(-1)
-		return connError(c.node.addr, err)
+		c.release(1)
+		return err
 	}
 	return nil
 }
@@ -68,6 +148,11 @@ func (c *muxConn) lockForEnqueue() error {
 // push queues cl behind the command just encoded into wbuf, unlocks and
 // wakes the writer.
 func (c *muxConn) push(cl *call, commands int64) {
+	if c.idle && len(c.queue) == 0 {
+		// The reader waits for bytes and will not look at cl before its
+		// reply begins: cl is the head of the line from now on.
+		c.publishHead(cl)
+	}
 	c.queue = append(c.queue, cl)
 	c.count += commands
 	c.mu.Unlock()
@@ -75,13 +160,6 @@ func (c *muxConn) push(cl *call, commands int64) {
 	case c.signal <- struct{}{}:
 	default:
 	}
-}
-
-// abortEnqueue undoes a lockForEnqueue whose command could not be encoded.
-func (c *muxConn) abortEnqueue(mark int) {
-	c.wbuf = c.wbuf[:mark]
-	c.mu.Unlock()
-	c.pending.Add(-1)
 }
 
 func (c *muxConn) writeLoop() {
@@ -136,24 +214,35 @@ func (c *muxConn) readLoop() {
 	defer c.node.wg.Done()
 	var batch, spare []*call
 	for {
-		// Wait for reply bytes before taking calls: a reply can only arrive
-		// for a command already written, hence already queued.
-		if err := c.r.Wait(); err != nil {
-			c.fail(err)
-			return
-		}
 		c.mu.Lock()
 		batch, c.queue = c.queue, spare[:0]
+		c.idle = len(batch) == 0
 		c.mu.Unlock()
 		if len(batch) == 0 {
-			c.fail(errUnsolicited)
-			return
+			// Nothing to read for: wait for reply bytes, then take the
+			// calls. A reply can only arrive for a command already
+			// written, hence already queued.
+			spare = batch // empty, and not the queue's array
+			if err := c.r.Wait(); err != nil {
+				c.fail(err)
+				return
+			}
+			c.mu.Lock()
+			batch, c.queue = c.queue, spare[:0]
+			c.idle = false
+			c.mu.Unlock()
+			if len(batch) == 0 {
+				c.fail(errUnsolicited)
+				return
+			}
 		}
 		for i, cl := range batch {
+			c.publishHead(cl)
 			if err := cl.read(c.r); err != nil {
 				c.fail(err)
+				fail := c.failure()
 				for _, rest := range batch[i:] {
-					rest.err = connError(c.node.addr, err)
+					rest.fail = fail
 					c.node.calls.deliver(rest)
 				}
 				return
@@ -161,19 +250,40 @@ func (c *muxConn) readLoop() {
 			c.node.calls.deliver(cl)
 			batch[i] = nil
 		}
-		c.replies.Add(uint64(len(batch)))
-		c.pending.Add(-int64(len(batch)))
+		c.release(int64(len(batch)))
 		spare = batch[:0]
 	}
 }
 
-// fail marks c broken, closes it and fails every queued call. Calls the
-// reader already took are failed by the reader when its read errors.
+// publishHead tells the watchdog the deadline of cl, whose reply is the
+// next to come. Runs of calls share a deadline (none, most often), so the
+// store is rarely needed.
+func (c *muxConn) publishHead(cl *call) {
+	if c.headDeadline.Load() != cl.deadline {
+		c.headDeadline.Store(cl.deadline)
+	}
+}
+
+// failure returns the error the callers of a failed connection get.
+func (c *muxConn) failure() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+// fail marks c broken, closes it and fails every queued call: with
+// ErrClosed when the client closes it, otherwise with ErrConnection
+// wrapping err. Calls the reader already took are failed by the reader
+// when its read errors.
 func (c *muxConn) fail(err error) {
 	c.mu.Lock()
 	if c.err != nil {
 		c.mu.Unlock()
 		return
+	}
+	closing := errors.Is(err, ErrClosed)
+	if !closing {
+		err = connError(c.node.addr, err)
 	}
 	c.err = err
 	c.broken.Store(true)
@@ -182,11 +292,32 @@ func (c *muxConn) fail(err error) {
 	c.mu.Unlock()
 	close(c.quit)
 	c.nc.Close()
-	if !errors.Is(err, ErrClosed) {
+	if !closing {
 		c.node.broken.Add(1)
 	}
 	for _, cl := range q {
-		cl.err = connError(c.node.addr, err)
+		cl.fail = err
 		c.node.calls.deliver(cl)
 	}
+}
+
+// overdue reports whether the reply the reader awaits is late under the
+// rule of Config.ReadTimeout, given that nothing has been received since
+// quiet: ReadTimeout after quiet (no earlier than the call was sent), or
+// the call's context deadline when that is later. A head call with a
+// short deadline thus never fails the connection sooner than ReadTimeout
+// would: the calls behind it may allow longer.
+func (c *muxConn) overdue(now, quiet time.Time, timeout time.Duration) bool {
+	due := quiet.Add(timeout)
+	if d := c.headDeadline.Load(); d != 0 {
+		due = maxTime(due, time.Unix(0, d))
+	}
+	return !now.Before(due)
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }

@@ -19,7 +19,9 @@ import (
 // write and read on the caller's goroutine, release. A connection that saw
 // a network or protocol error, or whose call was cancelled mid-flight, is
 // destroyed rather than returned, so no late reply can reach the next
-// borrower.
+// borrower. A blocking command (BLPOP…) may wait its own block time beyond
+// Config.ReadTimeout. Close closes borrowed connections too: the calls on
+// them fail at once with ErrClosed.
 //
 // The zero value is a pool of 10 connections per GOMAXPROCS per node,
 // opened on demand, each checked when idle and closed after 30 minutes
@@ -108,9 +110,16 @@ type poolNode struct {
 	p    *puddle.Pool[*pconn]
 
 	closed atomic.Bool
+	life   context.Context // the node's own: background dials run under it; Close cancels it
+	cancel context.CancelFunc
 	stop   chan struct{}
 	gate   chan struct{} // one token per borrowed connection; see acquire
 	wg     sync.WaitGroup
+
+	// Every open connection, idle or borrowed, so that Close can close
+	// the sockets of borrowed ones and fail their calls at once.
+	connsMu sync.Mutex
+	conns   map[*pconn]struct{}
 
 	dials, dialErrors, broken     atomic.Int64
 	waits, waited, cancelledWaits atomic.Int64 // callers that waited for a token
@@ -118,10 +127,11 @@ type poolNode struct {
 
 // pconn is one pooled connection. Only its borrower touches it.
 type pconn struct {
-	nc       net.Conn
-	r        *resp.Reader
-	buf      []byte
-	deadline time.Time // the deadline currently set on nc
+	nc          net.Conn
+	r           *resp.Reader
+	buf         []byte
+	deadline    time.Time // the deadline currently set on nc
+	fromTimeout bool      // deadline was set from ReadTimeout alone: see arm
 }
 
 func newPoolNode(cfg Config, addr string, opts Pool) (*poolNode, error) {
@@ -129,13 +139,15 @@ func newPoolNode(cfg Config, addr string, opts Pool) (*poolNode, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &poolNode{cfg: cfg, addr: addr, opts: opts, stop: make(chan struct{}), gate: make(chan struct{}, opts.Size)}
+	n := &poolNode{cfg: cfg, addr: addr, opts: opts, stop: make(chan struct{}), gate: make(chan struct{}, opts.Size), conns: map[*pconn]struct{}{}}
+	n.life, n.cancel = context.WithCancel(context.Background())
 	n.p, err = puddle.NewPool(&puddle.Config[*pconn]{
 		Constructor: n.construct,
-		Destructor:  func(c *pconn) { c.nc.Close() },
+		Destructor:  n.destruct,
 		MaxSize:     int32(opts.Size),
 	})
 	if err != nil {
+		n.cancel()
 		return nil, fmt.Errorf("%w: %w", ErrInvalidArgument, err)
 	}
 	n.wg.Add(1)
@@ -144,7 +156,8 @@ func newPoolNode(cfg Config, addr string, opts Pool) (*poolNode, error) {
 }
 
 // construct dials a connection. puddle runs it detached from the
-// acquirer's cancellation; the dial timeout bounds it.
+// acquirer's cancellation (the acquirer waits within its own context); the
+// dial timeout bounds it, and Close aborts it.
 func (n *poolNode) construct(ctx context.Context) (*pconn, error) {
 	nc, err := dial(ctx, &n.cfg, n.addr)
 	n.dials.Add(1)
@@ -152,7 +165,22 @@ func (n *poolNode) construct(ctx context.Context) (*pconn, error) {
 		n.dialErrors.Add(1)
 		return nil, err
 	}
-	return &pconn{nc: nc, r: resp.NewReader(nc, 16<<10), buf: make([]byte, 0, 512)}, nil
+	c := &pconn{nc: nc, r: resp.NewReader(nc, 16<<10), buf: make([]byte, 0, 512)}
+	n.connsMu.Lock()
+	defer n.connsMu.Unlock()
+	if n.closed.Load() {
+		nc.Close()
+		return nil, ErrClosed
+	}
+	n.conns[c] = struct{}{}
+	return c, nil
+}
+
+func (n *poolNode) destruct(c *pconn) {
+	n.connsMu.Lock()
+	delete(n.conns, c)
+	n.connsMu.Unlock()
+	c.nc.Close()
 }
 
 // acquire borrows a connection within ctx. A caller first takes a token
@@ -188,10 +216,10 @@ func (n *poolNode) acquire(ctx context.Context) (*puddle.Resource[*pconn], error
 	if err != nil {
 		<-n.gate
 		switch {
-		case errors.Is(err, puddle.ErrClosedPool):
-			return nil, ErrClosed
 		case ctx.Err() != nil:
 			return nil, ctx.Err()
+		case errors.Is(err, puddle.ErrClosedPool), n.closed.Load():
+			return nil, ErrClosed
 		case errors.Is(err, ErrConnection):
 			return nil, err
 		}
@@ -214,36 +242,55 @@ type exchange struct {
 	stop func() bool
 }
 
-func (n *poolNode) begin(ctx context.Context) (exchange, error) {
+// begin borrows a connection for a command that may block the server's
+// answer for block (see blockTime).
+func (n *poolNode) begin(ctx context.Context, block time.Duration) (exchange, error) {
 	res, err := n.acquire(ctx)
 	if err != nil {
 		return exchange{}, err
 	}
 	c := res.Value()
 	x := exchange{n: n, res: res, c: c}
-	deadline, ok := ctx.Deadline()
-	if !ok && n.cfg.ReadTimeout > 0 {
-		// Without a context deadline the read timeout bounds the call.
-		// Extending the socket deadline only when half of it is used
-		// saves a timer update per call; the bound is then between half
-		// and all of ReadTimeout.
-		now := time.Now()
-		if c.deadline.Sub(now) > n.cfg.ReadTimeout/2 {
-			deadline = c.deadline
-		} else {
-			deadline = now.Add(n.cfg.ReadTimeout)
-		}
-	}
-	if !deadline.Equal(c.deadline) {
-		c.nc.SetDeadline(deadline)
-		c.deadline = deadline
-	}
+	c.arm(ctx, n.cfg.ReadTimeout, block)
 	if ctx.Done() != nil {
 		// Cancellation without a deadline: unblock the socket at once.
 		x.stop = context.AfterFunc(ctx, func() { c.nc.SetDeadline(aLongTimeAgo) })
 	}
 	c.buf = c.buf[:0]
 	return x, nil
+}
+
+// arm sets the socket deadline of a call starting now, by the rule of
+// Config.ReadTimeout: the context's deadline when it has one; otherwise
+// timeout plus the command's block time, and none at all for a command
+// that blocks forever or when timeout is not positive.
+//
+// A deadline set from timeout alone is kept for the next calls while it is
+// still at least timeout away, which saves a timer update per call: it is
+// set a quarter of timeout further than needed, so such a call gets
+// between timeout and 1.25 × timeout, never less. A deadline that came
+// from a context or a block time is never reused.
+func (c *pconn) arm(ctx context.Context, timeout, block time.Duration) {
+	deadline, ok := ctx.Deadline()
+	fromTimeout := false
+	switch {
+	case ok:
+	case timeout <= 0 || block == blockForever:
+		deadline = time.Time{}
+	case block > 0:
+		deadline = time.Now().Add(timeout + block)
+	default:
+		now := time.Now()
+		if c.fromTimeout && c.deadline.Sub(now) >= timeout {
+			return
+		}
+		deadline, fromTimeout = now.Add(timeout+timeout/4), true
+	}
+	c.fromTimeout = fromTimeout
+	if !deadline.Equal(c.deadline) {
+		c.nc.SetDeadline(deadline)
+		c.deadline = deadline
+	}
 }
 
 var aLongTimeAgo = time.Unix(1, 0)
@@ -271,18 +318,22 @@ func (x *exchange) send() error {
 }
 
 // end releases or destroys the connection and turns err into the error to
-// return: a context error when the context ended, ErrConnection for
-// stream errors, reply errors wrapped with cmd.
+// return: a context error when the context ended, ErrClosed when Close
+// closed the socket, ErrConnection for other stream errors, reply errors
+// wrapped with cmd.
 func (x *exchange) end(ctx context.Context, cmd string, err error) error {
 	cancelled := x.stop != nil && !x.stop()
 	if cancelled || resp.Fatal(err) {
-		x.c.deadline = time.Time{}
 		x.res.Destroy()
 		x.n.done()
-		x.n.broken.Add(1)
 		if err := contextError(ctx, err); err != nil {
+			x.n.broken.Add(1)
 			return err
 		}
+		if x.n.closed.Load() {
+			return ErrClosed
+		}
+		x.n.broken.Add(1)
 		return connError(x.n.addr, err)
 	}
 	if cap(x.c.buf) > 1<<20 {
@@ -297,37 +348,41 @@ func (x *exchange) end(ctx context.Context, cmd string, err error) error {
 	return replyError(cmd, err)
 }
 
+// roundTrip is one command on a borrowed connection: enc encodes it, rp
+// (whose kind, and for a run of SETs n, say what to expect) receives its
+// reply. block is the command's own block time (see blockTime). It returns
+// the context's error, the connection's failure, or rp's reply error
+// wrapped with cmd.
+func (n *poolNode) roundTrip(ctx context.Context, cmd string, block time.Duration, rp *reply, enc func([]byte) []byte) error {
+	x, err := n.begin(ctx, block)
+	if err != nil {
+		return err
+	}
+	x.c.buf = enc(x.c.buf)
+	if err = x.send(); err == nil {
+		if err = rp.read(x.c.r); err == nil {
+			err = rp.err
+		}
+	}
+	return x.end(ctx, cmd, err)
+}
+
 // Get implements Backend.
 func (n *poolNode) Get(ctx context.Context, key string) ([]byte, error) {
-	x, err := n.begin(ctx)
-	if err != nil {
+	rp := reply{kind: replyBulk}
+	if err := n.roundTrip(ctx, "get", 0, &rp, func(b []byte) []byte { return appendGet(b, key) }); err != nil {
 		return nil, err
 	}
-	x.c.buf = appendGet(x.c.buf, key)
-	var v []byte
-	if err = x.send(); err == nil {
-		v, err = x.c.r.ReadBulk()
-	}
-	if err = x.end(ctx, "get", err); err != nil {
-		return nil, err
-	}
-	if v == nil {
+	if rp.val == nil {
 		return nil, ErrNotFound
 	}
-	return v, nil
+	return rp.val, nil
 }
 
 // Set implements Backend.
 func (n *poolNode) Set(ctx context.Context, key string, value []byte, ttl time.Duration) error {
-	x, err := n.begin(ctx)
-	if err != nil {
-		return err
-	}
-	x.c.buf = appendSet(x.c.buf, key, value, ttl)
-	if err = x.send(); err == nil {
-		err = x.c.r.ReadOK()
-	}
-	return x.end(ctx, "set", err)
+	rp := reply{kind: replyOK}
+	return n.roundTrip(ctx, "set", 0, &rp, func(b []byte) []byte { return appendSet(b, key, value, ttl) })
 }
 
 // Del implements Backend.
@@ -335,16 +390,9 @@ func (n *poolNode) Del(ctx context.Context, keys ...string) (int64, error) {
 	if len(keys) == 0 {
 		return 0, nil
 	}
-	x, err := n.begin(ctx)
-	if err != nil {
-		return 0, err
-	}
-	x.c.buf = appendKeys(x.c.buf, "DEL", keys)
-	var v int64
-	if err = x.send(); err == nil {
-		v, err = x.c.r.ReadInt()
-	}
-	return v, x.end(ctx, "del", err)
+	rp := reply{kind: replyInt}
+	err := n.roundTrip(ctx, "del", 0, &rp, func(b []byte) []byte { return appendKeys(b, "DEL", keys) })
+	return rp.num, err
 }
 
 // MGet implements MultiGetter.
@@ -352,19 +400,11 @@ func (n *poolNode) MGet(ctx context.Context, keys []string) ([][]byte, error) {
 	if len(keys) == 0 {
 		return [][]byte{}, nil
 	}
-	x, err := n.begin(ctx)
-	if err != nil {
+	rp := reply{kind: replyBulks, vals: make([][]byte, len(keys))}
+	if err := n.roundTrip(ctx, "mget", 0, &rp, func(b []byte) []byte { return appendKeys(b, "MGET", keys) }); err != nil {
 		return nil, err
 	}
-	x.c.buf = appendKeys(x.c.buf, "MGET", keys)
-	vs := make([][]byte, len(keys))
-	if err = x.send(); err == nil {
-		err = x.c.r.ReadBulks(vs)
-	}
-	if err = x.end(ctx, "mget", err); err != nil {
-		return nil, err
-	}
-	return vs, nil
+	return rp.vals, nil
 }
 
 // MSet implements MultiSetter.
@@ -372,39 +412,28 @@ func (n *poolNode) MSet(ctx context.Context, kv map[string][]byte, ttl time.Dura
 	if len(kv) == 0 {
 		return nil
 	}
-	x, err := n.begin(ctx)
-	if err != nil {
-		return err
-	}
 	rp := reply{kind: replyOK}
-	x.c.buf, rp.n = appendMSet(x.c.buf, kv, ttl)
-	if err = x.send(); err == nil {
-		if err = rp.read(x.c.r); err == nil {
-			err = rp.err
-		}
-	}
-	return x.end(ctx, "mset", err)
+	return n.roundTrip(ctx, "mset", 0, &rp, func(b []byte) []byte {
+		b, rp.n = appendMSet(b, kv, ttl)
+		return b
+	})
 }
 
 // Do implements Doer. Blocking commands are allowed: the connection is the
-// caller's alone for the call.
+// caller's alone for the call, and the read deadline is extended by the
+// command's own timeout.
 func (n *poolNode) Do(ctx context.Context, args ...any) (any, error) {
 	if _, err := checkCommand(args); err != nil {
 		return nil, err
 	}
-	x, err := n.begin(ctx)
-	if err != nil {
+	rp := reply{kind: replyAny}
+	if err := n.roundTrip(ctx, argName(args, 0), blockTime(args), &rp, func(b []byte) []byte {
+		b, _ = appendArgs(b, args) // cannot fail: checkCommand refused what it cannot encode
+		return b
+	}); err != nil {
 		return nil, err
 	}
-	x.c.buf, _ = appendArgs(x.c.buf, args)
-	var v any
-	if err = x.send(); err == nil {
-		v, err = x.c.r.ReadAny()
-	}
-	if err = x.end(ctx, argName(args, 0), err); err != nil {
-		return nil, err
-	}
-	return v, nil
+	return rp.any, nil
 }
 
 // maintain is the health check: every HealthCheckPeriod it closes idle
@@ -435,7 +464,7 @@ func (n *poolNode) maintain() {
 }
 
 func (n *poolNode) ping(c *pconn) bool {
-	c.deadline = time.Now().Add(time.Second)
+	c.deadline, c.fromTimeout = time.Now().Add(time.Second), false
 	c.nc.SetDeadline(c.deadline)
 	c.buf = append(c.buf[:0], "*1\r\n$4\r\nPING\r\n"...)
 	if _, err := c.nc.Write(c.buf); err != nil {
@@ -446,7 +475,7 @@ func (n *poolNode) ping(c *pconn) bool {
 
 func (n *poolNode) topUp() {
 	for i := int(n.p.Stat().IdleResources()); i < n.opts.MinIdle; i++ {
-		ctx, cancel := context.WithTimeout(context.Background(), max(n.cfg.DialTimeout, time.Second))
+		ctx, cancel := context.WithTimeout(n.life, max(n.cfg.DialTimeout, time.Second))
 		err := n.p.CreateResource(ctx)
 		cancel()
 		if err != nil {
@@ -474,15 +503,22 @@ func (n *poolNode) Stats() Stats {
 	}
 }
 
-// Close implements Backend. It waits for borrowed connections to come
-// back, as puddle's Close does.
+// Close implements Backend. It closes the sockets of borrowed connections
+// too, so that their calls — a BLPOP with no timeout, say — fail at once
+// with ErrClosed, and returns once every connection is gone.
 func (n *poolNode) Close() error {
 	if n.closed.Swap(true) {
 		return nil
 	}
+	n.cancel()
 	close(n.stop)
+	n.connsMu.Lock() // construct, under it, refuses new connections from now on
+	for c := range n.conns {
+		c.nc.Close()
+	}
+	n.connsMu.Unlock()
 	n.wg.Wait()
-	n.p.Close()
+	n.p.Close() // destroys the idle connections, waits for the borrowed ones
 	return nil
 }
 
@@ -491,7 +527,7 @@ func (n *poolNode) Close() error {
 // connection or context failure is returned; each command's own error is
 // in its reply.
 func (n *poolNode) exec(ctx context.Context, _ string, buf []byte, rps []reply) error {
-	x, err := n.begin(ctx)
+	x, err := n.begin(ctx, 0)
 	if err != nil {
 		return err
 	}

@@ -164,10 +164,19 @@ type Config struct {
 	TLS *tls.Config
 	// DialTimeout bounds connecting and authenticating one connection.
 	DialTimeout time.Duration
-	// ReadTimeout bounds the wait for a reply when the caller's context
-	// has no deadline. Negative: no bound.
+	// ReadTimeout bounds the wait for a reply when the call's context has
+	// no deadline. The rule, the same on every transport: a call waits for
+	// its reply until its context ends; when the context has no deadline,
+	// at most until ReadTimeout after its request was sent, extended by a
+	// blocking command's own block time (the timeout of BLPOP, BZPOPMIN,
+	// BLMPOP…, the BLOCK of XREAD, the timeout of WAIT) — without bound
+	// for a block time of 0. A connection is discarded only when a reply
+	// is overdue under that rule, and then within half a ReadTimeout.
+	// Zero or negative: no bound (redisx defaults it to 3 s).
 	ReadTimeout time.Duration
-	// WriteTimeout bounds writing a request. Negative: no bound.
+	// WriteTimeout bounds each write of a shared Multiplexed connection; a
+	// write that takes longer fails the connection. Pool writes a request
+	// under the call's read deadline instead. Zero or negative: no bound.
 	WriteTimeout time.Duration
 	// ClientName is set with CLIENT SETNAME on every connection when not
 	// empty.

@@ -55,6 +55,8 @@ func Run(t *testing.T, opts redisx.Options) {
 		{"ConcurrentCancellationNeverMisdelivers", s.cancellationStorm},
 		{"ReturnedBytesAreTheCallers", s.returnedBytesAreTheCallers},
 		{"DoReplyTypes", s.doReplyTypes},
+		{"CloseWithBlockedCommandReturns", s.closeWithBlockedCommand},
+		{"ErrorsHaveOnePrefix", s.errorsHaveOnePrefix},
 	} {
 		t.Run(tc.name, tc.fn)
 	}
@@ -369,6 +371,8 @@ func (s *suite) contextAlreadyDone(t *testing.T) {
 	checks["MSet"] = c.MSet(ctx, map[string][]byte{k: []byte("v")}, 0)
 	_, checks["Del"] = c.Del(ctx, k)
 	_, checks["GetOrLoad"] = c.GetOrLoad(ctx, k, 0, func(context.Context) ([]byte, error) { return []byte("v"), nil })
+	_, checks["Do"] = c.Do(ctx, "SET", k, "v")
+	_, checks["Do blocking"] = c.Do(ctx, "BLPOP", k, 1)
 	for name, err := range checks {
 		if !errors.Is(err, context.Canceled) {
 			t.Errorf("%s with a cancelled context: error = %v, want context.Canceled", name, err)

@@ -12,4 +12,9 @@
 // strings as []byte, status replies as string, integers as int64, arrays as
 // []any, nil as nil, error replies as redis.Error — so redigo's conversion
 // helpers (redis.String, redis.Int64, redis.Values…) work on them.
+//
+// The errors of this package (ErrProtocol, *TypeError, *ArgError) carry no
+// "redisx:" prefix: package strategy wraps each in a redisx sentinel
+// (ErrConnection, ErrInvalidArgument) or a command's reply error, which
+// gives the one prefix a user sees.
 package resp

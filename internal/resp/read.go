@@ -20,7 +20,7 @@ const maxArray = 1 << 26
 
 // ErrProtocol is returned (wrapped) when the byte stream is not valid RESP.
 // A connection that produced it is out of sync and must be discarded.
-var ErrProtocol = errors.New("redisx: protocol error")
+var ErrProtocol = errors.New("protocol error")
 
 func protocolError(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrProtocol}, args...)...)
@@ -310,7 +310,7 @@ type TypeError struct {
 }
 
 func (e *TypeError) Error() string {
-	return fmt.Sprintf("redisx: unexpected reply type %q, want %s", e.Got, e.Want)
+	return fmt.Sprintf("unexpected reply type %q, want %s", e.Got, e.Want)
 }
 
 // Fatal reports whether err, returned by a Reader method, leaves the stream

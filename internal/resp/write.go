@@ -97,7 +97,7 @@ type ArgError struct {
 }
 
 func (e *ArgError) Error() string {
-	return "redisx: unsupported argument type " + e.Type
+	return "unsupported argument type " + e.Type
 }
 
 func typeName(v any) string {

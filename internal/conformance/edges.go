@@ -1,0 +1,143 @@
+package conformance
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+	goredis "github.com/redis/go-redis/v9"
+	"github.com/redisx-go/kit/redisx"
+)
+
+// The checks of issue #7, "correct at the edges": what Close does to a
+// call in flight, and what errors look like.
+
+// closeWithBlockedCommand checks that Close returns promptly while a BLPOP
+// with no timeout (block 0) waits on the server under a context without
+// deadline, and that the blocked call then fails with ErrClosed.
+//
+// The GoRedis adapter runs over a client its user owns, which its Close
+// leaves open (unless CloseClient is set), so it cannot fail the call: for
+// a backend whose Stats().Strategy names go-redis (also under Near) only
+// the prompt Close is checked, and the call is released by a push.
+func (s *suite) closeWithBlockedCommand(t *testing.T) {
+	ctx := ctxT(t)
+	c, err := redisx.New(ctx, s.opts)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	overUserClient := strings.HasSuffix(c.Stats().Strategy, "go-redis")
+	list := s.key(t, "list")
+	// Whatever happens, release a BLPOP still blocked when the test ends.
+	t.Cleanup(func() { s.oracle.RPush(context.Background(), list, "release") })
+
+	before := s.blockedClients(ctx, t)
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Do(context.Background(), "BLPOP", list, 0)
+		done <- err
+	}()
+	for deadline := time.Now().Add(5 * time.Second); s.blockedClients(ctx, t) <= before; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("BLPOP %s 0 not blocked on the server after 5s", list)
+		}
+	}
+
+	closed := make(chan error, 1)
+	start := time.Now()
+	go func() { closed <- c.Close() }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Errorf("Close: %v", err)
+		}
+		t.Logf("Close with a BLPOP 0 in flight returned after %v", time.Since(start).Round(time.Millisecond))
+	case <-time.After(3 * time.Second):
+		t.Fatalf("Close with a BLPOP 0 in flight has not returned after 3s")
+	}
+	if overUserClient {
+		t.Log("go-redis adapter: the blocked call runs on the user's client, which Close leaves open; released by RPUSH")
+		s.oracle.RPush(ctx, list, "release")
+		<-done
+		return
+	}
+	select {
+	case err := <-done:
+		if !errors.Is(err, redisx.ErrClosed) {
+			t.Fatalf("BLPOP 0 in flight during Close: error = %v, want ErrClosed", err)
+		}
+		if n := strings.Count(err.Error(), "redisx:"); n != 1 {
+			t.Errorf("BLPOP 0 in flight during Close: error %q has %d \"redisx:\" prefixes, want 1", err, n)
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatalf("BLPOP 0 in flight still blocked 3s after Close")
+	}
+}
+
+// blockedClients sums the clients blocked on a command over every server.
+func (s *suite) blockedClients(ctx context.Context, t *testing.T) int64 {
+	var total atomic.Int64
+	err := s.eachServer(ctx, func(ctx context.Context, c *goredis.Client) error {
+		info, err := c.Info(ctx, "clients").Result()
+		for _, line := range strings.Split(info, "\n") {
+			if rest, ok := strings.CutPrefix(line, "blocked_clients:"); ok {
+				n, _ := strconv.ParseInt(strings.TrimSpace(rest), 10, 64)
+				total.Add(n)
+			}
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatalf("INFO clients: %v", err)
+	}
+	return total.Load()
+}
+
+// errorsHaveOnePrefix checks that an error says "redisx:" once, however
+// many layers wrapped it, and still matches its sentinel or type.
+func (s *suite) errorsHaveOnePrefix(t *testing.T) {
+	c, ctx := s.client(t), ctxT(t)
+	k := s.key(t, "k")
+	if err := c.Set(ctx, k, []byte("x"), time.Minute); err != nil {
+		t.Fatalf("Set: %v", err)
+	}
+	closed, err := redisx.New(ctx, s.opts)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	closed.Close()
+
+	var re redis.Error
+	for _, tc := range []struct {
+		name string
+		call func() error
+		is   func(error) bool
+	}{
+		{"bad argument", func() error { _, err := c.Do(ctx, "SET", k, struct{}{}); return err },
+			func(err error) bool { return errors.Is(err, redisx.ErrInvalidArgument) }},
+		{"server error reply", func() error { _, err := c.Do(ctx, "INCR", k); return err },
+			func(err error) bool { return errors.As(err, &re) }},
+		{"refused command", func() error { _, err := c.Do(ctx, "SUBSCRIBE", k); return err },
+			func(err error) bool { return errors.Is(err, redisx.ErrUnsupported) }},
+		{"closed client", func() error { _, err := closed.Get(ctx, k); return err },
+			func(err error) bool { return errors.Is(err, redisx.ErrClosed) }},
+		{"closed client Do", func() error { _, err := closed.Do(ctx, "GET", k); return err },
+			func(err error) bool { return errors.Is(err, redisx.ErrClosed) }},
+	} {
+		err := tc.call()
+		switch {
+		case err == nil:
+			t.Errorf("%s: no error", tc.name)
+		case !tc.is(err):
+			t.Errorf("%s: error %v (%T) is not of its kind", tc.name, err, err)
+		case strings.Count(err.Error(), "redisx:") != 1:
+			t.Errorf("%s: error %q has %d \"redisx:\" prefixes, want 1", tc.name, err, strings.Count(err.Error(), "redisx:"))
+		}
+	}
+}
