@@ -36,9 +36,6 @@ func TestFaultHalfOpenConnection(t *testing.T) {
 func TestFaultHalfOpenAfterLongDeadline(t *testing.T) {
 	for _, tc := range faultNears {
 		t.Run(tc.name, func(t *testing.T) {
-			if tc.name == "pool-size=4" {
-				t.Skip("KNOWN: Pool keeps a socket deadline with more than ReadTimeout/2 left even when it is far beyond ReadTimeout: a call without a deadline after one with a 10 s deadline hung into the half-open connection until that old deadline (10 s, not the 500 ms read timeout; New's context deadline does the same to the first connection: 5 s seen)")
-			}
 			faulttest.HalfOpenAfterLongDeadline(t, tc.s)
 		})
 	}
@@ -57,13 +54,6 @@ func TestFaultPoolExhaustion(t *testing.T) {
 }
 
 func TestFaultCloseWithBlockedCall(t *testing.T) {
-	// Failures of code outside the tests, for its owner to fix; measured
-	// with ReadTimeout 10 s.
-	known := map[string]string{
-		"multiplexed/blpop":     "KNOWN: Close waits for the blocking-command pool's borrowed connection: with BLPOP 0 in flight it returned after 10 s, when ReadTimeout failed the BLPOP with ErrConnection (i/o timeout), not ErrClosed",
-		"pool-size=4/blpop":     "KNOWN: Pool.Close waits for borrowed connections: with BLPOP 0 in flight it returned after 10 s, when ReadTimeout failed the BLPOP with ErrConnection (i/o timeout), not ErrClosed",
-		"pool-size=4/blackhole": "KNOWN: Pool.Close waits for borrowed connections: with a Set into a half-open connection it returned after 10 s, when ReadTimeout failed the Set with ErrConnection (i/o timeout), not ErrClosed",
-	}
 	for _, tc := range faultNears {
 		for _, blackhole := range []bool{false, true} {
 			name := tc.name + "/blpop"
@@ -71,9 +61,6 @@ func TestFaultCloseWithBlockedCall(t *testing.T) {
 				name = tc.name + "/blackhole"
 			}
 			t.Run(name, func(t *testing.T) {
-				if why, ok := known[name]; ok {
-					t.Skip(why)
-				}
 				faulttest.CloseWithBlockedCall(t, tc.s, blackhole)
 			})
 		}
