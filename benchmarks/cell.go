@@ -46,6 +46,7 @@ func (a *cellAcc) add(s sample, h *hdr.Histogram) {
 	c.Samples++
 	c.Ops += s.ops
 	c.Errors += s.errs
+	c.Unsent += s.behind
 	if s.first != nil && c.FirstError == "" {
 		c.FirstError = s.first.Error()
 	}

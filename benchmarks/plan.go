@@ -150,8 +150,10 @@ type Plan struct {
 	Repeats  int
 	// Rate, when positive, runs open loop: requests are scheduled at this
 	// total rate per second, spread evenly over the level's workers, and
-	// each latency is measured from the request's intended send time.
-	// Zero: closed loop.
+	// each latency is measured from the request's intended send time, so
+	// it includes any wait behind a slow reply — and, as with wrk2, the
+	// client's own lateness in waking up: a saturated client machine
+	// shows up as latency. Zero: closed loop.
 	Rate float64
 	// SLO, when set, also searches, for every workload and target, the
 	// highest open-loop rate that keeps the latency percentile under the

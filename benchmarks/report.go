@@ -129,8 +129,12 @@ type Cell struct {
 
 	// HitRatio is the near-cache hit ratio (near workloads only).
 	HitRatio float64 `json:"hit_ratio,omitempty"`
-	// Rate is the offered rate of an open-loop cell, per second.
-	Rate float64 `json:"rate,omitempty"`
+	// Rate is the offered rate of an open-loop cell, per second, and
+	// Unsent the requests still unsent when a sample's drain period (one
+	// more duration) ended: the target did not sustain the rate. They are
+	// recorded as latencies (their wait so far), not as errors.
+	Rate   float64 `json:"rate,omitempty"`
+	Unsent int64   `json:"unsent,omitempty"`
 }
 
 // Recommendation is the verdict for one workload at one concurrency level.

@@ -392,9 +392,6 @@ func (r *runner) measure(ctx context.Context, d *deployment, o opened, op Op, le
 	}
 	u := readUsage().since(u0)
 	s := sample{load: l, cpu: u.cpu, mallocs: u.mallocs, bytes: u.bytes}
-	if l.behind > 0 {
-		s.errs += l.behind
-	}
 	if l.elapsed > 0 {
 		s.qps = float64(l.ops) / l.elapsed.Seconds()
 	}
@@ -479,7 +476,7 @@ func (r *runner) searchSLO(ctx context.Context, w Workload, ts []opened) error {
 			}
 			s, h := r.measure(ctx, d, o, op, workers, r.plan.Duration, rate, false)
 			got := time.Duration(h.ValueAtQuantile(slo.Percentile))
-			ok := s.errs == 0 && got <= slo.Bound
+			ok := s.errs == 0 && s.behind == 0 && got <= slo.Bound
 			r.note(true, "SLO %s %s %s ×%d at %s/s: %s %v", slo, w.Name, o.t.Name, workers, si(rate), map[bool]string{true: "pass", false: "fail"}[ok], got.Round(time.Microsecond))
 			return probeResult{latency: got, ok: ok}
 		})
