@@ -13,7 +13,7 @@ BENCHTIME ?= 1s
 FUZZTIME ?= 10s
 COVERPROFILE ?= coverage.out
 
-.PHONY: test lint bench bars fuzz cover ensure-redis
+.PHONY: test lint bench bench-go bars fuzz cover ensure-redis
 
 ensure-redis:
 	bash scripts/ensure-redis.sh
@@ -38,10 +38,19 @@ lint:
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
 
+# The harness: the full matrix (about a quarter of an hour) into ./results/
+# (report.json/.csv/.md/.html). BENCHFLAGS adds flags, e.g.
+# BENCHFLAGS=-quick, or BENCHFLAGS='-baseline old/report.json'.
+BENCHFLAGS ?=
 bench:
 	bash scripts/ensure-redis.sh
+	$(GO) run ./benchmarks/cmd/redisx-bench -out results $(BENCHFLAGS)
+
+# The go test -bench suite, summarized by benchstat; any failure fails.
+bench-go:
+	bash scripts/ensure-redis.sh
 	set -o pipefail; $(GO) test -run '^$$' -bench . -benchmem -count=$(COUNT) -benchtime=$(BENCHTIME) -timeout 60m ./benchmarks/ | tee bench.txt
-	@out="$$($(GO) run $(BENCHSTAT) bench.txt 2>/dev/null)" && printf '%s\n' "$$out" || true
+	$(GO) run $(BENCHSTAT) bench.txt
 
 # The performance bars of DESIGN.md as side-by-side ratios (alternating
 # rounds, medians); fails when a bar is missed. ROUNDS and SECONDS size it.

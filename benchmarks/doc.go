@@ -1,19 +1,53 @@
 // Package benchmarks measures the redisx strategies side by side with
-// their peers — rueidis, redigo's redis.Pool and go-redis's pool — on a
-// real Redis server, across concurrency levels.
+// their peers — rueidis, redigo's redis.Pool and go-redis's pool — on
+// real Redis servers, across concurrency levels, and says which
+// configuration to use where. It is the library behind the redisx-bench
+// command (benchmarks/cmd/redisx-bench, `make bench`).
 //
-// Run it with `make bench`, or directly:
+// # The harness
 //
-//	go test -run '^$' -bench . -benchmem -count 3 ./benchmarks/
+// A [Plan] is concurrency levels × [Target]s × [Workload]s. [Run]
+// measures every workload at each level on every target that applies:
+// a warm-up of each target (discarded), then Repeats rounds of one sample
+// per target, in an order shuffled per round with a seeded source, so
+// that drift of a shared machine falls on every target alike. Closed loop
+// by default; with Plan.Rate, open loop at a fixed rate, every latency
+// measured from the request's intended send time (no coordinated
+// omission). Latencies go to one HDR histogram per worker, merged per
+// cell. Each [Cell] reports the median QPS with its 95% confidence
+// interval, p50/p90/p99/p99.9/max, errors (a cell with errors has failed
+// and never wins), the connections the server saw (counted by client
+// name with CLIENT LIST, summed over a cluster's masters), and the
+// client's CPU time and allocations per operation.
 //
-// By default the benchmarks start their own redis-server on a free
-// loopback port, and a 3-master cluster for the Cluster benchmarks;
-// REDISX_BENCH_ADDR=host:port and REDISX_BENCH_CLUSTER=host:port,… point
-// them at existing deployments instead.
+// [Recommend] turns cells into verdicts: per workload and level, the
+// fastest redisx target wins only when it beats the runner-up
+// significantly (Mann-Whitney U, p < Alpha) and by at least Margin (5%);
+// otherwise the verdict is a tie, broken toward fewer connections and
+// labelled so. Peers are measured for comparison and never recommended.
+// [FindCrossovers] brackets the levels where the verdict changes. With
+// Plan.SLO, Run also finds each target's highest open-loop rate under a
+// latency bound. [CompareBaseline] compares a run with an earlier
+// report, cell by cell.
 //
-// TestBars (REDISX_BARS=1, or `make bars`) measures the bars P1–P6 of the
-// design as ratios of configurations run in alternating rounds, and fails
-// when one is missed. Benchmark names follow benchstat's key=value form, e.g.
+// Your own configuration is a target ([StrategyTarget] over any strategy
+// value, [URLTarget] over a redis:// URL, or any Open function) and your
+// own workload is an operation over a [Client] (see the example of Run).
+//
+// On a server of yours, every key written starts with [KeyPrefix] and is
+// deleted at the end, and Run refuses a database holding other keys
+// unless Servers.Force. [StartEmbedded] starts a standalone server and a
+// 3-master cluster on loopback instead.
+//
+// # The go test suite
+//
+// The package's benchmarks (`make bench-go`) and TestBars (REDISX_BARS=1,
+// or `make bars`, the bars P1–P6 of the design as ratios of
+// configurations run in alternating rounds) start their own redis-server
+// on a free loopback port, and a 3-master cluster for the Cluster
+// benchmarks; REDISX_BENCH_ADDR=host:port and
+// REDISX_BENCH_CLUSTER=host:port,… point them at existing deployments
+// instead. Benchmark names follow benchstat's key=value form, e.g.
 // BenchmarkGet/strategy=multiplexed-1/goroutines=1000.
 //
 // Peers are imported only here and in this package's tests; the library

@@ -29,6 +29,9 @@ type Report struct {
 	// Baseline compares this run with an earlier report, cell by cell
 	// (-baseline only).
 	Baseline *BaselineComparison `json:"baseline,omitempty"`
+	// Skipped says which workloads did not run, and why ("mget skipped:
+	// it needs a cluster").
+	Skipped []string `json:"skipped,omitempty"`
 }
 
 // ReportVersion is the Version written by this package.
@@ -84,6 +87,9 @@ type Cell struct {
 	Workload    string `json:"workload"`
 	Target      string `json:"target"`
 	Concurrency int    `json:"concurrency"`
+	// Peer is set for a client that is not redisx (rueidis, redigo,
+	// go-redis): measured for comparison, never recommended.
+	Peer bool `json:"peer"`
 
 	// QPS is the median of the samples' throughputs (operations per
 	// second); QPSLow and QPSHigh its 95% confidence interval.
@@ -111,6 +117,10 @@ type Cell struct {
 	// Conns is the number of client connections the server(s) saw while
 	// the cell ran (INFO clients, less the harness's own).
 	Conns int `json:"conns"`
+	// MaxConns is the most connections the target may open per server
+	// (a pool's size, a multiplexer's connections; 0: not fixed): ties
+	// between equal Conns are broken toward the lower bound.
+	MaxConns int `json:"max_conns,omitempty"`
 	// CPUPerOp is the client process's CPU time per operation, in
 	// microseconds; AllocsPerOp and BytesPerOp its heap allocations.
 	CPUPerOp    float64 `json:"cpu_us_per_op"`
@@ -119,8 +129,12 @@ type Cell struct {
 
 	// HitRatio is the near-cache hit ratio (near workloads only).
 	HitRatio float64 `json:"hit_ratio,omitempty"`
-	// Rate is the offered rate of an open-loop cell, per second.
-	Rate float64 `json:"rate,omitempty"`
+	// Rate is the offered rate of an open-loop cell, per second, and
+	// Unsent the requests still unsent when a sample's drain period (one
+	// more duration) ended: the target did not sustain the rate. They are
+	// recorded as latencies (their wait so far), not as errors.
+	Rate   float64 `json:"rate,omitempty"`
+	Unsent int64   `json:"unsent,omitempty"`
 }
 
 // Recommendation is the verdict for one workload at one concurrency level.
@@ -144,6 +158,11 @@ type Recommendation struct {
 	// as a Go snippet. Empty for a peer (a client that is not redisx).
 	URL string `json:"url"`
 	Go  string `json:"go"`
+	// Peer is the fastest peer measured at the same workload and level
+	// (recommendations name redisx targets only), and PeerRatio the
+	// recommended target's median QPS over that peer's.
+	Peer      string  `json:"peer,omitempty"`
+	PeerRatio float64 `json:"peer_ratio,omitempty"`
 }
 
 // Confidence values of a Recommendation.
@@ -161,6 +180,9 @@ type Crossover struct {
 	To       string `json:"to"`
 	Below    int    `json:"below"`
 	Above    int    `json:"above"`
+	// Confidence is "significant" when the verdicts at both levels are,
+	// "tie" when either was a tie-break.
+	Confidence string `json:"confidence"`
 	// Text is the human sentence: "pool-32 overtakes multiplexed-1
 	// between 4 and 10 goroutines".
 	Text string `json:"text"`

@@ -1,0 +1,142 @@
+package benchmarks
+
+import (
+	"math"
+	"runtime"
+	"slices"
+	"time"
+
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
+	"golang.org/x/perf/benchmath"
+)
+
+// sample is one measured run of a target at a level.
+type sample struct {
+	load
+	qps          float64
+	cpu          time.Duration // user + system time of the process
+	mallocs      uint64
+	bytes        uint64
+	conns        int
+	hits, misses int64
+}
+
+// cellAcc accumulates the samples of one cell.
+type cellAcc struct {
+	cell Cell
+	hist *hdr.Histogram
+	cpu  time.Duration
+	mall uint64
+	byts uint64
+	hits int64
+	miss int64
+}
+
+func newCellAcc(w Workload, t Target, level int, rate float64) *cellAcc {
+	return &cellAcc{
+		cell: Cell{Workload: w.Name, Target: t.Name, Concurrency: level, Peer: t.Peer, MaxConns: t.Conns, Rate: rate},
+		hist: newHistogram(),
+	}
+}
+
+// add folds s, whose latencies are in h, into the cell.
+func (a *cellAcc) add(s sample, h *hdr.Histogram) {
+	c := &a.cell
+	c.QPSSamples = append(c.QPSSamples, s.qps)
+	c.Samples++
+	c.Ops += s.ops
+	c.Errors += s.errs
+	c.Unsent += s.behind
+	if s.first != nil && c.FirstError == "" {
+		c.FirstError = s.first.Error()
+	}
+	c.Conns = max(c.Conns, s.conns)
+	a.hist.Merge(h)
+	a.cpu += s.cpu
+	a.mall += s.mallocs
+	a.byts += s.bytes
+	a.hits += s.hits
+	a.miss += s.misses
+}
+
+// fail marks the cell failed with err (the target could not be opened,
+// or its workload could not be set up).
+func (a *cellAcc) fail(err error) {
+	a.cell.Failed = true
+	if a.cell.FirstError == "" {
+		a.cell.FirstError = err.Error()
+	}
+}
+
+// finish computes the cell's statistics.
+func (a *cellAcc) finish() Cell {
+	c := a.cell
+	c.Failed = c.Failed || c.Errors > 0
+	c.QPS, c.QPSLow, c.QPSHigh = summarize(c.QPSSamples)
+	ms := func(q float64) float64 { return float64(a.hist.ValueAtQuantile(q)) / 1e6 }
+	c.P50ms, c.P90ms, c.P99ms, c.P999ms = ms(50), ms(90), ms(99), ms(99.9)
+	c.MaxMs = float64(a.hist.Max()) / 1e6
+	if c.Ops > 0 {
+		n := float64(c.Ops)
+		c.CPUPerOp = float64(a.cpu.Microseconds()) / n
+		c.AllocsPerOp = float64(a.mall) / n
+		c.BytesPerOp = float64(a.byts) / n
+	}
+	if a.hits+a.miss > 0 {
+		c.HitRatio = float64(a.hits) / float64(a.hits+a.miss)
+	}
+	return c
+}
+
+// thresholds are benchmath's: Compare panics without them.
+func thresholds(alpha float64) *benchmath.Thresholds {
+	return &benchmath.Thresholds{CompareAlpha: alpha}
+}
+
+// summarize returns the median of xs and its 95% confidence interval
+// (benchmath, no distributional assumption). With too few samples for an
+// interval (fewer than 6), the interval is the samples' range.
+func summarize(xs []float64) (median, lo, hi float64) {
+	if len(xs) == 0 {
+		return 0, 0, 0
+	}
+	s := benchmath.NewSample(slices.Clone(xs), thresholds(0.05)) // NewSample sorts in place
+	sum := benchmath.AssumeNothing.Summary(s, 0.95)
+	lo, hi = sum.Lo, sum.Hi
+	if math.IsInf(lo, 0) || math.IsNaN(lo) {
+		lo = s.Values[0]
+	}
+	if math.IsInf(hi, 0) || math.IsNaN(hi) {
+		hi = s.Values[len(s.Values)-1]
+	}
+	return sum.Center, lo, hi
+}
+
+// compare returns the Mann-Whitney U p-value of the hypothesis that a and
+// b come from the same distribution; 1 when either is empty.
+func compare(a, b []float64, alpha float64) float64 {
+	if len(a) == 0 || len(b) == 0 {
+		return 1
+	}
+	t := thresholds(alpha)
+	sa := benchmath.NewSample(slices.Clone(a), t)
+	sb := benchmath.NewSample(slices.Clone(b), t)
+	return benchmath.AssumeNothing.Compare(sa, sb).P
+}
+
+// usage is what the process spent: CPU time and heap allocations.
+type usage struct {
+	cpu     time.Duration
+	mallocs uint64
+	bytes   uint64
+}
+
+func readUsage() usage {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return usage{cpu: processCPU(), mallocs: m.Mallocs, bytes: m.TotalAlloc}
+}
+
+func (u usage) since(before usage) usage {
+	return usage{cpu: u.cpu - before.cpu, mallocs: u.mallocs - before.mallocs, bytes: u.bytes - before.bytes}
+}

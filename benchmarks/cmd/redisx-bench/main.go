@@ -1,0 +1,368 @@
+// Command redisx-bench measures the redisx strategies side by side with
+// their peers (rueidis, redigo's Pool, go-redis) across concurrency levels
+// and workloads, and says which configuration to use at which level —
+// with a confidence, a margin and a p-value, or a labelled tie.
+//
+// Usage:
+//
+//	redisx-bench [flags]
+//
+// With no address it starts its own redis-server processes on free
+// loopback ports — a standalone server and a 3-master cluster, pinned to
+// the last CPU with taskset when there are at least 2 — and stops them on
+// exit, Ctrl-C included. It writes report.json, report.csv, report.md and
+// report.html into -out (default ./results) and a summary on stdout;
+// progress goes to stderr. Interrupted, it still writes what it measured
+// (the report is marked partial) and exits with status 130; it exits with
+// status 1 when a cell failed (errors during the measurement).
+//
+// On a server of yours, every key it writes starts with "redisx-bench:"
+// and is deleted at the end; it refuses a database that holds other keys
+// unless -force. The password may come from REDISX_BENCH_PASSWORD instead
+// of -password, to keep it off the command line.
+//
+// Examples:
+//
+//	redisx-bench -quick
+//	redisx-bench -addr 10.0.0.5:6379 -levels 1,10,100 -workloads get,setget
+//	redisx-bench -cluster 10.0.0.5:7000,10.0.0.6:7000 -workloads mget
+//	redisx-bench -target mine='redis://x?strategy=pool&size=16' -peers=false
+//	redisx-bench -slo p99=2ms -quick
+//	redisx-bench -baseline old/report.json
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/redisx-go/kit/benchmarks"
+	"github.com/redisx-go/kit/redisx"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-ctx.Done()
+		stop() // a second Ctrl-C kills at once (the servers die with us)
+	}()
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// Exit statuses.
+const (
+	exitOK          = 0
+	exitFailed      = 1
+	exitUsage       = 2
+	exitInterrupted = 130
+)
+
+// options are the parsed flags.
+type options struct {
+	addr, cluster, user, password, url string
+	tls, peers, quick, force, pin      bool
+	levels, workloads, slo, out, base  string
+	targets                            []string
+	duration, warmup                   time.Duration
+	repeats                            int
+	rate                               float64
+	seed                               int64
+	set                                map[string]bool // flags given explicitly
+}
+
+func parseFlags(args []string, stderr io.Writer) (*options, error) {
+	o := &options{set: map[string]bool{}}
+	fs := flag.NewFlagSet("redisx-bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.addr, "addr", "", "standalone server host:port (none: start an embedded one)")
+	fs.StringVar(&o.cluster, "cluster", "", "cluster seeds, comma-separated host:port (none: start an embedded 3-master cluster)")
+	fs.StringVar(&o.user, "user", "", "ACL user name")
+	fs.StringVar(&o.password, "password", "", "password (or REDISX_BENCH_PASSWORD)")
+	fs.StringVar(&o.url, "url", "", "redis:// or rediss:// URL of the standalone server, with credentials")
+	fs.BoolVar(&o.tls, "tls", false, "connect with TLS")
+	fs.StringVar(&o.levels, "levels", "", "concurrency levels, e.g. 1,10,100 (default 1,10,50,100,500,1000; -quick 1,10,100)")
+	fs.StringVar(&o.workloads, "workloads", "", "workloads or families, e.g. get,mget,values/get-4KiB (default all)")
+	fs.Func("target", "add or replace a target: NAME=URL, e.g. mine='redis://h?strategy=pool&size=16' (repeatable)", func(s string) error {
+		o.targets = append(o.targets, s)
+		return nil
+	})
+	fs.BoolVar(&o.peers, "peers", true, "measure the peers rueidis, redigo-pool-100 and go-redis")
+	fs.DurationVar(&o.duration, "duration", 0, "length of one sample (default 500ms; -quick 100ms)")
+	fs.DurationVar(&o.warmup, "warmup", 0, "warm-up of each target at each level, discarded (default half a sample)")
+	fs.IntVar(&o.repeats, "repeats", 6, "samples per cell (6 or more for significance at p < 0.05)")
+	fs.Float64Var(&o.rate, "rate", 0, "open loop: total requests per second (default closed loop)")
+	fs.StringVar(&o.slo, "slo", "", "SLO mode: find each target's highest rate under a latency bound, e.g. p99=2ms")
+	fs.BoolVar(&o.quick, "quick", false, "a small plan that finishes in about a minute")
+	fs.StringVar(&o.out, "out", "results", "directory of the reports")
+	fs.StringVar(&o.base, "baseline", "", "report.json of an earlier run to compare with")
+	fs.BoolVar(&o.force, "force", false, "run even if the database holds keys outside the redisx-bench: prefix")
+	fs.Int64Var(&o.seed, "seed", 1, "seed of the shuffles of the targets' order")
+	fs.BoolVar(&o.pin, "pin", true, "pin the embedded servers to the last CPU with taskset")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	}
+	fs.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
+	if o.password == "" {
+		o.password = os.Getenv("REDISX_BENCH_PASSWORD")
+	}
+	return o, nil
+}
+
+// plan builds the plan the flags ask for.
+func (o *options) plan() (benchmarks.Plan, error) {
+	p := benchmarks.DefaultPlan()
+	if o.quick {
+		p = benchmarks.QuickPlan()
+	}
+	if o.levels != "" {
+		var levels []int
+		for _, f := range strings.Split(o.levels, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n < 1 {
+				return p, fmt.Errorf("-levels %q: %q is not a positive integer", o.levels, f)
+			}
+			levels = append(levels, n)
+		}
+		p.Levels = levels
+		for i := range p.Workloads {
+			p.Workloads[i].Levels = nil // the user's levels apply to every workload
+		}
+	}
+	if o.workloads != "" {
+		var names []string
+		for _, n := range strings.Split(o.workloads, ",") {
+			if n = strings.TrimSpace(n); n != "" {
+				names = append(names, n)
+			}
+		}
+		if err := p.SelectWorkloads(names); err != nil {
+			return p, err
+		}
+	}
+	if !o.peers {
+		p.RemovePeers()
+	}
+	for _, t := range o.targets {
+		name, raw, ok := strings.Cut(t, "=")
+		if !ok || name == "" || raw == "" {
+			return p, fmt.Errorf("-target %q: want NAME=URL", redact(t))
+		}
+		tg, err := benchmarks.URLTarget(name, raw)
+		if err != nil {
+			return p, err
+		}
+		p.AddTarget(tg)
+	}
+	if o.set["duration"] {
+		p.Duration = o.duration
+	}
+	if o.set["warmup"] {
+		p.Warmup = o.warmup
+	} else if o.set["duration"] {
+		p.Warmup = p.Duration / 2
+	}
+	p.Repeats = o.repeats
+	p.Rate = o.rate
+	p.Seed = o.seed
+	if o.slo != "" {
+		slo, err := benchmarks.ParseSLO(o.slo)
+		if err != nil {
+			return p, err
+		}
+		p.SLO = &slo
+	}
+	if p.Repeats < 1 || p.Duration <= 0 || p.Rate < 0 {
+		return p, errors.New("-repeats, -duration and -rate must be positive")
+	}
+	return p, nil
+}
+
+// servers returns the servers the flags name; none means embedded.
+func (o *options) servers() (benchmarks.Servers, bool, error) {
+	s := benchmarks.Servers{Standalone: o.addr, Username: o.user, Password: o.password, Force: o.force}
+	if o.url != "" {
+		u, err := redisx.ParseURL(o.url)
+		if err != nil {
+			return s, false, fmt.Errorf("-url: %w", err)
+		}
+		if s.Standalone == "" {
+			s.Standalone = u.Addrs[0]
+		}
+		if s.Password == "" {
+			s.Username, s.Password = u.Username, u.Password
+		}
+		s.DB, s.TLS = u.DB, u.TLS
+	}
+	for _, a := range strings.Split(o.cluster, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			s.Cluster = append(s.Cluster, a)
+		}
+	}
+	if o.tls && s.TLS == nil {
+		s.TLS = &tls.Config{MinVersion: tls.VersionTLS12}
+	}
+	embedded := s.Standalone == "" && s.Cluster == nil
+	return s, embedded, nil
+}
+
+// run is the whole command; main only wires the signals and the exit.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	o, err := parseFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "redisx-bench:", err)
+		return exitUsage
+	}
+	plan, err := o.plan()
+	if err != nil {
+		fmt.Fprintln(stderr, "redisx-bench:", err)
+		return exitUsage
+	}
+	servers, embedded, err := o.servers()
+	if err != nil {
+		fmt.Fprintln(stderr, "redisx-bench:", err)
+		return exitUsage
+	}
+	var base *benchmarks.Report
+	if o.base != "" {
+		if base, err = benchmarks.LoadReport(o.base); err != nil {
+			fmt.Fprintln(stderr, "redisx-bench:", err)
+			return exitFailed
+		}
+	}
+
+	var emb *benchmarks.Embedded
+	if embedded {
+		if err := benchmarks.EmbeddedAvailable(); err != nil {
+			fmt.Fprintln(stderr, "redisx-bench: no address given, and the embedded servers cannot start:", err)
+			return exitFailed
+		}
+		standalone, cluster := false, false
+		for _, w := range plan.Workloads {
+			cluster = cluster || w.Cluster
+			standalone = standalone || !w.Cluster
+		}
+		fmt.Fprintf(stderr, "starting embedded redis-server processes (standalone: %v, 3-master cluster: %v)\n", standalone, cluster)
+		emb, err = benchmarks.StartEmbedded(ctx, standalone, cluster, o.pin)
+		if err != nil {
+			fmt.Fprintln(stderr, "redisx-bench:", err)
+			if ctx.Err() != nil {
+				return exitInterrupted
+			}
+			return exitFailed
+		}
+		defer func() {
+			if err := emb.Stop(); err != nil {
+				fmt.Fprintln(stderr, "redisx-bench: stop embedded servers:", err)
+			}
+		}()
+		emb.Servers.Force = o.force
+		servers = emb.Servers
+		if emb.PinNote != "" {
+			fmt.Fprintln(stderr, emb.PinNote)
+		}
+	}
+
+	rep, runErr := benchmarks.Run(ctx, plan, servers, stderr)
+	interrupted := runErr != nil && ctx.Err() != nil
+	if runErr != nil && !interrupted && (rep == nil || len(rep.Cells) == 0) {
+		fmt.Fprintln(stderr, "redisx-bench:", runErr)
+		return exitFailed
+	}
+	rep.Command = commandLine(args)
+	if emb != nil {
+		rep.Machine.Embedded, rep.Machine.Pinned, rep.Machine.PinNote = true, emb.Pinned, emb.PinNote
+	}
+	if base != nil {
+		rep.Baseline = benchmarks.CompareBaseline(base, rep, plan.Alpha)
+		rep.Baseline.File = o.base
+	}
+	if err := benchmarks.WriteReports(o.out, rep); err != nil {
+		fmt.Fprintln(stderr, "redisx-bench: write reports:", err)
+		return exitFailed
+	}
+	if err := benchmarks.WriteSummary(stdout, rep); err != nil {
+		fmt.Fprintln(stderr, "redisx-bench: write summary:", err)
+		return exitFailed
+	}
+	fmt.Fprintf(stderr, "reports in %s (%v)\n", o.out, rep.Finished.Sub(rep.Started).Round(time.Second))
+	switch {
+	case interrupted:
+		fmt.Fprintln(stderr, "redisx-bench: interrupted; the report is partial")
+		return exitInterrupted
+	case runErr != nil:
+		fmt.Fprintln(stderr, "redisx-bench:", runErr)
+		return exitFailed
+	}
+	failed := 0
+	for _, c := range rep.Cells {
+		if c.Failed {
+			failed++
+			fmt.Fprintf(stderr, "failed: %s %s at %d goroutines: %d errors, first: %s\n", c.Workload, c.Target, c.Concurrency, c.Errors, c.FirstError)
+		}
+	}
+	if failed > 0 {
+		fmt.Fprintf(stderr, "redisx-bench: %d cells failed\n", failed)
+		return exitFailed
+	}
+	return exitOK
+}
+
+// commandLine is the command as run, with passwords replaced.
+func commandLine(args []string) string {
+	out := []string{"redisx-bench"}
+	hide := false
+	for _, a := range args {
+		switch {
+		case hide:
+			a, hide = "xxxxx", false
+		case a == "-password" || a == "--password":
+			hide = true
+		case strings.HasPrefix(a, "-password=") || strings.HasPrefix(a, "--password="):
+			a = a[:strings.Index(a, "=")+1] + "xxxxx"
+		default:
+			a = redact(a)
+		}
+		out = append(out, a)
+	}
+	return strings.Join(out, " ")
+}
+
+// redact hides the password of a URL inside s ("-url=redis://u:pw@h",
+// "mine=redis://:pw@h"); a lone user info is a password too.
+func redact(s string) string {
+	i := strings.Index(s, "://")
+	if i < 0 {
+		return s
+	}
+	rest := s[i+3:]
+	end := strings.IndexAny(rest, "/?#")
+	if end < 0 {
+		end = len(rest)
+	}
+	at := strings.LastIndex(rest[:end], "@")
+	if at < 0 {
+		return s
+	}
+	user, _, hasPassword := strings.Cut(rest[:at], ":")
+	if !hasPassword {
+		user = ""
+	}
+	return s[:i+3] + user + ":xxxxx" + rest[at:]
+}

@@ -1,0 +1,159 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// readJSON reads a report.json as plain maps: the field names are the
+// contract programs outside this module read.
+func readJSON(t *testing.T, dir string) map[string]any {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func hasFields(t *testing.T, what string, v any, fields ...string) {
+	t.Helper()
+	m, ok := v.(map[string]any)
+	if !ok {
+		t.Fatalf("%s is %T, not an object", what, v)
+	}
+	for _, f := range fields {
+		if _, ok := m[f]; !ok {
+			t.Errorf("%s has no %q field: %v", what, f, m)
+		}
+	}
+}
+
+func TestCLIRunsAgainstEmbeddedServersAndWritesTheReport(t *testing.T) {
+	out := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	args := []string{"-levels", "1,2", "-workloads", "get", "-duration", "40ms", "-repeats", "2", "-peers=false",
+		"-target", "mine=redis://localhost?strategy=pool&size=2", "-out", out}
+	if code := run(context.Background(), args, &stdout, &stderr); code != exitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	}
+	rep := readJSON(t, out)
+	cells, _ := rep["cells"].([]any)
+	// multiplexed-1/2/4, pool-8/32/100 and mine, at 2 levels.
+	if len(cells) != 14 {
+		t.Fatalf("%d cells; want 14", len(cells))
+	}
+	for _, c := range cells {
+		hasFields(t, "cell", c, "workload", "target", "concurrency", "qps", "p50_ms", "p99_ms", "errors", "conns", "samples")
+	}
+	recs, _ := rep["recommendations"].([]any)
+	if len(recs) != 2 {
+		t.Fatalf("%d recommendations; want one per level", len(recs))
+	}
+	for _, r := range recs {
+		hasFields(t, "recommendation", r, "workload", "concurrency", "strategy", "confidence", "margin", "p_value", "runner_up", "url")
+	}
+	machine, _ := rep["machine"].(map[string]any)
+	if machine["embedded"] != true || machine["redis_version"] == "" {
+		t.Errorf("machine = %v; want embedded, with the Redis version", machine)
+	}
+	if cmd, _ := rep["command"].(string); !strings.Contains(cmd, "-levels 1,2") {
+		t.Errorf("command = %q; want the flags", cmd)
+	}
+	if !strings.Contains(stderr.String(), "ETA") || !strings.Contains(stderr.String(), "plan:") {
+		t.Errorf("stderr has no progress:\n%s", stderr.String())
+	}
+	if stdout.Len() == 0 {
+		t.Error("no summary on stdout")
+	}
+
+	// A second run compared with the first.
+	out2 := t.TempDir()
+	args = []string{"-levels", "1", "-workloads", "get", "-duration", "40ms", "-repeats", "2", "-peers=false",
+		"-out", out2, "-baseline", filepath.Join(out, "report.json")}
+	stdout.Reset()
+	stderr.Reset()
+	if code := run(context.Background(), args, &stdout, &stderr); code != exitOK {
+		t.Fatalf("baseline run: exit %d\n%s", code, stderr.String())
+	}
+	base, _ := readJSON(t, out2)["baseline"].(map[string]any)
+	hasFields(t, "baseline", base, "file", "started", "deltas", "verdict_changes")
+	if deltas, _ := base["deltas"].([]any); len(deltas) != 6 {
+		t.Errorf("%d deltas; want the 6 cells of level 1 measured in both runs", len(deltas))
+	} else {
+		hasFields(t, "delta", deltas[0], "workload", "target", "concurrency", "old_qps", "new_qps", "change", "p_value", "significant")
+	}
+}
+
+// cancelOn is a stderr that cancels the run when the progress shows text.
+type cancelOn struct {
+	mu     sync.Mutex
+	buf    bytes.Buffer
+	text   string
+	cancel func()
+}
+
+func (c *cancelOn) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.buf.Write(p)
+	if strings.Contains(c.buf.String(), c.text) {
+		c.cancel()
+	}
+	return len(p), nil
+}
+
+func TestCLIInterruptedWritesAPartialReport(t *testing.T) {
+	out := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stderr := &cancelOn{text: "ETA", cancel: cancel} // the first progress line
+	var stdout bytes.Buffer
+	args := []string{"-levels", "1,2", "-workloads", "get", "-duration", "200ms", "-peers=false", "-out", out}
+	if code := run(ctx, args, &stdout, stderr); code != exitInterrupted {
+		t.Fatalf("exit %d; want %d\n%s", code, exitInterrupted, stderr.buf.String())
+	}
+	if rep := readJSON(t, out); rep["partial"] != true {
+		t.Errorf("partial = %v; want true", rep["partial"])
+	}
+}
+
+func TestCLIRejectsBadFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"-levels", "1,x"},
+		{"-levels", "0"},
+		{"-workloads", "nope"},
+		{"-slo", "99=2ms"},
+		{"-target", "noequals"},
+		{"-target", "bad=http://x"},
+		{"-repeats", "0"},
+		{"extra"},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := run(context.Background(), args, &stdout, &stderr); code != exitUsage {
+			t.Errorf("run %q: exit %d; want %d (%s)", args, code, exitUsage, stderr.String())
+		}
+	}
+}
+
+func TestCommandLineHidesPasswords(t *testing.T) {
+	got := commandLine([]string{"-password", "p1", "-password=p2", "-url", "redis://u:p3@h:1/0", "-target", "x=redis://p4@h?strategy=pool", "-levels", "1"})
+	for _, secret := range []string{"p1", "p2", "p3", "p4"} {
+		if strings.Contains(got, secret) {
+			t.Errorf("commandLine = %q; it shows %s", got, secret)
+		}
+	}
+	if want := "redisx-bench -password xxxxx -password=xxxxx -url redis://u:xxxxx@h:1/0 -target x=redis://:xxxxx@h?strategy=pool -levels 1"; got != want {
+		t.Errorf("commandLine = %q; want %q", got, want)
+	}
+}

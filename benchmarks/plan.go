@@ -1,0 +1,355 @@
+package benchmarks
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/redisx-go/kit/redisx"
+)
+
+// KeyPrefix starts every key the harness writes. Run refuses a database
+// holding keys outside it (unless Servers.Force) and deletes the keys
+// under it when it ends. A workload of your own must use it too.
+const KeyPrefix = "redisx-bench:"
+
+// DefaultLevels are the concurrency levels (goroutines) of the default
+// plan.
+var DefaultLevels = []int{1, 10, 50, 100, 500, 1000}
+
+// Client is an opened target: what a workload's operations call.
+// *redisx.Client implements it; the peers are adapted to it. A Client
+// that also has a Stats() redisx.Stats method reports its near-cache
+// hit ratio. Implementations must be safe for concurrent use.
+type Client interface {
+	Get(ctx context.Context, key string) ([]byte, error)
+	Set(ctx context.Context, key string, value []byte, ttl time.Duration) error
+	// MGet returns one value per key, in order, nil where a key is
+	// missing. On a cluster the keys may lie in different slots.
+	MGet(ctx context.Context, keys ...string) ([][]byte, error)
+	Close() error
+}
+
+var _ Client = (*redisx.Client)(nil)
+
+// Env is what a target connects to: the servers of one workload and the
+// shared connection settings.
+type Env struct {
+	// Addrs are the standalone server (one address) or the cluster's
+	// seeds.
+	Addrs   []string
+	Cluster bool
+
+	Username string
+	Password string
+	TLS      *tls.Config
+	DB       int
+	// ClientName must be set (CLIENT SETNAME) on every connection the
+	// target opens: the harness counts the target's connections by it
+	// (CLIENT LIST on every server, or every master of a cluster).
+	// A target that does not set it reports 0 connections.
+	ClientName string
+}
+
+// Topology says which deployments a target can measure.
+type Topology int
+
+// Topologies of a Target.
+const (
+	AnyTopology    Topology = iota // standalone servers and clusters
+	StandaloneOnly                 // no cluster support (redigo's Pool)
+	ClusterOnly                    // meaningful on a cluster only (SlotGrouped)
+)
+
+// Target is one client configuration under measurement.
+type Target struct {
+	// Name identifies the target in cells and verdicts ("pool-32").
+	Name string
+	// Open connects to env; the caller closes the Client.
+	Open func(ctx context.Context, env Env) (Client, error)
+	// Conns is the number of connections it may open per server, for
+	// the record (0: not fixed). Ties are broken by the connections
+	// measured on the server, not by this.
+	Conns int
+	// Peer marks a client that is not redisx (rueidis, redigo, go-redis):
+	// measured for comparison, never recommended.
+	Peer     bool
+	Topology Topology
+	// Only, when set, names the workload families the target runs in
+	// ("near"); nil: every family.
+	Only []string
+	// URL configures the target through redisx.ParseURL; its host is
+	// replaced by the measured server's in recommendations. Go is the
+	// strategy as a Go expression ("strategy.Pool{Size: 32}"). Both are
+	// empty for a peer.
+	URL string
+	Go  string
+}
+
+// runsIn reports whether t applies to w on the deployment w needs.
+func (t Target) runsIn(w Workload) bool {
+	switch {
+	case t.Topology == StandaloneOnly && w.Cluster, t.Topology == ClusterOnly && !w.Cluster:
+		return false
+	case t.Only != nil && !slices.Contains(t.Only, w.Family()):
+		return false
+	}
+	return w.Targets == nil || slices.Contains(w.Targets, t.Name)
+}
+
+// Op is one operation of a workload; worker is the index of the
+// goroutine running it and i counts that worker's operations.
+type Op func(ctx context.Context, worker, i int) error
+
+// Workload is what the targets are measured doing.
+type Workload struct {
+	// Name is "family" or "family/variant" ("get", "values/set-32KiB").
+	Name string
+	// Description says what one operation is, for the reports.
+	Description string
+	// Cluster makes the workload run on the cluster; otherwise it runs
+	// on the standalone server. It is skipped when that is missing.
+	Cluster bool
+	// Levels, when set, replaces the plan's levels for this workload.
+	Levels []int
+	// Targets, when set, names the targets it runs (those of the plan
+	// that apply); nil: every target that applies. Plan.AddTarget adds
+	// new targets to these lists.
+	Targets []string
+	// Setup stores the data the operations read, through the harness's
+	// own client; it runs once before the workload's cells. Nil: none.
+	// Keys must start with KeyPrefix.
+	Setup func(ctx context.Context, c *redisx.Client) error
+	// Op returns the operation on c for a run of workers goroutines.
+	// It is called for every target and level, so per-worker state
+	// (a random source, a key list) can be allocated here for workers.
+	Op func(c Client, workers int) Op
+}
+
+// Family is the part of the name before the first "/".
+func (w Workload) Family() string {
+	f, _, _ := strings.Cut(w.Name, "/")
+	return f
+}
+
+// Plan is what a run measures: every workload at each of its levels on
+// every target that applies.
+type Plan struct {
+	Levels    []int
+	Targets   []Target
+	Workloads []Workload
+	// Duration is the length of one sample; Warmup runs each target at
+	// each level before its samples, discarded. Repeats is the number of
+	// samples per cell (at least 6 for a confidence interval at 95% and
+	// for a rank test to reach p < 0.05).
+	Duration time.Duration
+	Warmup   time.Duration
+	Repeats  int
+	// Rate, when positive, runs open loop: requests are scheduled at this
+	// total rate per second, spread evenly over the level's workers, and
+	// each latency is measured from the request's intended send time, so
+	// it includes any wait behind a slow reply — and, as with wrk2, the
+	// client's own lateness in waking up: a saturated client machine
+	// shows up as latency. Zero: closed loop.
+	Rate float64
+	// SLO, when set, also searches, for every workload and target, the
+	// highest open-loop rate that keeps the latency percentile under the
+	// bound.
+	SLO *SLO
+	// SLOSteps and SLOBisects bound the probes of that search: a ramp of
+	// doubling rates, then bisection between the last rate that passed
+	// and the first that failed.
+	SLOSteps   int
+	SLOBisects int
+	// Alpha is the significance level of the rank test; Margin the least
+	// relative QPS difference that counts as a win.
+	Alpha  float64
+	Margin float64
+	// Seed seeds the shuffle of the targets' order in each repeat.
+	Seed int64
+}
+
+// DefaultPlan is the full matrix: DefaultLevels × DefaultTargets ×
+// DefaultWorkloads, 6 samples of 500 ms per cell, closed loop. It runs in
+// about a quarter of an hour (Plan.Estimate).
+func DefaultPlan() Plan {
+	return Plan{
+		Levels:     slices.Clone(DefaultLevels),
+		Targets:    DefaultTargets(),
+		Workloads:  DefaultWorkloads(),
+		Duration:   defaultDuration,
+		Warmup:     defaultDuration / 2,
+		Repeats:    defaultRepeats,
+		SLOSteps:   defaultSLOSteps,
+		SLOBisects: defaultSLOBisects,
+		Alpha:      defaultAlpha,
+		Margin:     defaultMargin,
+		Seed:       1,
+	}
+}
+
+// QuickPlan is a small matrix that runs in about a minute on two cores:
+// levels 1, 10 and 100, fewer targets and variants, 6 samples of 100 ms.
+func QuickPlan() Plan {
+	p := DefaultPlan()
+	p.Levels = []int{1, 10, 100}
+	p.Duration = 100 * time.Millisecond
+	p.Warmup = 50 * time.Millisecond
+	p.SLOSteps, p.SLOBisects = 3, 2
+	std := []string{"multiplexed-1", "pool-32", "rueidis", "redigo-pool-100", "go-redis"}
+	small := []string{"multiplexed-1", "pool-32", "rueidis"}
+	quick := map[string][]string{
+		"get":              std,
+		"setget":           small,
+		"mget":             {"multiplexed-1", "slotgrouped", "rueidis"},
+		"values/get-4KiB":  small,
+		"values/set-32KiB": small,
+		"near/w1":          {"near-multiplexed", "multiplexed-1", "rueidis"},
+		"near/w10":         {"near-multiplexed", "multiplexed-1", "rueidis"},
+	}
+	var ws []Workload
+	for _, w := range p.Workloads {
+		if ts, ok := quick[w.Name]; ok {
+			w.Targets, w.Levels = ts, nil
+			ws = append(ws, w)
+		}
+	}
+	p.Workloads = ws
+	return p
+}
+
+// AddTarget adds t to the plan, or replaces the target of the same name
+// in place. A new target joins every workload it applies to, including
+// those whose Targets list it is not on.
+func (p *Plan) AddTarget(t Target) {
+	for i := range p.Targets {
+		if p.Targets[i].Name == t.Name {
+			p.Targets[i] = t
+			return
+		}
+	}
+	p.Targets = append(p.Targets, t)
+	for i := range p.Workloads {
+		if w := &p.Workloads[i]; w.Targets != nil {
+			w.Targets = append(slices.Clone(w.Targets), t.Name)
+		}
+	}
+}
+
+// RemovePeers drops the targets that are not redisx.
+func (p *Plan) RemovePeers() {
+	p.Targets = slices.DeleteFunc(slices.Clone(p.Targets), func(t Target) bool { return t.Peer })
+}
+
+// SelectWorkloads keeps the workloads named: a family ("values") keeps
+// all its variants, a full name ("values/get-4KiB") one.
+func (p *Plan) SelectWorkloads(names []string) error {
+	var keep []Workload
+	for _, n := range names {
+		found := false
+		for _, w := range p.Workloads {
+			if w.Name != n && w.Family() != n {
+				continue
+			}
+			found = true
+			if !slices.ContainsFunc(keep, func(k Workload) bool { return k.Name == w.Name }) {
+				keep = append(keep, w)
+			}
+		}
+		if !found {
+			var known []string
+			for _, w := range p.Workloads {
+				known = append(known, w.Name)
+			}
+			return fmt.Errorf("benchmarks: unknown workload %q (known: %s)", n, strings.Join(known, ", "))
+		}
+	}
+	p.Workloads = keep
+	return nil
+}
+
+// LevelsOf returns the levels w runs at under p.
+func (p Plan) LevelsOf(w Workload) []int {
+	if w.Levels != nil {
+		return w.Levels
+	}
+	return p.Levels
+}
+
+// targetsOf returns the targets of p that run w.
+func (p Plan) targetsOf(w Workload) []Target {
+	var ts []Target
+	for _, t := range p.Targets {
+		if t.runsIn(w) {
+			ts = append(ts, t)
+		}
+	}
+	return ts
+}
+
+// Defaults of a Plan's zero fields.
+const (
+	defaultDuration   = 500 * time.Millisecond
+	defaultRepeats    = 6
+	defaultSLOSteps   = 4
+	defaultSLOBisects = 3
+	defaultAlpha      = 0.05
+	defaultMargin     = 0.05
+)
+
+// withDefaults fills the zero knobs of p: DefaultLevels, and DefaultPlan's
+// duration, repeats, SLO probes and alpha.
+func (p Plan) withDefaults() Plan {
+	if p.Levels == nil {
+		p.Levels = slices.Clone(DefaultLevels)
+	}
+	if p.Duration <= 0 {
+		p.Duration = defaultDuration
+	}
+	p.Warmup = max(p.Warmup, 0)
+	if p.Repeats <= 0 {
+		p.Repeats = defaultRepeats
+	}
+	if p.SLOSteps <= 0 {
+		p.SLOSteps = defaultSLOSteps
+	}
+	p.SLOBisects = max(p.SLOBisects, 0)
+	if p.Alpha <= 0 {
+		p.Alpha = defaultAlpha
+	}
+	p.Margin = max(p.Margin, 0)
+	return p
+}
+
+// Estimate is the size of a plan on given servers.
+type Estimate struct {
+	Cells    int
+	Samples  int // warm-ups included
+	Duration time.Duration
+}
+
+// sampleOverhead is the time a sample costs beyond its duration (starting
+// and stopping the workers, counting connections, reading MemStats),
+// measured on a busy 2-core machine.
+const sampleOverhead = 40 * time.Millisecond
+
+// Estimate returns how many cells and samples p measures with a
+// standalone server and/or a cluster, and about how long it takes (SLO
+// search not included).
+func (p Plan) Estimate(standalone, cluster bool) Estimate {
+	p = p.withDefaults()
+	var e Estimate
+	for _, w := range p.Workloads {
+		if (w.Cluster && !cluster) || (!w.Cluster && !standalone) {
+			continue
+		}
+		n := len(p.targetsOf(w)) * len(p.LevelsOf(w))
+		e.Cells += n
+		e.Samples += n * (p.Repeats + 1)
+		e.Duration += time.Duration(n) * (p.Warmup + sampleOverhead + time.Duration(p.Repeats)*(p.Duration+sampleOverhead))
+	}
+	return e
+}

@@ -1,0 +1,584 @@
+package benchmarks
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/url"
+	"regexp"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/redisx-go/kit/redisx"
+)
+
+// Run measures plan p on the servers s and returns the report, writing
+// progress to progress (nil: none).
+//
+// Every workload runs at each of its levels on every target that applies:
+// first a warm-up of each target (discarded), then p.Repeats rounds in
+// which every target runs one sample, in an order shuffled per round
+// (seeded by p.Seed), so that drift of the machine spreads over all
+// targets instead of favouring one. The targets of a workload stay open
+// across its levels; each one's connections are counted on the
+// server by client name (CLIENT LIST, summed over the masters of a
+// cluster) halfway through each sample.
+//
+// Run refuses a database holding keys outside KeyPrefix unless s.Force,
+// skips the workloads whose deployment is missing (Report.Skipped), and
+// deletes the keys under KeyPrefix when it ends. When ctx is cancelled it
+// stops, deletes its keys and returns the cells measured so far in a
+// report marked Partial, with ctx's error.
+func Run(ctx context.Context, p Plan, s Servers, progress io.Writer) (*Report, error) {
+	p = p.withDefaults()
+	if progress == nil {
+		progress = io.Discard
+	}
+	if err := p.validate(); err != nil {
+		return nil, err
+	}
+	r := &runner{
+		plan:    p,
+		servers: s,
+		out:     progress,
+		rng:     rand.New(rand.NewPCG(uint64(p.Seed), 0x5eed)),
+		deps:    map[bool]*deployment{},
+	}
+	r.report = &Report{
+		Version: ReportVersion,
+		Started: time.Now().UTC(),
+		Machine: Machine{
+			GOMAXPROCS: runtime.GOMAXPROCS(0),
+			CPUs:       runtime.NumCPU(),
+			GoVersion:  runtime.Version(),
+			OS:         runtime.GOOS,
+			Arch:       runtime.GOARCH,
+			Standalone: s.Standalone,
+			Cluster:    s.Cluster,
+		},
+		Settings: Settings{
+			Levels: p.Levels, Duration: p.Duration, Warmup: p.Warmup, Repeats: p.Repeats,
+			Mode: "closed", Rate: p.Rate, Alpha: p.Alpha, Margin: p.Margin, Seed: p.Seed,
+		},
+		Cells:           []Cell{},
+		Recommendations: []Recommendation{},
+		Crossovers:      []Crossover{},
+	}
+	if p.Rate > 0 {
+		r.report.Settings.Mode = "open"
+	}
+	if p.SLO != nil {
+		r.report.Settings.SLO = p.SLO.String()
+	}
+	defer r.closeDeployments()
+	if err := r.connect(ctx); err != nil {
+		r.report.Finished = time.Now().UTC()
+		return r.report, err
+	}
+	err := r.runAll(ctx)
+	r.cleanup()
+	r.conclude()
+	if err != nil {
+		r.report.Partial = true
+	}
+	r.report.Finished = time.Now().UTC()
+	return r.report, err
+}
+
+// validate rejects a plan Run cannot measure.
+func (p Plan) validate() error {
+	seen := map[string]bool{}
+	for _, t := range p.Targets {
+		if t.Name == "" || t.Open == nil {
+			return fmt.Errorf("benchmarks: a target needs a Name and an Open function (%q)", t.Name)
+		}
+		if seen[t.Name] {
+			return fmt.Errorf("benchmarks: two targets named %q", t.Name)
+		}
+		seen[t.Name] = true
+	}
+	for _, w := range p.Workloads {
+		if w.Name == "" || w.Op == nil {
+			return fmt.Errorf("benchmarks: a workload needs a Name and an Op function (%q)", w.Name)
+		}
+		for _, l := range p.LevelsOf(w) {
+			if l < 1 {
+				return fmt.Errorf("benchmarks: workload %s: level %d is not a positive number of goroutines", w.Name, l)
+			}
+		}
+	}
+	if p.Rate < 0 {
+		return fmt.Errorf("benchmarks: negative rate %v", p.Rate)
+	}
+	return nil
+}
+
+// runner is the state of one Run.
+type runner struct {
+	plan    Plan
+	servers Servers
+	out     io.Writer
+	rng     *rand.Rand
+	report  *Report
+	deps    map[bool]*deployment // by "is a cluster"
+
+	hists      []*hdr.Histogram // one per worker, reused
+	sampleHist *hdr.Histogram
+
+	opened   int // targets opened so far, for unique client names
+	total    int // samples planned
+	done     int // samples run
+	cell     int // cells finished
+	cells    int // cells planned
+	began    time.Time
+	lastNote time.Time
+}
+
+// connect opens the deployments the plan needs, checks they hold no
+// foreign keys, and notes the workloads it must skip.
+func (r *runner) connect(ctx context.Context) error {
+	var needStandalone, needCluster bool
+	var run []string
+	for _, w := range r.plan.Workloads {
+		switch {
+		case w.Cluster && r.servers.Cluster == nil:
+			r.skip(fmt.Sprintf("%s skipped: it needs a cluster (-cluster, or no address for the embedded one)", w.Name))
+			continue
+		case !w.Cluster && r.servers.Standalone == "":
+			r.skip(fmt.Sprintf("%s skipped: it needs a standalone server (-addr, or no address for the embedded one)", w.Name))
+			continue
+		case len(r.plan.targetsOf(w)) == 0:
+			r.skip(fmt.Sprintf("%s skipped: no target applies", w.Name))
+			continue
+		}
+		needCluster = needCluster || w.Cluster
+		needStandalone = needStandalone || !w.Cluster
+		run = append(run, w.Name)
+	}
+	r.report.Settings.Workloads = run
+	for _, t := range r.plan.Targets {
+		if slices.ContainsFunc(r.plan.Workloads, func(w Workload) bool { return slices.Contains(run, w.Name) && t.runsIn(w) }) {
+			r.report.Settings.Targets = append(r.report.Settings.Targets, t.Name)
+		}
+	}
+	for _, need := range []struct {
+		on      bool
+		cluster bool
+		addrs   []string
+	}{{needStandalone, false, []string{r.servers.Standalone}}, {needCluster, true, r.servers.Cluster}} {
+		if !need.on {
+			continue
+		}
+		d, err := openDeployment(ctx, need.addrs, need.cluster, r.servers)
+		if err != nil {
+			return err
+		}
+		r.deps[need.cluster] = d
+		if r.report.Machine.RedisVersion == "" {
+			r.report.Machine.RedisVersion = d.version
+		}
+		if !r.servers.Force {
+			if err := d.checkForeign(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (r *runner) skip(msg string) {
+	r.report.Skipped = append(r.report.Skipped, msg)
+	fmt.Fprintln(r.out, msg)
+}
+
+func (r *runner) runnable(w Workload) bool {
+	return r.deps[w.Cluster] != nil && slices.Contains(r.report.Settings.Workloads, w.Name)
+}
+
+// runAll measures every runnable workload.
+func (r *runner) runAll(ctx context.Context) error {
+	est := r.plan.Estimate(r.deps[false] != nil, r.deps[true] != nil)
+	r.total, r.cells = est.Samples, est.Cells
+	mode := "closed loop"
+	if r.plan.Rate > 0 {
+		mode = fmt.Sprintf("open loop at %.0f/s", r.plan.Rate)
+	}
+	fmt.Fprintf(r.out, "plan: %d cells × (%d samples of %v + a %v warm-up), %s: about %v\n",
+		est.Cells, r.plan.Repeats, r.plan.Duration, r.plan.Warmup, mode, est.Duration.Round(time.Second))
+	if r.plan.SLO != nil {
+		fmt.Fprintf(r.out, "SLO %s: then up to %d probes of %v per workload and target\n", r.plan.SLO, r.plan.SLOSteps+r.plan.SLOBisects, r.plan.Duration)
+	}
+	r.began = time.Now()
+	for _, w := range r.plan.Workloads {
+		if r.runnable(w) {
+			if err := r.runWorkload(ctx, w); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// opened is a target connected for a workload.
+type opened struct {
+	t      Target
+	c      Client // nil when Open failed
+	err    error
+	prefix string // client name prefix of its connections
+}
+
+// clientNameChars are the characters kept in a client name (CLIENT
+// SETNAME refuses spaces).
+var clientNameChars = regexp.MustCompile(`[^A-Za-z0-9._:-]`)
+
+func (r *runner) open(ctx context.Context, t Target, d *deployment) opened {
+	r.opened++
+	prefix := fmt.Sprintf("redisx-bench-%d.", r.opened)
+	env := Env{
+		Addrs: d.addrs, Cluster: d.cluster,
+		Username: r.servers.Username, Password: r.servers.Password, TLS: r.servers.TLS, DB: r.servers.DB,
+		ClientName: prefix + clientNameChars.ReplaceAllString(t.Name, "_"),
+	}
+	octx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	c, err := t.Open(octx, env)
+	if err != nil {
+		c = nil // a typed nil from a user's Open would not compare equal to nil
+		err = fmt.Errorf("open %s: %w", t.Name, err)
+		fmt.Fprintf(r.out, "%v\n", err)
+	}
+	return opened{t: t, c: c, err: err, prefix: prefix}
+}
+
+// runWorkload measures w at each of its levels on every target that
+// applies. The targets are opened for w and stay open across its levels
+// (so a pool keeps the connections an earlier level made it open, as a
+// service's would), then closed.
+func (r *runner) runWorkload(ctx context.Context, w Workload) error {
+	d := r.deps[w.Cluster]
+	var ts []opened
+	for _, t := range r.plan.targetsOf(w) {
+		ts = append(ts, r.open(ctx, t, d))
+	}
+	defer func() {
+		for _, o := range ts {
+			if o.c != nil {
+				_ = o.c.Close()
+			}
+		}
+	}()
+	var setupErr error
+	if w.Setup != nil {
+		sctx, cancel := context.WithTimeout(ctx, time.Minute)
+		setupErr = w.Setup(sctx, d.seeder)
+		cancel()
+		if setupErr != nil {
+			setupErr = fmt.Errorf("setup of %s: %w", w.Name, setupErr)
+			fmt.Fprintln(r.out, setupErr)
+		}
+	}
+	for _, level := range r.plan.LevelsOf(w) {
+		if err := r.runLevel(ctx, d, w, level, ts, setupErr); err != nil {
+			return err
+		}
+	}
+	if r.plan.SLO != nil && setupErr == nil {
+		return r.searchSLO(ctx, w, ts)
+	}
+	return nil
+}
+
+// runLevel measures the cells of w at one level: a warm-up of every
+// target, then Repeats rounds of one sample per target in shuffled order.
+func (r *runner) runLevel(ctx context.Context, d *deployment, w Workload, level int, ts []opened, setupErr error) error {
+	accs := make([]*cellAcc, len(ts))
+	ops := make([]Op, len(ts))
+	var live []int // indexes of the targets that can run
+	for i, o := range ts {
+		accs[i] = newCellAcc(w, o.t, level, r.plan.Rate)
+		switch {
+		case o.err != nil:
+			accs[i].fail(o.err)
+		case setupErr != nil:
+			accs[i].fail(setupErr)
+		default:
+			ops[i] = w.Op(o.c, level)
+			live = append(live, i)
+		}
+	}
+	finish := func() {
+		for _, a := range accs {
+			if a.cell.Samples > 0 || a.cell.Failed {
+				r.report.Cells = append(r.report.Cells, a.finish())
+			}
+		}
+	}
+	defer finish()
+	for _, i := range r.shuffled(live) {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		r.measure(ctx, d, ts[i], ops[i], level, r.plan.Warmup, r.plan.Rate, false)
+		r.note(false, "%s %s ×%d warm-up", w.Name, ts[i].t.Name, level)
+	}
+	for rep := 1; rep <= r.plan.Repeats; rep++ {
+		for _, i := range r.shuffled(live) {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			s, h := r.measure(ctx, d, ts[i], ops[i], level, r.plan.Duration, r.plan.Rate, true)
+			accs[i].add(s, h)
+			r.note(false, "%s %s ×%d r%d/%d: %s ops/s", w.Name, ts[i].t.Name, level, rep, r.plan.Repeats, si(s.qps))
+		}
+	}
+	r.cell += len(ts)
+	r.note(true, "%s ×%d done", w.Name, level)
+	return nil
+}
+
+// shuffled returns idx in a random order of the run's seeded source.
+func (r *runner) shuffled(idx []int) []int {
+	out := slices.Clone(idx)
+	r.rng.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
+	return out
+}
+
+// workerHists returns n reset histograms, one per worker.
+func (r *runner) workerHists(n int) []*hdr.Histogram {
+	for len(r.hists) < n {
+		r.hists = append(r.hists, newHistogram())
+	}
+	for _, h := range r.hists[:n] {
+		h.Reset()
+	}
+	return r.hists[:n]
+}
+
+// measure runs op on level workers for d (closed loop, or open loop at
+// rate) and returns the sample and its merged latency histogram, valid
+// until the next call. With conns, it counts the target's connections
+// halfway through.
+func (r *runner) measure(ctx context.Context, d *deployment, o opened, op Op, level int, dur time.Duration, rate float64, conns bool) (sample, *hdr.Histogram) {
+	hists := r.workerHists(level)
+	st, hasStats := o.c.(interface{ Stats() redisx.Stats })
+	var before redisx.Stats
+	if hasStats {
+		before = st.Stats()
+	}
+	counted := make(chan int, 1)
+	if conns {
+		go func() {
+			t := time.NewTimer(dur / 2)
+			defer t.Stop()
+			select {
+			case <-t.C:
+				n, _ := d.clients(o.prefix)
+				counted <- n
+			case <-ctx.Done():
+				counted <- 0
+			}
+		}()
+	}
+	u0 := readUsage()
+	var l load
+	if rate > 0 {
+		l = openLoop(ctx, level, dur, rate, op, hists)
+	} else {
+		l = closedLoop(ctx, level, dur, op, hists)
+	}
+	u := readUsage().since(u0)
+	s := sample{load: l, cpu: u.cpu, mallocs: u.mallocs, bytes: u.bytes}
+	if l.elapsed > 0 {
+		s.qps = float64(l.ops) / l.elapsed.Seconds()
+	}
+	if conns {
+		s.conns = <-counted
+	}
+	if hasStats {
+		after := st.Stats()
+		s.hits, s.misses = after.LocalHits-before.LocalHits, after.LocalMisses-before.LocalMisses
+	}
+	if r.sampleHist == nil {
+		r.sampleHist = newHistogram()
+	}
+	r.sampleHist.Reset()
+	for _, h := range hists {
+		r.sampleHist.Merge(h)
+	}
+	return s, r.sampleHist
+}
+
+// note writes a progress line: always when force, otherwise at most one
+// a second. It counts one sample unless force.
+func (r *runner) note(force bool, format string, args ...any) {
+	if !force {
+		r.done++
+	}
+	now := time.Now()
+	if !force && now.Sub(r.lastNote) < time.Second {
+		return
+	}
+	r.lastNote = now
+	eta := "?"
+	if r.done > 0 {
+		left := time.Duration(float64(now.Sub(r.began)) / float64(r.done) * float64(max(r.total-r.done, 0)))
+		eta = left.Round(time.Second).String()
+	}
+	fmt.Fprintf(r.out, "[cell %d/%d, sample %d/%d, ETA %s] %s\n", min(r.cell+1, r.cells), r.cells, r.done, r.total, eta, fmt.Sprintf(format, args...))
+}
+
+// si writes x with a k or M suffix.
+func si(x float64) string {
+	switch {
+	case x >= 1e6:
+		return fmt.Sprintf("%.2fM", x/1e6)
+	case x >= 1e3:
+		return fmt.Sprintf("%.1fk", x/1e3)
+	}
+	return fmt.Sprintf("%.0f", x)
+}
+
+// searchSLO finds, for every target of w, the highest open-loop rate its
+// SLO percentile stays under the bound, at w's highest level of workers.
+func (r *runner) searchSLO(ctx context.Context, w Workload, ts []opened) error {
+	slo := *r.plan.SLO
+	levels := r.plan.LevelsOf(w)
+	workers := slices.Max(levels)
+	d := r.deps[w.Cluster]
+	for _, o := range ts {
+		if o.c == nil {
+			continue
+		}
+		peak := 0.0
+		failed := false
+		for _, c := range r.report.Cells {
+			if c.Workload == w.Name && c.Target == o.t.Name {
+				peak = max(peak, c.QPS)
+				failed = failed || c.Failed
+			}
+		}
+		if failed {
+			continue
+		}
+		start := 1000.0
+		if peak > 0 {
+			start = peak / 4
+		}
+		op := w.Op(o.c, workers)
+		var probeErr error
+		best, lat := searchRate(start, r.plan.SLOSteps, r.plan.SLOBisects, func(rate float64) probeResult {
+			if probeErr = ctx.Err(); probeErr != nil {
+				return probeResult{}
+			}
+			s, h := r.measure(ctx, d, o, op, workers, r.plan.Duration, rate, false)
+			got := time.Duration(h.ValueAtQuantile(slo.Percentile))
+			ok := s.errs == 0 && s.behind == 0 && got <= slo.Bound
+			r.note(true, "SLO %s %s %s ×%d at %s/s: %s %v", slo, w.Name, o.t.Name, workers, si(rate), map[bool]string{true: "pass", false: "fail"}[ok], got.Round(time.Microsecond))
+			return probeResult{latency: got, ok: ok}
+		})
+		if probeErr != nil {
+			return probeErr
+		}
+		r.report.SLO = append(r.report.SLO, SLOResult{
+			Workload: w.Name, Target: o.t.Name, Concurrency: workers,
+			Rate: best, Latency: float64(lat) / 1e6,
+		})
+	}
+	return nil
+}
+
+// cleanup deletes the harness's keys, even after a cancellation.
+func (r *runner) cleanup() {
+	for _, cluster := range []bool{false, true} {
+		if d := r.deps[cluster]; d != nil {
+			n, err := d.cleanup()
+			if err != nil {
+				fmt.Fprintf(r.out, "cleanup: %v\n", err)
+			}
+			if n > 0 {
+				fmt.Fprintf(r.out, "deleted %d keys under %s on %s\n", n, KeyPrefix, strings.Join(d.addrs, ","))
+			}
+		}
+	}
+}
+
+func (r *runner) closeDeployments() {
+	for _, d := range r.deps {
+		d.close()
+	}
+}
+
+// conclude computes the verdicts, crossovers and SLO winners, and the URL
+// and Go snippet of every recommendation.
+func (r *runner) conclude() {
+	rep := r.report
+	rep.Recommendations = Recommend(rep.Cells, r.plan.Alpha, r.plan.Margin)
+	rep.Crossovers = FindCrossovers(rep.Recommendations)
+	if rep.Recommendations == nil {
+		rep.Recommendations = []Recommendation{}
+	}
+	if rep.Crossovers == nil {
+		rep.Crossovers = []Crossover{}
+	}
+	peers := map[string]bool{}
+	targets := map[string]Target{}
+	for _, t := range r.plan.Targets {
+		peers[t.Name] = t.Peer
+		targets[t.Name] = t
+	}
+	markSLOWinners(rep.SLO, peers)
+	cluster := map[string]bool{}
+	for _, w := range r.plan.Workloads {
+		cluster[w.Name] = w.Cluster
+	}
+	for i := range rep.Recommendations {
+		rec := &rep.Recommendations[i]
+		t := targets[rec.Strategy]
+		addrs := []string{r.servers.Standalone}
+		if cluster[rec.Workload] {
+			addrs = r.servers.Cluster
+		}
+		rec.URL = recommendURL(t.URL, addrs, r.servers.TLS != nil)
+		if t.Go != "" {
+			rec.Go = fmt.Sprintf("redisx.Options{Addrs: %s, Strategy: %s}", goStrings(addrs), t.Go)
+		}
+	}
+}
+
+// recommendURL is a target's URL pointed at addrs (the first as the host,
+// the others as addr= seeds), without credentials, rediss:// with TLS.
+func recommendURL(raw string, addrs []string, tlsOn bool) string {
+	u, err := url.Parse(raw)
+	if raw == "" || err != nil || len(addrs) == 0 {
+		return ""
+	}
+	u.User = nil
+	u.Host = addrs[0]
+	if tlsOn {
+		u.Scheme = "rediss"
+	}
+	var params []string
+	for _, p := range strings.Split(u.RawQuery, "&") {
+		if p != "" && !strings.HasPrefix(p, "addr=") {
+			params = append(params, p)
+		}
+	}
+	for _, a := range addrs[1:] {
+		params = append(params, "addr="+a) // host:port needs no escaping in a query
+	}
+	u.RawQuery = strings.Join(params, "&")
+	return u.String()
+}
+
+// goStrings writes ss as a Go []string literal.
+func goStrings(ss []string) string {
+	q := make([]string, len(ss))
+	for i, s := range ss {
+		q[i] = fmt.Sprintf("%q", s)
+	}
+	return "[]string{" + strings.Join(q, ", ") + "}"
+}

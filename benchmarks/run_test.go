@@ -1,0 +1,211 @@
+package benchmarks_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redisx-go/kit/benchmarks"
+	"github.com/redisx-go/kit/internal/launcher"
+	"github.com/redisx-go/kit/strategy"
+)
+
+// tinyPlan is a plan of a few short samples on two redisx targets.
+func tinyPlan(workloads ...string) benchmarks.Plan {
+	p := benchmarks.DefaultPlan()
+	p.Levels = []int{1, 3}
+	p.Duration, p.Warmup, p.Repeats = 30*time.Millisecond, 10*time.Millisecond, 2
+	p.Targets = []benchmarks.Target{
+		benchmarks.StrategyTarget("multiplexed-1", strategy.Multiplexed{}),
+		benchmarks.StrategyTarget("pool-4", strategy.Pool{Size: 4}),
+	}
+	if err := p.SelectWorkloads(workloads); err != nil {
+		panic(err)
+	}
+	for i := range p.Workloads {
+		p.Workloads[i].Levels, p.Workloads[i].Targets = nil, nil
+	}
+	return p
+}
+
+func dbsize(t *testing.T, s *launcher.Server) string {
+	t.Helper()
+	n, err := s.CLI(context.Background(), "DBSIZE")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func TestRunMeasuresEveryCellAndCleansUp(t *testing.T) {
+	srv := launcher.Standalone(t, launcher.Options{})
+	p := tinyPlan("get", "mget")
+	var progress strings.Builder
+	rep, err := benchmarks.Run(context.Background(), p, benchmarks.Servers{Standalone: srv.Addr()}, &progress)
+	if err != nil {
+		t.Fatalf("Run: %v\n%s", err, progress.String())
+	}
+	if rep.Partial || rep.Version != benchmarks.ReportVersion || rep.Machine.RedisVersion == "" || rep.Machine.GOMAXPROCS == 0 {
+		t.Errorf("report header: partial %v, version %d, machine %+v", rep.Partial, rep.Version, rep.Machine)
+	}
+	if len(rep.Skipped) != 1 || !strings.Contains(rep.Skipped[0], "mget") {
+		t.Errorf("Skipped = %q; want mget, which needs a cluster", rep.Skipped)
+	}
+	if len(rep.Cells) != 4 {
+		t.Fatalf("%d cells; want 2 targets × 2 levels of get", len(rep.Cells))
+	}
+	for _, c := range rep.Cells {
+		if c.Workload != "get" || c.Failed || c.Errors != 0 || c.Samples != 2 || len(c.QPSSamples) != 2 || c.Ops == 0 {
+			t.Errorf("cell %+v: want get, 2 samples, no error", c)
+		}
+		if c.QPS <= 0 || c.QPSLow > c.QPS || c.QPSHigh < c.QPS || c.P50ms <= 0 || c.P99ms < c.P50ms || c.MaxMs < c.P99ms {
+			t.Errorf("cell %s/%d: QPS %v [%v, %v], p50 %v p99 %v max %v", c.Target, c.Concurrency, c.QPS, c.QPSLow, c.QPSHigh, c.P50ms, c.P99ms, c.MaxMs)
+		}
+		if c.AllocsPerOp <= 0 || c.CPUPerOp <= 0 {
+			t.Errorf("cell %s/%d: %v allocs/op, %v µs CPU/op; want both measured", c.Target, c.Concurrency, c.AllocsPerOp, c.CPUPerOp)
+		}
+		switch {
+		case c.Target == "multiplexed-1" && c.Conns != 1:
+			t.Errorf("multiplexed-1 at %d: the server saw %d connections; want 1", c.Concurrency, c.Conns)
+		case c.Target == "pool-4" && (c.Conns < 1 || c.Conns > c.Concurrency):
+			t.Errorf("pool-4 at %d: the server saw %d connections; want 1..%d", c.Concurrency, c.Conns, c.Concurrency)
+		}
+	}
+	if len(rep.Recommendations) != 2 {
+		t.Fatalf("recommendations = %+v; want one per level", rep.Recommendations)
+	}
+	for _, r := range rep.Recommendations {
+		// Two samples can never reach p < 0.05: ties by construction.
+		if r.Confidence != benchmarks.Tie || r.TieBreak == "" {
+			t.Errorf("verdict %+v: want a labelled tie with 2 samples", r)
+		}
+		if !strings.HasPrefix(r.URL, "redis://"+srv.Addr()+"?strategy=") || !strings.Contains(r.Go, srv.Addr()) {
+			t.Errorf("verdict URL %q, Go %q; want them on %s", r.URL, r.Go, srv.Addr())
+		}
+	}
+	if n := dbsize(t, srv); n != "0" {
+		t.Errorf("DBSIZE after Run = %s; want the harness's keys deleted", n)
+	}
+	if !strings.Contains(progress.String(), "ETA") {
+		t.Errorf("progress = %q; want ETA lines", progress.String())
+	}
+}
+
+func TestRunRefusesADatabaseWithOtherKeys(t *testing.T) {
+	srv := launcher.Standalone(t, launcher.Options{})
+	if _, err := srv.CLI(context.Background(), "SET", "someone:else", "v"); err != nil {
+		t.Fatal(err)
+	}
+	p := tinyPlan("get")
+	p.Levels = []int{1}
+	_, err := benchmarks.Run(context.Background(), p, benchmarks.Servers{Standalone: srv.Addr()}, nil)
+	if !errors.Is(err, benchmarks.ErrForeignKeys) {
+		t.Fatalf("Run on a database with another key: %v; want ErrForeignKeys", err)
+	}
+	rep, err := benchmarks.Run(context.Background(), p, benchmarks.Servers{Standalone: srv.Addr(), Force: true}, nil)
+	if err != nil || len(rep.Cells) != 2 {
+		t.Fatalf("Run with Force: %v, %d cells; want 2", err, len(rep.Cells))
+	}
+	if v, err := srv.CLI(context.Background(), "GET", "someone:else"); err != nil || v != "v" {
+		t.Errorf("the other key after Run = %q, %v; want it untouched", v, err)
+	}
+	if n := dbsize(t, srv); n != "1" {
+		t.Errorf("DBSIZE after Run = %s; want only the other key left", n)
+	}
+}
+
+func TestRunCancelledReturnsAPartialReport(t *testing.T) {
+	srv := launcher.Standalone(t, launcher.Options{})
+	p := tinyPlan("get")
+	p.Duration, p.Repeats = 100*time.Millisecond, 6 // about 3 s in all
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// The operation cancels the run after 150 calls: past the warm-ups
+	// (10 ms of 1 ms calls each), inside the first round of samples.
+	var calls atomic.Int64
+	get := p.Workloads[0].Op
+	p.Workloads[0].Op = func(c benchmarks.Client, workers int) benchmarks.Op {
+		op := get(c, workers)
+		return func(ctx context.Context, w, i int) error {
+			if calls.Add(1) == 150 {
+				cancel()
+			}
+			time.Sleep(time.Millisecond)
+			return op(ctx, w, i)
+		}
+	}
+	rep, err := benchmarks.Run(ctx, p, benchmarks.Servers{Standalone: srv.Addr()}, nil)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run cancelled: %v; want context.Canceled", err)
+	}
+	if !rep.Partial || len(rep.Cells) != 2 {
+		t.Fatalf("partial %v, %d cells; want a partial report with the first level's 2 cells", rep.Partial, len(rep.Cells))
+	}
+	for _, c := range rep.Cells {
+		if c.Concurrency != 1 || c.Samples < 1 || c.Samples >= 6 {
+			t.Errorf("cell %s at %d: %d samples; want level 1 with the few measured before the cancel", c.Target, c.Concurrency, c.Samples)
+		}
+	}
+	if n := dbsize(t, srv); n != "0" {
+		t.Errorf("DBSIZE after a cancelled Run = %s; want the keys deleted anyway", n)
+	}
+}
+
+func TestRunOpenLoopAndSLO(t *testing.T) {
+	srv := launcher.Standalone(t, launcher.Options{})
+	p := tinyPlan("get")
+	p.Targets = p.Targets[:1]
+	p.Levels = []int{4}
+	p.Rate, p.Duration = 2000, 100*time.Millisecond
+	slo, _ := benchmarks.ParseSLO("p99=1s") // generous: the machine is shared, this checks the mechanics
+	p.SLO, p.SLOSteps, p.SLOBisects = &slo, 2, 1
+	rep, err := benchmarks.Run(context.Background(), p, benchmarks.Servers{Standalone: srv.Addr()}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Settings.Mode != "open" || rep.Settings.Rate != 2000 || rep.Settings.SLO != "p99=1s" {
+		t.Errorf("settings %+v; want open loop at 2000/s, SLO p99=1s", rep.Settings)
+	}
+	if len(rep.Cells) != 1 || rep.Cells[0].Rate != 2000 || rep.Cells[0].Ops == 0 {
+		t.Fatalf("cells %+v; want one open-loop cell at 2000/s", rep.Cells)
+	}
+	// 2000/s for 100 ms: 200 requests scheduled per sample.
+	if c := rep.Cells[0]; c.Ops+c.Unsent != 400 || c.Errors != 0 {
+		t.Errorf("ops %d + unsent %d over 2 samples, %d errors; want the 400 scheduled, no error", c.Ops, c.Unsent, c.Errors)
+	}
+	if len(rep.SLO) != 1 {
+		t.Fatalf("SLO results %+v; want one", rep.SLO)
+	}
+	if s := rep.SLO[0]; s.Target != "multiplexed-1" || s.Concurrency != 4 || s.Rate <= 0 || !s.Winner {
+		t.Errorf("SLO result %+v; want multiplexed-1 with 4 workers sustaining a rate, the winner", s)
+	}
+}
+
+// TestRunTargetThatFailsToOpen checks that a broken target fails its cells
+// without stopping the others.
+func TestRunTargetThatFailsToOpen(t *testing.T) {
+	srv := launcher.Standalone(t, launcher.Options{})
+	p := tinyPlan("get")
+	p.Levels = []int{1}
+	p.AddTarget(benchmarks.Target{Name: "broken", Open: func(context.Context, benchmarks.Env) (benchmarks.Client, error) {
+		return nil, errors.New("no such thing")
+	}})
+	rep, err := benchmarks.Run(context.Background(), p, benchmarks.Servers{Standalone: srv.Addr()}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var broken, ok int
+	for _, c := range rep.Cells {
+		if c.Target == "broken" && c.Failed && strings.Contains(c.FirstError, "no such thing") {
+			broken++
+		} else if !c.Failed {
+			ok++
+		}
+	}
+	if broken != 1 || ok != 2 {
+		t.Errorf("cells %+v; want the broken one failed, the 2 others measured", rep.Cells)
+	}
+}

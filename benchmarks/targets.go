@@ -1,0 +1,268 @@
+package benchmarks
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redisx-go/kit/localcache"
+	"github.com/redisx-go/kit/redisx"
+	"github.com/redisx-go/kit/strategy"
+)
+
+// nearMaxBytes and nearTTL configure the near-cache targets.
+const (
+	nearMaxBytes = 64 << 20
+	nearTTL      = time.Minute
+)
+
+// DefaultTargets are the configurations of the default plan: the redisx
+// strategies multiplexed-1/2/4, pool-8/32/100, slotgrouped (cluster
+// workloads only), near-multiplexed and near-pool-32 (the near workload
+// only), and the peers rueidis, redigo-pool-100 and go-redis.
+func DefaultTargets() []Target {
+	near := func(name string, inner strategy.Strategy) Target {
+		t := StrategyTarget(name, localcache.Near{Inner: inner, MaxBytes: nearMaxBytes, TTL: nearTTL})
+		t.Only = []string{"near"}
+		return t
+	}
+	slot := StrategyTarget("slotgrouped", strategy.SlotGrouped{})
+	slot.Topology = ClusterOnly
+	return []Target{
+		StrategyTarget("multiplexed-1", strategy.Multiplexed{}),
+		StrategyTarget("multiplexed-2", strategy.Multiplexed{Conns: 2}),
+		StrategyTarget("multiplexed-4", strategy.Multiplexed{Conns: 4}),
+		StrategyTarget("pool-8", strategy.Pool{Size: 8}),
+		StrategyTarget("pool-32", strategy.Pool{Size: 32}),
+		StrategyTarget("pool-100", strategy.Pool{Size: 100}),
+		slot,
+		near("near-multiplexed", strategy.Multiplexed{}),
+		near("near-pool-32", strategy.Pool{Size: 32}),
+		RueidisTarget(),
+		RedigoPoolTarget(100),
+		GoRedisTarget(),
+	}
+}
+
+// StrategyTarget measures redisx over s. Its URL and Go snippet are
+// derived from s for this module's strategies (Multiplexed, Pool,
+// SlotGrouped, localcache.Near); for another strategy, set them on the
+// returned Target if you want them in recommendations.
+func StrategyTarget(name string, s strategy.Strategy) Target {
+	d := describe(s)
+	return Target{
+		Name:  name,
+		Conns: d.conns,
+		URL:   d.url(),
+		Go:    d.goExpr,
+		Open: func(ctx context.Context, env Env) (Client, error) {
+			return openRedisx(ctx, env.options(s))
+		},
+	}
+}
+
+// URLTarget measures redisx configured by a redis:// URL, parsed with
+// redisx.ParseURL. The URL's strategy parameters apply; its host is
+// replaced by the servers of each workload, and its credentials are
+// used only when the run has none.
+func URLTarget(name, rawURL string) (Target, error) {
+	o, err := redisx.ParseURL(rawURL)
+	if err != nil {
+		return Target{}, fmt.Errorf("benchmarks: target %s: %w", name, err)
+	}
+	d := describe(o.Strategy)
+	return Target{
+		Name:  name,
+		Conns: d.conns,
+		URL:   redactURL(rawURL),
+		Go:    d.goExpr,
+		Open: func(ctx context.Context, env Env) (Client, error) {
+			opts := env.options(o.Strategy)
+			if opts.Password == "" {
+				opts.Username, opts.Password = o.Username, o.Password
+			}
+			if opts.DB == 0 {
+				opts.DB = o.DB
+			}
+			if opts.TLS == nil {
+				opts.TLS = o.TLS
+			}
+			opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout = o.DialTimeout, o.ReadTimeout, o.WriteTimeout
+			return openRedisx(ctx, opts)
+		},
+	}, nil
+}
+
+// openRedisx opens a redisx client as a Client (never a typed nil).
+func openRedisx(ctx context.Context, o redisx.Options) (Client, error) {
+	c, err := redisx.New(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// options are the redisx options that connect s to env.
+func (env Env) options(s strategy.Strategy) redisx.Options {
+	return redisx.Options{
+		Addrs:      env.Addrs,
+		Strategy:   s,
+		Username:   env.Username,
+		Password:   env.Password,
+		DB:         env.DB,
+		TLS:        env.TLS,
+		ClientName: env.ClientName,
+	}
+}
+
+// redactURL drops the password from a URL.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	return u.Redacted()
+}
+
+// description is a strategy value as a URL query and a Go expression.
+type description struct {
+	query  string // "strategy=pool&size=32"; empty when no URL expresses it
+	goExpr string // "strategy.Pool{Size: 32}"
+	conns  int
+}
+
+// url is the URL of d on a placeholder host, replaced in recommendations.
+func (d description) url() string {
+	if d.query == "" {
+		return ""
+	}
+	return "redis://127.0.0.1:6379?" + d.query
+}
+
+// describe returns s as a URL query (the parameters redisx.ParseURL
+// reads) and a Go expression. Fields a URL cannot express leave the
+// query empty; the Go expression falls back to %#v, which is valid Go.
+func describe(s strategy.Strategy) description {
+	switch v := s.(type) {
+	case nil:
+		return describe(strategy.Multiplexed{})
+	case strategy.Multiplexed:
+		d := description{query: "strategy=multiplexed", goExpr: "strategy.Multiplexed{}", conns: max(v.Conns, 1)}
+		var fields []string
+		if v.Conns > 1 {
+			d.query += "&conns=" + strconv.Itoa(v.Conns)
+			fields = append(fields, "Conns: "+strconv.Itoa(v.Conns))
+		}
+		if v.MaxPending > 0 {
+			d.query += "&max_pending=" + strconv.Itoa(v.MaxPending)
+			fields = append(fields, "MaxPending: "+strconv.Itoa(v.MaxPending))
+		}
+		if v.Blocking != 0 {
+			return description{goExpr: fmt.Sprintf("%#v", v), conns: d.conns}
+		}
+		d.goExpr = "strategy.Multiplexed{" + strings.Join(fields, ", ") + "}"
+		return d
+	case strategy.Pool:
+		if v.HealthCheckPeriod != 0 || v.MinIdle != 0 || v.MaxIdleTime != 0 || v.MaxLifetime != 0 {
+			return description{goExpr: fmt.Sprintf("%#v", v), conns: v.Size}
+		}
+		d := description{query: "strategy=pool", goExpr: "strategy.Pool{}", conns: v.Size}
+		if v.Size > 0 {
+			d.query += "&size=" + strconv.Itoa(v.Size)
+			d.goExpr = "strategy.Pool{Size: " + strconv.Itoa(v.Size) + "}"
+		}
+		return d
+	case strategy.SlotGrouped:
+		inner := describe(v.Transport)
+		if v.MaxBatch != 0 || inner.query == "" {
+			return description{goExpr: fmt.Sprintf("%#v", v), conns: inner.conns}
+		}
+		d := description{conns: inner.conns}
+		transport, params, _ := strings.Cut(inner.query, "&")
+		d.query = "strategy=slotgrouped"
+		if transport != "strategy=multiplexed" {
+			d.query += "&transport=" + strings.TrimPrefix(transport, "strategy=")
+		}
+		if params != "" {
+			d.query += "&" + params
+		}
+		d.goExpr = "strategy.SlotGrouped{}"
+		if inner.goExpr != "strategy.Multiplexed{}" {
+			d.goExpr = "strategy.SlotGrouped{Transport: " + inner.goExpr + "}"
+		}
+		return d
+	case localcache.Near:
+		inner := describe(v.Inner)
+		if v.NegativeTTL != 0 || v.Jitter != 0 || v.Prefixes != nil || v.PingInterval != 0 || inner.query == "" {
+			return description{goExpr: fmt.Sprintf("%#v", v), conns: inner.conns}
+		}
+		maxBytes, ttl := v.MaxBytes, v.TTL
+		if maxBytes == 0 {
+			maxBytes = nearMaxBytes
+		}
+		if ttl == 0 {
+			ttl = nearTTL
+		}
+		return description{
+			query:  inner.query + "&near=" + formatBytes(maxBytes) + "&near_ttl=" + formatDuration(ttl),
+			goExpr: fmt.Sprintf("localcache.Near{Inner: %s, MaxBytes: %s, TTL: %s}", inner.goExpr, goBytes(maxBytes), goDuration(ttl)),
+			conns:  inner.conns,
+		}
+	default:
+		return description{goExpr: fmt.Sprintf("%#v", v)}
+	}
+}
+
+// formatBytes writes n as "64MiB", "512KiB" or a plain byte count.
+func formatBytes(n int64) string {
+	switch {
+	case n >= 1<<30 && n%(1<<30) == 0:
+		return strconv.FormatInt(n>>30, 10) + "GiB"
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return strconv.FormatInt(n>>20, 10) + "MiB"
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return strconv.FormatInt(n>>10, 10) + "KiB"
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+// goBytes writes n as a Go constant expression: "64 << 20".
+func goBytes(n int64) string {
+	for _, shift := range []int{30, 20, 10} {
+		if n >= 1<<shift && n%(1<<shift) == 0 {
+			return fmt.Sprintf("%d << %d", n>>shift, shift)
+		}
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+// formatDuration writes d without trailing zero units: "1m", "1h30m".
+func formatDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+// goDuration writes d as a Go expression: "time.Minute", "30 * time.Second".
+func goDuration(d time.Duration) string {
+	for _, u := range []struct {
+		d    time.Duration
+		name string
+	}{{time.Hour, "time.Hour"}, {time.Minute, "time.Minute"}, {time.Second, "time.Second"}, {time.Millisecond, "time.Millisecond"}} {
+		if d%u.d == 0 {
+			if d == u.d {
+				return u.name
+			}
+			return fmt.Sprintf("%d * %s", d/u.d, u.name)
+		}
+	}
+	return fmt.Sprintf("time.Duration(%d)", int64(d))
+}

@@ -1,0 +1,91 @@
+package benchmarks_test
+
+import (
+	"go/parser"
+	"strings"
+	"testing"
+
+	"github.com/redisx-go/kit/benchmarks"
+	"github.com/redisx-go/kit/localcache"
+	"github.com/redisx-go/kit/redisx"
+	"github.com/redisx-go/kit/strategy"
+)
+
+func TestDefaultTargetsDescribeThemselves(t *testing.T) {
+	want := map[string][2]string{
+		"multiplexed-1":    {"redis://127.0.0.1:6379?strategy=multiplexed", "strategy.Multiplexed{}"},
+		"multiplexed-2":    {"redis://127.0.0.1:6379?strategy=multiplexed&conns=2", "strategy.Multiplexed{Conns: 2}"},
+		"multiplexed-4":    {"redis://127.0.0.1:6379?strategy=multiplexed&conns=4", "strategy.Multiplexed{Conns: 4}"},
+		"pool-8":           {"redis://127.0.0.1:6379?strategy=pool&size=8", "strategy.Pool{Size: 8}"},
+		"pool-32":          {"redis://127.0.0.1:6379?strategy=pool&size=32", "strategy.Pool{Size: 32}"},
+		"pool-100":         {"redis://127.0.0.1:6379?strategy=pool&size=100", "strategy.Pool{Size: 100}"},
+		"slotgrouped":      {"redis://127.0.0.1:6379?strategy=slotgrouped", "strategy.SlotGrouped{}"},
+		"near-multiplexed": {"redis://127.0.0.1:6379?strategy=multiplexed&near=64MiB&near_ttl=1m", "localcache.Near{Inner: strategy.Multiplexed{}, MaxBytes: 64 << 20, TTL: time.Minute}"},
+		"near-pool-32":     {"redis://127.0.0.1:6379?strategy=pool&size=32&near=64MiB&near_ttl=1m", "localcache.Near{Inner: strategy.Pool{Size: 32}, MaxBytes: 64 << 20, TTL: time.Minute}"},
+		"rueidis":          {"", ""},
+		"redigo-pool-100":  {"", ""},
+		"go-redis":         {"", ""},
+	}
+	ts := benchmarks.DefaultTargets()
+	if len(ts) != len(want) {
+		t.Errorf("%d default targets; want %d", len(ts), len(want))
+	}
+	for _, tg := range ts {
+		w, ok := want[tg.Name]
+		if !ok {
+			t.Errorf("unexpected default target %s", tg.Name)
+			continue
+		}
+		if tg.URL != w[0] || tg.Go != w[1] {
+			t.Errorf("%s: URL %q, Go %q; want %q, %q", tg.Name, tg.URL, tg.Go, w[0], w[1])
+		}
+		if tg.Peer != (w[0] == "") {
+			t.Errorf("%s: Peer = %v", tg.Name, tg.Peer)
+		}
+	}
+}
+
+func TestStrategyTargetSnippets(t *testing.T) {
+	for _, tc := range []struct {
+		s        strategy.Strategy
+		url, src string
+	}{
+		{strategy.SlotGrouped{Transport: strategy.Pool{Size: 32}}, "redis://127.0.0.1:6379?strategy=slotgrouped&transport=pool&size=32", "strategy.SlotGrouped{Transport: strategy.Pool{Size: 32}}"},
+		{strategy.SlotGrouped{Transport: strategy.Multiplexed{Conns: 2}}, "redis://127.0.0.1:6379?strategy=slotgrouped&conns=2", "strategy.SlotGrouped{Transport: strategy.Multiplexed{Conns: 2}}"},
+		{localcache.Near{Inner: strategy.SlotGrouped{}, MaxBytes: 1 << 30, TTL: 30 * 1e9}, "redis://127.0.0.1:6379?strategy=slotgrouped&near=1GiB&near_ttl=30s", "localcache.Near{Inner: strategy.SlotGrouped{}, MaxBytes: 1 << 30, TTL: 30 * time.Second}"},
+		// A field no URL parameter expresses: no URL, and %#v as the Go.
+		{strategy.Pool{Size: 4, HealthCheckPeriod: 1e9}, "", "strategy.Pool{Size:4, MinIdle:0, MaxIdleTime:0, MaxLifetime:0, HealthCheckPeriod:1000000000}"},
+	} {
+		tg := benchmarks.StrategyTarget("x", tc.s)
+		if tg.URL != tc.url || tg.Go != tc.src {
+			t.Errorf("%#v: URL %q, Go %q; want %q, %q", tc.s, tg.URL, tg.Go, tc.url, tc.src)
+		}
+		if _, err := parser.ParseExpr(tg.Go); err != nil {
+			t.Errorf("Go snippet %q does not parse: %v", tg.Go, err)
+		}
+	}
+}
+
+// TestDefaultTargetURLsParse checks that redisx.ParseURL reads every
+// default target's URL back into the same strategy. ParseURL learns
+// slotgrouped and near on another branch; until that is merged, those
+// two are skipped, and the test is strict once it is.
+func TestDefaultTargetURLsParse(t *testing.T) {
+	for _, tg := range benchmarks.DefaultTargets() {
+		if tg.Peer {
+			continue
+		}
+		t.Run(tg.Name, func(t *testing.T) {
+			o, err := redisx.ParseURL(tg.URL)
+			if err != nil {
+				if msg := err.Error(); strings.Contains(msg, `strategy="slotgrouped"`) || strings.Contains(msg, `unknown URL parameter "near`) {
+					t.Skipf("this branch's ParseURL does not read %s yet: %v", tg.URL, err)
+				}
+				t.Fatalf("ParseURL(%q): %v", tg.URL, err)
+			}
+			if got := benchmarks.StrategyTarget("x", o.Strategy).Go; got != tg.Go {
+				t.Errorf("ParseURL(%q) = %s; want %s", tg.URL, got, tg.Go)
+			}
+		})
+	}
+}

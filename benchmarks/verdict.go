@@ -1,0 +1,212 @@
+package benchmarks
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+)
+
+// Recommend returns, for every workload and level of cells, the redisx
+// target to use. Peers are compared with but never recommended: the
+// recommendation is a configuration of this library, and its Peer and
+// PeerRatio say how it fares against the fastest peer.
+//
+// The leader (highest median QPS among the redisx targets whose cell did
+// not fail) wins only when it beats the runner-up significantly (a
+// Mann-Whitney U test over the samples, p < alpha) and by at least
+// margin (0.05: 5%). Otherwise the verdict is a tie among the leader and
+// every target it does not beat that way, broken toward the fewest
+// connections the server saw (then the lower bound on connections the
+// target may open, then the higher QPS), and TieBreak says
+// so. Margin and PValue compare the recommended target with RunnerUp:
+// for a tie-break away from the leader, RunnerUp is the leader and
+// Margin is negative.
+//
+// URL and Go are left empty; Run fills them from the targets.
+func Recommend(cells []Cell, alpha, margin float64) []Recommendation {
+	var recs []Recommendation
+	for _, g := range groupCells(cells) {
+		var cands []Cell
+		var peer *Cell
+		for i, c := range g {
+			switch {
+			case c.Failed || c.Samples == 0:
+			case c.Peer:
+				if peer == nil || c.QPS > peer.QPS {
+					peer = &g[i]
+				}
+			default:
+				cands = append(cands, c)
+			}
+		}
+		if len(cands) == 0 {
+			continue
+		}
+		slices.SortStableFunc(cands, func(a, b Cell) int { return cmp.Compare(b.QPS, a.QPS) })
+		rec := decide(cands, alpha, margin)
+		if peer != nil && peer.QPS > 0 {
+			rec.Peer = peer.Target
+			rec.PeerRatio = qpsOf(cands, rec.Strategy) / peer.QPS
+		}
+		recs = append(recs, rec)
+	}
+	return recs
+}
+
+// groupCells groups cells by workload and level: workloads in order of
+// first appearance, levels ascending.
+func groupCells(cells []Cell) [][]Cell {
+	type key struct {
+		w string
+		l int
+	}
+	var order []key
+	groups := map[key][]Cell{}
+	for _, c := range cells {
+		k := key{c.Workload, c.Concurrency}
+		if _, ok := groups[k]; !ok {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], c)
+	}
+	first := map[string]int{}
+	for i, k := range order {
+		if _, ok := first[k.w]; !ok {
+			first[k.w] = i
+		}
+	}
+	slices.SortStableFunc(order, func(a, b key) int {
+		return cmp.Or(cmp.Compare(first[a.w], first[b.w]), cmp.Compare(a.l, b.l))
+	})
+	out := make([][]Cell, len(order))
+	for i, k := range order {
+		out[i] = groups[k]
+	}
+	return out
+}
+
+func qpsOf(cells []Cell, target string) float64 {
+	for _, c := range cells {
+		if c.Target == target {
+			return c.QPS
+		}
+	}
+	return 0
+}
+
+// decide applies the verdict rule to candidates sorted by QPS, highest
+// first.
+func decide(cands []Cell, alpha, margin float64) Recommendation {
+	lead := cands[0]
+	rec := Recommendation{Workload: lead.Workload, Concurrency: lead.Concurrency, Strategy: lead.Target, Confidence: Tie}
+	if len(cands) == 1 {
+		rec.PValue = 1
+		rec.TieBreak = "the only redisx target measured"
+		return rec
+	}
+	// beaten reports whether the leader beats c significantly and by at
+	// least margin.
+	type versus struct {
+		p, m   float64
+		beaten bool
+	}
+	vs := make([]versus, len(cands))
+	for i, c := range cands[1:] {
+		p, m := compare(lead.QPSSamples, c.QPSSamples, alpha), ratio(lead.QPS, c.QPS)
+		vs[i+1] = versus{p, m, p < alpha && m >= margin}
+	}
+	if vs[1].beaten {
+		rec.Confidence = Significant
+		rec.RunnerUp, rec.Margin, rec.PValue = cands[1].Target, vs[1].m, vs[1].p
+		return rec
+	}
+	tied := []Cell{lead}
+	for i, c := range cands[1:] {
+		if !vs[i+1].beaten {
+			tied = append(tied, c)
+		}
+	}
+	// Fewest connections seen first, then the lowest bound on them, then
+	// the highest QPS; an unknown count (0) sorts last.
+	known := func(n int) int {
+		if n <= 0 {
+			return math.MaxInt
+		}
+		return n
+	}
+	pick := slices.MinFunc(tied, func(a, b Cell) int {
+		return cmp.Or(cmp.Compare(known(a.Conns), known(b.Conns)), cmp.Compare(known(a.MaxConns), known(b.MaxConns)), cmp.Compare(b.QPS, a.QPS))
+	})
+	names := make([]string, len(tied))
+	for i, c := range tied {
+		names[i] = fmt.Sprintf("%s (%d conns)", c.Target, c.Conns)
+	}
+	rec.Strategy = pick.Target
+	if pick.Target == lead.Target {
+		rec.RunnerUp, rec.Margin, rec.PValue = cands[1].Target, vs[1].m, vs[1].p
+	} else {
+		rec.RunnerUp, rec.Margin = lead.Target, ratio(pick.QPS, lead.QPS)
+		rec.PValue = compare(pick.QPSSamples, lead.QPSSamples, alpha)
+	}
+	why := fmt.Sprintf("p=%.3f", vs[1].p)
+	if vs[1].p < alpha {
+		why = fmt.Sprintf("%s but margin %.1f%% < %.0f%%", why, 100*vs[1].m, 100*margin)
+	}
+	rec.TieBreak = fmt.Sprintf("tie (%s: %s over %s) among %s; picked the fewest connections (then the lowest bound on them): %s",
+		why, lead.Target, cands[1].Target, strings.Join(names, ", "), pick.Target)
+	return rec
+}
+
+// ratio is a/b - 1; 0 when b is 0.
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a/b - 1
+}
+
+// FindCrossovers returns where the recommended target changes between
+// two adjacent levels of a workload (levels without a verdict skipped):
+// computed from the verdicts, so among redisx targets only, with a tie's
+// tie-break counted as that level's leader and the crossover then
+// labelled a tie.
+func FindCrossovers(recs []Recommendation) []Crossover {
+	byWorkload := map[string][]Recommendation{}
+	var order []string
+	for _, r := range recs {
+		if _, ok := byWorkload[r.Workload]; !ok {
+			order = append(order, r.Workload)
+		}
+		byWorkload[r.Workload] = append(byWorkload[r.Workload], r)
+	}
+	var out []Crossover
+	for _, w := range order {
+		rs := slices.Clone(byWorkload[w])
+		slices.SortStableFunc(rs, func(a, b Recommendation) int { return cmp.Compare(a.Concurrency, b.Concurrency) })
+		for i := 1; i < len(rs); i++ {
+			below, above := rs[i-1], rs[i]
+			if below.Strategy == above.Strategy {
+				continue
+			}
+			x := Crossover{
+				Workload: w, From: below.Strategy, To: above.Strategy,
+				Below: below.Concurrency, Above: above.Concurrency, Confidence: Significant,
+				Text: fmt.Sprintf("%s overtakes %s between %d and %d goroutines", above.Strategy, below.Strategy, below.Concurrency, above.Concurrency),
+			}
+			var ties []string
+			for _, r := range []Recommendation{below, above} {
+				if r.Confidence != Significant {
+					ties = append(ties, fmt.Sprint(r.Concurrency))
+				}
+			}
+			if ties != nil {
+				x.Confidence = Tie
+				x.Text += fmt.Sprintf(" (a tie at %s goroutines)", strings.Join(ties, " and "))
+			}
+			out = append(out, x)
+		}
+	}
+	return out
+}
