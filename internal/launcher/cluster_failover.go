@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // ReplicasOf returns the running replicas of master, according to the
@@ -40,8 +41,8 @@ func (c *Cluster) ReplicasOf(ctx context.Context, master *Server) ([]*Server, er
 // FAILOVER, without FORCE: the master and the replica agree, so no write
 // is lost), as an operator does for maintenance. Its master keeps running
 // and becomes its replica. Failover waits until replica reports itself a
-// master and every running node agrees on the slot map (see
-// [Cluster.WaitOK]). It fails on an external cluster, and if replica is
+// master, every running node agrees on the slot map (see [Cluster.WaitOK])
+// and sees the former master as a replica. It fails on an external cluster, and if replica is
 // not a replica; it is bounded by ctx and by 60 s.
 func (c *Cluster) Failover(ctx context.Context, replica *Server) error {
 	if c.external {
@@ -56,9 +57,11 @@ func (c *Cluster) Failover(ctx context.Context, replica *Server) error {
 	if err != nil {
 		return fmt.Errorf("launcher: failover: %w", err)
 	}
-	if me := myself(view); me == nil || !me.has("slave") {
+	me := myself(view)
+	if me == nil || !me.has("slave") {
 		return fmt.Errorf("launcher: failover: %s is not a replica", replica.Addr())
 	}
+	formerID := me.masterID
 	if _, err := command(ctx, replica, "CLUSTER", "FAILOVER"); err != nil {
 		return fmt.Errorf("launcher: failover: %w", err)
 	}
@@ -70,7 +73,27 @@ func (c *Cluster) Failover(ctx context.Context, replica *Server) error {
 		if me := myself(view); me == nil || !me.has("master") || len(me.slots) == 0 {
 			return fmt.Errorf("%s is not a master serving slots yet", replica.Addr())
 		}
-		return c.checkOK(ctx)
+		if err := c.checkOK(ctx); err != nil {
+			return err
+		}
+		// Every node sees the former master as a replica too, so that
+		// Masters no longer lists it.
+		live, err := c.live(ctx)
+		if err != nil {
+			return err
+		}
+		for _, s := range live {
+			view, err := c.view(ctx, s)
+			if err != nil {
+				return err
+			}
+			for i := range view {
+				if n := &view[i]; n.id == formerID && !n.has("slave") {
+					return fmt.Errorf("%s still sees the former master %s as %s", s.Addr(), n.addr, strings.Join(n.flags, ","))
+				}
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("%w%s", err, c.logs())
