@@ -3,7 +3,6 @@ package strategy
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
 	"net"
 	"strings"
 	"sync"
@@ -14,13 +13,18 @@ import (
 	"github.com/redisx-go/kit/internal/cluster"
 )
 
-// Cluster routing. A clusterBackend keeps one transport node per server
+// Cluster routing. A clusterBackend keeps one transport node per master
 // and an immutable topology (slot → master) swapped atomically. MOVED
 // patches the slot at once and refreshes the whole map in the background;
 // ASK sends ASKING and the command together to the importing node;
 // TRYAGAIN, CLUSTERDOWN, LOADING and MASTERDOWN are retried with backoff,
 // and so are connection failures of cache operations, after a refresh —
 // all within the caller's deadline and maxAttempts.
+//
+// The rest of the mechanism, by file: clusternodes.go, which nodes are
+// held open and when one that left the map is closed; clusterrefresh.go,
+// the reloads of the map; clusterops.go, the cache operations; clusterdo.go,
+// where a generic command (Do) goes.
 
 const (
 	maxAttempts     = 8                      // tries of one command, redirects included
@@ -32,67 +36,83 @@ const (
 type clusterBackend struct {
 	cfg   Config
 	t     transport
+	name  string // the transport's Stats name, kept for Stats after Close
 	state atomic.Pointer[topology]
 
-	mu    sync.Mutex
-	nodes map[string]node // every node routed to so far, by address
+	mu       sync.Mutex           // guards the fields below and every change of state
+	nodes    map[string]*member   // the nodes held open, by address; nil once closed
+	retiring map[*member]struct{} // nodes that left, closed when their last call ends
+	gone     Stats                // the counters of the nodes closed so far
 
-	refreshMu   sync.Mutex
-	refreshing  *dialWait
-	lastRefresh time.Time
+	refreshMu    sync.Mutex  // guards the fields below; see clusterrefresh.go
+	refreshing   *dialWait   // the reload in progress, if any
+	lastRefresh  time.Time   // when the last reload ended
+	refreshAgain bool        // a trigger came during the reload in progress
+	trailing     *time.Timer // the reload due at the end of the cooldown
 
 	closed atomic.Bool
 	stop   chan struct{}
-	wg     sync.WaitGroup
+	wg     sync.WaitGroup // refreshLoop, the reloads and the trailing timer
+	// life is the context of the client's own work (refreshes), cancelled
+	// by Close; callers' contexts never carry shared work.
+	life    context.Context
+	endLife context.CancelFunc
 
 	redirects, refreshes, refreshErrors atomic.Int64
 }
 
-// topology is one immutable view of the slot map.
+// topology is one immutable view of the slot map. Its masters are
+// members of the cluster's nodes when it is installed; a member that
+// leaves a later view is retired (see member).
 type topology struct {
 	owner   [cluster.Slots]uint16 // 0: unassigned; i+1: masters[i]
-	masters []node
+	masters []*member
 }
 
-func (t *topology) master(slot int) node {
+// master returns the member serving slot, or nil.
+func (t *topology) master(slot int) *member {
 	if i := t.owner[slot]; i != 0 {
 		return t.masters[i-1]
 	}
 	return nil
 }
 
+// serves reports whether the current map has n serve slot.
+func (c *clusterBackend) serves(slot int, n node) bool {
+	m := c.state.Load().master(slot)
+	return m != nil && n != nil && m.n == n
+}
+
 func newCluster(cfg Config, t transport, seed node, shards []cluster.Shard) (*clusterBackend, error) {
-	c := &clusterBackend{cfg: cfg, t: t, nodes: map[string]node{seed.address(): seed}, stop: make(chan struct{})}
+	c := &clusterBackend{
+		cfg:      cfg,
+		t:        t,
+		name:     seed.Stats().Strategy,
+		retiring: map[*member]struct{}{},
+		stop:     make(chan struct{}),
+	}
+	c.life, c.endLife = context.WithCancel(context.Background())
+	c.nodes = map[string]*member{seed.address(): c.newMember(seed)}
+	c.mu.Lock()
 	top, err := c.build(shards)
+	var gone []*member
+	if err == nil {
+		gone = c.install(top)
+	}
+	c.mu.Unlock()
+	retireAll(gone) // the seed, unless it is a master
 	if err != nil {
 		c.Close()
 		return nil, err
 	}
-	c.state.Store(top)
 	c.lastRefresh = time.Now()
 	c.wg.Add(1)
 	go c.refreshLoop()
 	return c, nil
 }
 
-// node returns the node of addr, creating it (unconnected) on first use.
-func (c *clusterBackend) node(addr string) (node, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if n, ok := c.nodes[addr]; ok {
-		return n, nil
-	}
-	if c.closed.Load() {
-		return nil, ErrClosed
-	}
-	n, err := c.t.newNode(c.cfg, addr)
-	if err != nil {
-		return nil, err
-	}
-	c.nodes[addr] = n
-	return n, nil
-}
-
+// build makes the topology of shards, creating (unconnected) the nodes of
+// masters met for the first time. c.mu must be held.
 func (c *clusterBackend) build(shards []cluster.Shard) (*topology, error) {
 	m := cluster.NewMap(shards)
 	top := &topology{}
@@ -104,7 +124,7 @@ func (c *clusterBackend) build(shards []cluster.Shard) (*topology, error) {
 		}
 		i, ok := index[addr]
 		if !ok {
-			n, err := c.node(addr)
+			n, err := c.memberLocked(addr)
 			if err != nil {
 				return nil, err
 			}
@@ -118,134 +138,52 @@ func (c *clusterBackend) build(shards []cluster.Shard) (*topology, error) {
 }
 
 // moved points slot at addr at once; the background refresh brings the
-// rest of the map up to date.
+// rest of the map up to date. A master left without slots leaves the map.
 func (c *clusterBackend) moved(slot int, addr string) {
-	n, err := c.node(addr)
+	c.mu.Lock()
+	n, err := c.memberLocked(addr)
 	if err != nil {
+		c.mu.Unlock()
 		return
 	}
 	old := c.state.Load()
-	top := &topology{owner: old.owner, masters: old.masters}
-	i := 0
-	for j, m := range top.masters {
-		if m == n {
-			i = j + 1
+	if old.master(slot) == n { // concurrent redirects of one slot: patched already
+		c.mu.Unlock()
+		c.triggerRefresh()
+		return
+	}
+	owner := func(s int) *member {
+		if s == slot {
+			return n
 		}
+		return old.master(s)
 	}
-	if i == 0 {
-		top.masters = append(append([]node(nil), old.masters...), n)
-		i = len(top.masters)
+	top := &topology{}
+	index := map[*member]uint16{}
+	for s := range cluster.Slots {
+		m := owner(s)
+		if m == nil {
+			continue
+		}
+		i, ok := index[m]
+		if !ok {
+			top.masters = append(top.masters, m)
+			i = uint16(len(top.masters))
+			index[m] = i
+		}
+		top.owner[s] = i
 	}
-	top.owner[slot] = uint16(i)
-	c.state.CompareAndSwap(old, top)
+	gone := c.install(top)
+	c.mu.Unlock()
+	retireAll(gone)
 	c.triggerRefresh()
-}
-
-// triggerRefresh refreshes the map in the background unless one runs or
-// ran within the cooldown.
-func (c *clusterBackend) triggerRefresh() {
-	c.refreshMu.Lock()
-	busy := c.refreshing != nil || time.Since(c.lastRefresh) < refreshCooldown || c.closed.Load()
-	if !busy {
-		c.wg.Add(1)
-	}
-	c.refreshMu.Unlock()
-	if !busy {
-		go func() {
-			defer c.wg.Done()
-			c.refresh(context.Background())
-		}()
-	}
-}
-
-// refresh reloads the slot map, single-flighted: concurrent callers share
-// one reload, and none runs within refreshCooldown of the last.
-func (c *clusterBackend) refresh(ctx context.Context) error {
-	c.refreshMu.Lock()
-	if w := c.refreshing; w != nil {
-		c.refreshMu.Unlock()
-		select {
-		case <-w.done:
-			return w.err
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	if time.Since(c.lastRefresh) < refreshCooldown {
-		c.refreshMu.Unlock()
-		return nil
-	}
-	w := &dialWait{done: make(chan struct{})}
-	c.refreshing = w
-	c.refreshMu.Unlock()
-
-	err := c.reload()
-	c.refreshes.Add(1)
-	if err != nil {
-		c.refreshErrors.Add(1)
-	}
-	c.refreshMu.Lock()
-	c.refreshing = nil
-	c.lastRefresh = time.Now()
-	w.err = err
-	close(w.done)
-	c.refreshMu.Unlock()
-	return err
-}
-
-// reload asks the current masters (in random order), then the seeds, for
-// the shards, and installs the first answer.
-func (c *clusterBackend) reload() error {
-	var addrs []string
-	for _, m := range c.state.Load().masters {
-		addrs = append(addrs, m.address())
-	}
-	rand.Shuffle(len(addrs), func(i, j int) { addrs[i], addrs[j] = addrs[j], addrs[i] })
-	addrs = append(addrs, c.cfg.Addrs...)
-	var err error
-	for _, addr := range addrs {
-		if c.closed.Load() {
-			return ErrClosed
-		}
-		var n node
-		if n, err = c.node(addr); err != nil {
-			continue
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), refreshTimeout)
-		var shards []cluster.Shard
-		shards, err = discover(ctx, n)
-		cancel()
-		if err != nil {
-			continue
-		}
-		var top *topology
-		if top, err = c.build(shards); err != nil {
-			continue
-		}
-		c.state.Store(top)
-		return nil
-	}
-	return err
-}
-
-func (c *clusterBackend) refreshLoop() {
-	defer c.wg.Done()
-	t := time.NewTicker(refreshPeriod)
-	defer t.Stop()
-	for {
-		select {
-		case <-c.stop:
-			return
-		case <-t.C:
-			c.refresh(context.Background())
-		}
-	}
 }
 
 // route runs op on the master of slot, following redirects and retrying
 // transient failures within ctx. ask runs the command on an importing node
 // after ASKING. retryConn allows a retry after a connection failure, for
-// commands that are safe to repeat.
+// commands that are safe to repeat. The node is held (acquire) for the
+// length of each call, so that it is not closed under it.
 func (c *clusterBackend) route(ctx context.Context, slot int, retryConn bool, op, ask func(node) error) error {
 	if c.closed.Load() {
 		return ErrClosed
@@ -253,11 +191,17 @@ func (c *clusterBackend) route(ctx context.Context, slot int, retryConn bool, op
 	var err error
 	backoff := 5 * time.Millisecond
 	for attempt := 0; attempt < maxAttempts; attempt++ {
-		n := c.state.Load().master(slot)
-		if n == nil {
+		m := c.state.Load().master(slot)
+		switch {
+		case m == nil:
 			err = errSlotUnserved
-		} else {
-			err = op(n)
+		case !m.acquire():
+			// Retired since we loaded the map: the new map is installed.
+			err = errSlotUnserved
+			continue
+		default:
+			err = op(m.n)
+			m.release()
 		}
 		if err == nil {
 			return nil
@@ -268,20 +212,22 @@ func (c *clusterBackend) route(ctx context.Context, slot int, retryConn bool, op
 			if rd, ok := cluster.ParseRedirect(string(re)); ok {
 				c.redirects.Add(1)
 				addr := rd.Addr
-				if strings.HasPrefix(addr, ":") && n != nil {
+				if strings.HasPrefix(addr, ":") && m != nil {
 					// An empty host means the host of the node that replied.
-					host, _, _ := net.SplitHostPort(n.address())
+					host, _, _ := net.SplitHostPort(m.n.address())
 					addr = net.JoinHostPort(host, addr[1:])
 				}
 				if !rd.Ask {
 					c.moved(rd.Slot, addr)
 					continue
 				}
-				target, e := c.node(addr)
+				target, e := c.acquireAddr(addr)
 				if e != nil {
 					return e
 				}
-				if err = ask(target); err == nil {
+				err = ask(target.n)
+				target.release()
+				if err == nil {
 					return nil
 				}
 				if errors.As(err, &re) {
@@ -338,55 +284,4 @@ func retryable(err error) bool {
 		}
 	}
 	return false
-}
-
-// Close implements Backend.
-func (c *clusterBackend) Close() error {
-	if c.closed.Swap(true) {
-		return nil
-	}
-	close(c.stop)
-	c.wg.Wait()
-	c.mu.Lock()
-	nodes := c.nodes
-	c.nodes = nil
-	c.mu.Unlock()
-	for _, n := range nodes {
-		n.Close()
-	}
-	return nil
-}
-
-// Stats implements Statser: the nodes' figures summed.
-func (c *clusterBackend) Stats() Stats {
-	c.mu.Lock()
-	nodes := make([]node, 0, len(c.nodes))
-	for _, n := range c.nodes {
-		nodes = append(nodes, n)
-	}
-	c.mu.Unlock()
-	var s Stats
-	for _, n := range nodes {
-		ns := n.Stats()
-		s.Strategy = ns.Strategy
-		s.Conns += ns.Conns
-		s.Pending += ns.Pending
-		s.Flushes += ns.Flushes
-		s.Commands += ns.Commands
-		s.InUse += ns.InUse
-		s.Idle += ns.Idle
-		s.MaxConns += ns.MaxConns
-		s.Acquires += ns.Acquires
-		s.AcquireWait += ns.AcquireWait
-		s.EmptyAcquires += ns.EmptyAcquires
-		s.CanceledAcquire += ns.CanceledAcquire
-		s.Dials += ns.Dials
-		s.DialErrors += ns.DialErrors
-		s.BrokenConns += ns.BrokenConns
-	}
-	s.Nodes = len(nodes)
-	s.Masters = len(c.state.Load().masters)
-	s.Redirects = c.redirects.Load()
-	s.TopologyRefreshes = c.refreshes.Load()
-	return s
 }

@@ -2,7 +2,6 @@ package strategy
 
 import (
 	"context"
-	"math/rand/v2"
 	"time"
 
 	"github.com/redisx-go/kit/internal/cluster"
@@ -176,33 +175,4 @@ func (c *clusterBackend) MSet(ctx context.Context, kv map[string][]byte, ttl tim
 		}
 	}
 	return nil
-}
-
-// Do implements Doer. On a cluster a command is routed by its second
-// argument — the first key of most commands — and MOVED corrects the
-// rest; a command with no argument after its name goes to any master. Do
-// follows redirects and TRYAGAIN but does not retry after a connection
-// failure: the command may have run.
-func (c *clusterBackend) Do(ctx context.Context, args ...any) (any, error) {
-	if _, err := checkCommand(args); err != nil {
-		return nil, err
-	}
-	key := argName(args, 1)
-	slot := cluster.Slot(key)
-	if len(args) < 2 {
-		slot = rand.IntN(cluster.Slots)
-	}
-	var v any
-	err := c.route(ctx, slot, false,
-		func(n node) (err error) { v, err = n.Do(ctx, args...); return err },
-		func(n node) error {
-			rp := reply{kind: replyAny}
-			err := askExec(ctx, n, key, &rp, func(b []byte) []byte {
-				b, _ = appendArgs(b, args) // checked above
-				return b
-			})
-			v = rp.any
-			return err
-		})
-	return v, err
 }

@@ -13,7 +13,7 @@
 // [Backend] is small: Get, Set, Del and Close. Everything else is an
 // optional interface the facade discovers by type assertion, with a
 // documented fallback when a backend lacks it: [MultiGetter],
-// [MultiSetter], [Doer], [Statser] and [Unwrapper]. Decorators (such as
+// [MultiSetter], [Doer], [NodeDoer], [Statser] and [Unwrapper]. Decorators (such as
 // localcache.Near) wrap any Backend and expose the wrapped one through
 // Unwrap.
 //
@@ -46,6 +46,16 @@
 // master failover costs the calls in its window, not an outage. A
 // cross-slot MGet, MSet or Del on a plain transport runs one command per
 // slot, one after another; SlotGrouped groups them per node instead.
+//
+// Do routes a command by its keys as the server's command table defines
+// them (EVALSHA sha 1 key goes to the master of key), refuses keys in
+// different slots with ErrInvalidArgument, sends keyless commands such as
+// DBSIZE, KEYS, FLUSHALL and SCRIPT LOAD to every master and combines the
+// replies, and refuses with ErrUnsupported those each master answers for
+// itself (SCAN, INFO): [NodeDoer] runs them on a master the caller names.
+// Nodes that leave the slot map (a demoted master, a seed that is no
+// master) are closed once their calls in flight end. With Config.TLS the
+// client dials the nodes' TLS ports.
 //
 // # Errors
 //

@@ -21,11 +21,12 @@ type capable interface {
 }
 
 var (
-	_ node    = (*muxNode)(nil)
-	_ node    = (*poolNode)(nil)
-	_ capable = (*clusterBackend)(nil)
-	_ capable = (*slotGrouped)(nil)
-	_ capable = (*goRedisBackend)(nil)
+	_ node     = (*muxNode)(nil)
+	_ node     = (*poolNode)(nil)
+	_ capable  = (*clusterBackend)(nil)
+	_ NodeDoer = (*clusterBackend)(nil)
+	_ capable  = (*slotGrouped)(nil)
+	_ capable  = (*goRedisBackend)(nil)
 )
 
 // node is a transport's backend for one server: the unit a cluster
@@ -64,7 +65,7 @@ func openDeployment(ctx context.Context, cfg Config, t transport) (Backend, erro
 			errs = append(errs, err)
 			continue
 		}
-		shards, err := discover(ctx, n)
+		shards, err := discover(ctx, n, cfg.TLS != nil)
 		switch {
 		case errors.Is(err, errNotCluster):
 			return n, nil
@@ -87,8 +88,10 @@ func openDeployment(ctx context.Context, cfg Config, t transport) (Backend, erro
 
 // discover asks n for the cluster's shards: CLUSTER SHARDS, falling back
 // to CLUSTER SLOTS on servers older than Redis 7. It returns errNotCluster
-// for a server with cluster support disabled.
-func discover(ctx context.Context, n node) ([]cluster.Shard, error) {
+// for a server with cluster support disabled. With useTLS the nodes'
+// addresses have their TLS ports: CLUSTER SHARDS lists both ports of a
+// node, CLUSTER SLOTS those of the connection it is asked over.
+func discover(ctx context.Context, n node, useTLS bool) ([]cluster.Shard, error) {
 	v, err := n.Do(ctx, "CLUSTER", "SHARDS")
 	var re redis.Error
 	if errors.As(err, &re) {
@@ -106,6 +109,9 @@ func discover(ctx context.Context, n node) ([]cluster.Shard, error) {
 	}
 	if err != nil {
 		return nil, err
+	}
+	if useTLS {
+		return cluster.ParseShardsTLS(v)
 	}
 	return cluster.ParseShards(v)
 }

@@ -62,6 +62,7 @@ func (s SlotGrouped) Open(ctx context.Context, cfg Config) (Backend, error) {
 		g.cluster = in
 	case node:
 		g.single = in
+		g.one = &member{n: in} // never retired
 	default:
 		b.Close()
 		return nil, fmt.Errorf("%w: SlotGrouped over %T", ErrUnsupported, b)
@@ -88,6 +89,7 @@ type slotGrouped struct {
 	inner   Backend
 	cluster *clusterBackend // one of cluster and single is set
 	single  node
+	one     *member // single, as plan returns it
 	batch   int
 }
 
@@ -126,7 +128,7 @@ type batchGroup struct {
 // (node, slot) once, so every group and every node's run of groups is a
 // contiguous slice of a few shared arrays: a handful of allocations
 // whatever the number of keys.
-func (g *slotGrouped) plan(keys []string) ([]node, [][]batchGroup) {
+func (g *slotGrouped) plan(keys []string) ([]*member, [][]batchGroup) {
 	n := len(keys)
 	sorted := make([]string, n)
 	pos := make([]int, n)
@@ -140,7 +142,7 @@ func (g *slotGrouped) plan(keys []string) ([]node, [][]batchGroup) {
 			end := min(off+g.batch, n)
 			groups = append(groups, batchGroup{keys: sorted[off:end:end], pos: pos[off:end:end]})
 		}
-		return []node{g.single}, [][]batchGroup{groups}
+		return []*member{g.one}, [][]batchGroup{groups}
 	}
 	top := g.cluster.state.Load()
 	type sortKey struct {
@@ -158,7 +160,7 @@ func (g *slotGrouped) plan(keys []string) ([]node, [][]batchGroup) {
 		sorted[j], pos[j] = keys[o.i], int(o.i)
 	}
 	groups := make([]batchGroup, 0, 64)
-	var nodes []node
+	var nodes []*member
 	var perNode [][]batchGroup
 	first := 0 // first group of the current node
 	for start, j := 0, 1; j <= n; j++ {
@@ -248,7 +250,30 @@ func (g *slotGrouped) grouped(ctx context.Context, keys []string, cmd string,
 	enc func(buf []byte, bg batchGroup) ([]byte, reply),
 	ok func(bg batchGroup, rp *reply),
 	retry func(bg batchGroup) error) error {
-	nodes, perNode := g.plan(keys)
+	members, perNode := g.plan(keys)
+	// Each node is held for its pipeline; one retired since the plan was
+	// made counts as serving no slot, so its groups are retried through
+	// the new map.
+	nodes := make([]node, len(members))
+	for i, m := range members {
+		if m != nil && m.acquire() {
+			nodes[i] = m.n
+		}
+	}
+	err := g.run(ctx, nodes, perNode, keys, cmd, enc, ok, retry)
+	for i, m := range members {
+		if nodes[i] != nil {
+			m.release()
+		}
+	}
+	return err
+}
+
+// run is grouped once its nodes are held.
+func (g *slotGrouped) run(ctx context.Context, nodes []node, perNode [][]batchGroup, keys []string, cmd string,
+	enc func(buf []byte, bg batchGroup) ([]byte, reply),
+	ok func(bg batchGroup, rp *reply),
+	retry func(bg batchGroup) error) error {
 	first := make([]string, len(nodes))
 	bufs := make([][]byte, len(nodes))
 	rps := make([][]reply, len(nodes))
@@ -402,7 +427,7 @@ type nodeFailure struct {
 }
 
 func (f *nodeFailure) retry(ctx context.Context, bg batchGroup, err error, again func() error) {
-	if f.down && f.g.cluster.state.Load().master(bg.slot) != f.n {
+	if f.down && !f.g.cluster.serves(bg.slot, f.n) {
 		f.down = false // a refresh moved this slot elsewhere: worth a try
 	}
 	if f.g.cluster != nil && ctx.Err() == nil && !f.down {

@@ -89,6 +89,31 @@ type Doer interface {
 	Do(ctx context.Context, args ...any) (any, error)
 }
 
+// NodeDoer is an optional interface that may be implemented by a Backend
+// on a Redis Cluster: Do on a node the caller names, for the commands
+// each master answers for itself — SCAN (each master has its own cursor),
+// INFO, MEMORY STATS, LATENCY — which Do refuses on a cluster with
+// ErrUnsupported.
+//
+// Masters returns the addresses (host:port) of the masters of the current
+// slot map, as DoOn takes them, in the order of their first slot. The map
+// follows failovers and resharding — it is reloaded on redirects, on
+// connection failures and every 15 s — so a list kept for long may name a
+// node that is no longer a master.
+//
+// DoOn runs one command on the master at addr, with Do's argument and
+// reply types. It does no routing: no redirect is followed and nothing is
+// retried. An addr that is not a master of the current map is refused
+// with ErrInvalidArgument.
+//
+// Without it (a standalone server, or a strategy that does not route by
+// itself) there is one node: send the command with Do. Decorators need not
+// implement it: look for it along the Unwrap chain.
+type NodeDoer interface {
+	Masters() []string
+	DoOn(ctx context.Context, addr string, args ...any) (any, error)
+}
+
 // Statser is an optional interface that may be implemented by a Backend.
 // Without it the facade reports zero Stats.
 type Statser interface {

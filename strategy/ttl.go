@@ -181,8 +181,9 @@ func (g *slotGrouped) MGetWithTTL(ctx context.Context, keys []string) ([][]byte,
 			var gv [][]byte
 			var gt []time.Duration
 			var err error
-			if n := nodes[i]; n != nil {
-				gv, gt, err = nodeMGetWithTTL(ctx, n, bg.keys)
+			if m := nodes[i]; m != nil && m.acquire() {
+				gv, gt, err = nodeMGetWithTTL(ctx, m.n, bg.keys)
+				m.release()
 			} else {
 				err = errSlotUnserved
 			}
@@ -190,7 +191,7 @@ func (g *slotGrouped) MGetWithTTL(ctx context.Context, keys []string) ([][]byte,
 				gv, gt, err = g.cluster.MGetWithTTL(ctx, bg.keys)
 			}
 			if err != nil {
-				fail.add(nodeAddr(nodes[i]), bg.keys, err)
+				fail.add(nodes[i].address(), bg.keys, err)
 				continue
 			}
 			for k, p := range bg.pos {

@@ -31,7 +31,10 @@ type Shard struct {
 //
 // A node's host is its "endpoint" unless that is empty or "?" (the values of
 // an unknown endpoint), in which case it is its "ip"; its port is "port", or
-// "tls-port" when there is no plain port. A host that is still empty gives an
+// "tls-port" when there is no plain port (a node with port 0): the address a
+// plain client connects to. A TLS client needs [ParseShardsTLS] instead, as a
+// cluster with tls-cluster yes lists both ports of every node whatever the
+// connection the reply came over. A host that is still empty gives an
 // address ":port": the caller fills in the host of the node that sent the
 // reply. The master of a shard is its node with role "master", preferring one
 // whose health is "online" when there are several (servers that group nodes
@@ -44,13 +47,25 @@ type Shard struct {
 // listing the same master are merged. A reply that does not have this shape,
 // or a shard serving slots without a master, is an error.
 func ParseShards(reply any) ([]Shard, error) {
+	return parseShards(reply, false)
+}
+
+// ParseShardsTLS is [ParseShards] for a client that connects with TLS: a
+// node's port is its "tls-port", or "port" when it lists no TLS port (a
+// cluster with tls-cluster no announces only the port its bus and
+// replication use, plain or TLS).
+func ParseShardsTLS(reply any) ([]Shard, error) {
+	return parseShards(reply, true)
+}
+
+func parseShards(reply any, tls bool) ([]Shard, error) {
 	list, err := array(reply, "CLUSTER SHARDS reply")
 	if err != nil {
 		return nil, err
 	}
 	var shards []Shard
 	for i, item := range list {
-		sh, err := parseShard(item)
+		sh, err := parseShard(item, tls)
 		if err != nil {
 			return nil, fmt.Errorf("cluster: CLUSTER SHARDS shard %d: %w", i, err)
 		}
@@ -61,8 +76,9 @@ func ParseShards(reply any) ([]Shard, error) {
 	return normalize(shards), nil
 }
 
-// parseShard parses one element of a CLUSTER SHARDS reply.
-func parseShard(item any) (Shard, error) {
+// parseShard parses one element of a CLUSTER SHARDS reply, taking the TLS
+// ports when tls is set.
+func parseShard(item any, tls bool) (Shard, error) {
 	var (
 		sh                 Shard
 		nodes              []any
@@ -91,7 +107,7 @@ func parseShard(item any) (Shard, error) {
 		return Shard{}, errors.New(`no "nodes" field`)
 	}
 	for j, n := range nodes {
-		nd, err := parseShardNode(n)
+		nd, err := parseShardNode(n, tls)
 		if err != nil {
 			return Shard{}, fmt.Errorf("node %d: %w", j, err)
 		}
@@ -120,8 +136,10 @@ type shardNode struct {
 	addr, role, health string
 }
 
-// parseShardNode parses one node of a CLUSTER SHARDS shard.
-func parseShardNode(n any) (shardNode, error) {
+// parseShardNode parses one node of a CLUSTER SHARDS shard. Its port is
+// the TLS one when tls is set, the plain one otherwise, and the other when
+// the node lists only that.
+func parseShardNode(n any, tls bool) (shardNode, error) {
 	var (
 		nd                  shardNode
 		ip, endpoint        string
@@ -160,11 +178,10 @@ func parseShardNode(n any) (shardNode, error) {
 		return shardNode{}, errors.New(`no "role" field`)
 	}
 	switch {
-	case hasPort:
-	case hasTLSPort:
-		port = tlsPort
-	default:
+	case !hasPort && !hasTLSPort:
 		return shardNode{}, errors.New(`no "port" or "tls-port" field`)
+	case hasTLSPort && (tls || !hasPort):
+		port = tlsPort
 	}
 	if port > 65535 {
 		return shardNode{}, fmt.Errorf("invalid port %d", port)
@@ -232,6 +249,10 @@ func slotRange(start, end any) ([2]int, error) {
 // range. A host that is nil, empty or "?" (an unknown endpoint) gives an
 // address ":port": the caller fills in the host of the node that sent the
 // reply. Redis leaves failed and still-loading replicas out of this reply.
+//
+// On a cluster with tls-cluster yes the port of each node is that of the
+// connection the reply came over — the TLS port for a TLS connection, the
+// plain port otherwise (Redis 7.0 behaves so) — so one parser serves both.
 func ParseSlots(reply any) ([]Shard, error) {
 	list, err := array(reply, "CLUSTER SLOTS reply")
 	if err != nil {

@@ -61,6 +61,14 @@ type ClusterOptions struct {
 	// create is run without one) nor override --cluster-enabled,
 	// --cluster-config-file or --cluster-port.
 	Args []string
+	// TLS, if set, makes every node listen for TLS on a port of its own
+	// next to its plain one ([Options.TLS]), and speak TLS on the cluster
+	// bus and for replication (--tls-cluster yes, --tls-replication yes).
+	// The cluster then announces the TLS ports: CLUSTER SHARDS lists both
+	// ("port" and "tls-port"), and CLUSTER SLOTS, CLUSTER NODES and
+	// redirections give TLS clients the TLS port and plain clients the
+	// plain one. [Cluster.TLSAddrs] are the seeds for TLS clients.
+	TLS *TLS
 }
 
 // Cluster is a Redis Cluster started by [StartCluster], or an external one
@@ -156,7 +164,10 @@ func StartCluster(ctx context.Context, o ClusterOptions) (*Cluster, error) {
 		"--repl-diskless-sync-delay", "0",
 		"--repl-ping-replica-period", "1",
 	}
-	nodes, err := startNodes(ctx, masters*(1+o.Replicas), args, o.Args)
+	if o.TLS != nil {
+		args = append(args, "--tls-cluster", "yes", "--tls-replication", "yes")
+	}
+	nodes, err := startNodes(ctx, masters*(1+o.Replicas), Options{TLS: o.TLS, Args: args}, o.Args)
 	if err != nil {
 		return nil, err
 	}
@@ -183,14 +194,15 @@ func StartCluster(ctx context.Context, o ClusterOptions) (*Cluster, error) {
 	return c, nil
 }
 
-// startNodes starts n cluster nodes in parallel with args, a free cluster
-// bus port and then extra. On failure it stops those it started.
-func startNodes(ctx context.Context, n int, args, extra []string) ([]*Server, error) {
+// startNodes starts n cluster nodes in parallel with o (its Args, then a
+// free cluster bus port, then extra). On failure it stops those it
+// started.
+func startNodes(ctx context.Context, n int, o Options, extra []string) ([]*Server, error) {
 	nodes := make([]*Server, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i := range nodes {
-		wg.Go(func() { nodes[i], errs[i] = startNode(ctx, args, extra) })
+		wg.Go(func() { nodes[i], errs[i] = startNode(ctx, o, extra) })
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
@@ -206,16 +218,16 @@ func startNodes(ctx context.Context, n int, args, extra []string) ([]*Server, er
 
 // startNode starts one cluster node, trying another bus port when the one
 // it picked was taken.
-func startNode(ctx context.Context, args, extra []string) (*Server, error) {
+func startNode(ctx context.Context, o Options, extra []string) (*Server, error) {
 	var err error
 	for range startAttempts {
 		var bus int
 		if bus, err = FreePort(); err != nil {
 			return nil, err
 		}
-		a := append(slices.Clone(args), "--cluster-port", strconv.Itoa(bus))
+		a := append(slices.Clone(o.Args), "--cluster-port", strconv.Itoa(bus))
 		var s *Server
-		if s, err = Start(ctx, Options{Args: append(a, extra...)}); err == nil {
+		if s, err = Start(ctx, Options{TLS: o.TLS, Args: append(a, extra...)}); err == nil {
 			return s, nil
 		}
 		if !strings.Contains(err.Error(), "Address already in use") || ctx.Err() != nil {
@@ -398,6 +410,19 @@ func (c *Cluster) Addrs() []string {
 	addrs := make([]string, len(c.nodes))
 	for i, s := range c.nodes {
 		addrs[i] = s.Addr()
+	}
+	return addrs
+}
+
+// TLSAddrs returns every node's TLS address ([Server.TLSAddr]), in the
+// order of [Cluster.Addrs]; nil for a cluster started without
+// [ClusterOptions.TLS] and for an external one.
+func (c *Cluster) TLSAddrs() []string {
+	var addrs []string
+	for _, s := range c.nodes {
+		if a := s.TLSAddr(); a != "" {
+			addrs = append(addrs, a)
+		}
 	}
 	return addrs
 }

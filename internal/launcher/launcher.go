@@ -100,6 +100,11 @@ type Options struct {
 	// Password, if set, is passed as --requirepass and used by the readiness
 	// check, by Restart and by CLI.
 	Password string
+	// TLS, if set, makes the server listen for TLS too, on a free port of
+	// its own (see [Server.TLSAddr]) with TLS's certificate, not asking
+	// clients for certificates. The plain port stays open: the readiness
+	// check and CLI use it. The server must have been built with TLS.
+	TLS *TLS
 }
 
 // Server is a redis-server process started by [Start], or an external server
@@ -108,6 +113,7 @@ type Server struct {
 	addr     string // as given for an external server; else derived from host and port
 	host     string
 	port     int
+	tlsPort  int // 0: no TLS
 	dir      string
 	ownDir   bool // the launcher created dir and Stop removes it
 	password string
@@ -182,7 +188,14 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 			}
 		}
 		s.port = port
-		s.args = buildArgs(port, s.dir, o)
+		if o.TLS != nil {
+			// Picked anew on every attempt, like the plain port: another
+			// process may take it before redis-server binds it.
+			if s.tlsPort, err = FreePort(); err != nil {
+				break
+			}
+		}
+		s.args = buildArgs(port, s.tlsPort, s.dir, o)
 		var inUse bool
 		inUse, err = s.launch(ctx)
 		if err == nil {
@@ -198,8 +211,9 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	return nil, err
 }
 
-// buildArgs returns the redis-server command line for port, dir and o.
-func buildArgs(port int, dir string, o Options) []string {
+// buildArgs returns the redis-server command line for port, tlsPort (with
+// o.TLS), dir and o.
+func buildArgs(port, tlsPort int, dir string, o Options) []string {
 	args := []string{
 		"--port", strconv.Itoa(port),
 		"--bind", "127.0.0.1",
@@ -212,6 +226,9 @@ func buildArgs(port int, dir string, o Options) []string {
 	}
 	if o.Password != "" {
 		args = append(args, "--requirepass", o.Password)
+	}
+	if o.TLS != nil {
+		args = append(args, o.TLS.args(tlsPort)...)
 	}
 	return append(args, o.Args...)
 }
@@ -457,6 +474,15 @@ func (s *Server) Addr() string {
 
 // Port returns the server's TCP port.
 func (s *Server) Port() int { return s.port }
+
+// TLSAddr returns the address of the server's TLS port, "127.0.0.1:port",
+// or "" when it was started without [Options.TLS].
+func (s *Server) TLSAddr() string {
+	if s.tlsPort == 0 {
+		return ""
+	}
+	return net.JoinHostPort(s.host, strconv.Itoa(s.tlsPort))
+}
 
 // Dir returns the server's working directory; it is empty for an external
 // server.

@@ -1,0 +1,97 @@
+package strategy_test
+
+import (
+	"context"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redisx-go/kit/internal/launcher"
+	"github.com/redisx-go/kit/redisx"
+	"github.com/redisx-go/kit/strategy"
+)
+
+// TestTLSCluster runs the client over a cluster that speaks TLS: the map
+// must give the nodes' TLS ports, which CLUSTER SHARDS lists next to the
+// plain ones (issue #7: the plain ports were dialled, and every TLS
+// handshake failed).
+func TestTLSCluster(t *testing.T) {
+	if err := launcher.Available(); err != nil || os.Getenv("REDISX_TEST_CLUSTER") != "" {
+		if os.Getenv("REDISX_SKIP_NO_REDIS") == "1" || os.Getenv("REDISX_TEST_CLUSTER") != "" {
+			t.Skipf("needs a TLS cluster of its own: %v", err)
+		}
+		t.Fatal(err)
+	}
+	tl, err := launcher.NewTLS(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := launcher.StartCluster(t.Context(), launcher.ClusterOptions{TLS: tl})
+	if err != nil {
+		if msg := err.Error(); strings.Contains(msg, "TLS") && (strings.Contains(msg, "not available") || strings.Contains(msg, "Bad directive")) {
+			t.Skipf("redis-server was built without TLS support: %v", err)
+		}
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := cl.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	masters, keys := masterKeys(t, cl, "tls:")
+	var want []string
+	for _, m := range masters {
+		want = append(want, m.TLSAddr())
+	}
+	for _, tc := range []crelCase{
+		{"multiplexed", strategy.Multiplexed{}},
+		{"pool", strategy.Pool{Size: 4}},
+		{"slot-grouped", strategy.SlotGrouped{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+			defer cancel()
+			c, err := redisx.New(ctx, redisx.Options{Addrs: cl.TLSAddrs()[:1], Strategy: tc.s, TLS: tl.ClientConfig()})
+			if err != nil {
+				t.Fatalf("New over TLS: %v", err)
+			}
+			defer c.Close()
+			for _, k := range keys {
+				if err := c.Set(ctx, k, []byte("v-"+k), time.Minute); err != nil {
+					t.Fatalf("Set(%q) over TLS: %v", k, err)
+				}
+				if v, err := c.Get(ctx, k); err != nil || string(v) != "v-"+k {
+					t.Fatalf("Get(%q) = %q, %v; want %q", k, v, err, "v-"+k)
+				}
+			}
+			vs, err := c.MGet(ctx, append(slices.Clone(keys), "tls:missing")...)
+			if err != nil || len(vs) != len(keys)+1 || vs[len(keys)] != nil {
+				t.Fatalf("MGet across the masters = %q, %v", vs, err)
+			}
+			for i, k := range keys {
+				if string(vs[i]) != "v-"+k {
+					t.Errorf("MGet[%d] (%q) = %q; want %q", i, k, vs[i], "v-"+k)
+				}
+			}
+			st := c.Stats()
+			if st.Masters != 3 || st.Redirects != 0 || st.DialErrors != 0 {
+				t.Errorf("Stats = %+v; want 3 masters, no redirect, no failed dial", st)
+			}
+			got := c.Stats().Nodes
+			if got != 3 {
+				t.Errorf("Stats().Nodes = %d; want 3", got)
+			}
+		})
+	}
+	// The masters the client routes to are the TLS addresses.
+	b, err := strategy.Multiplexed{}.Open(t.Context(), strategy.Config{Addrs: cl.TLSAddrs()[:1], TLS: tl.ClientConfig(), DialTimeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if got := b.(strategy.NodeDoer).Masters(); !slices.Equal(got, want) {
+		t.Errorf("Masters over TLS = %v; want the TLS addresses %v", got, want)
+	}
+}

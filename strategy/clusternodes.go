@@ -1,0 +1,254 @@
+package strategy
+
+import (
+	"sync"
+	"sync/atomic"
+)
+
+// The cluster's nodes and their lifetime. The cluster holds a node open
+// while the slot map lists it as a master, or while it is used for
+// something else (asked for the map as a seed, sent an ASK). A node that
+// leaves the map — a demoted or replaced master, a seed that is no master,
+// an importing node once the migration is over — is retired at the next
+// change of the map: taken out of c.nodes, so that no call finds it any
+// more, and closed when the last call in flight on it ends. Without this
+// the set of nodes only grows where addresses change (Kubernetes, managed
+// Redis), each keeping its connections and goroutines (issue #7).
+
+// member is a node of the cluster with the count of calls using it.
+//
+// Reference counts rather than a grace period: a call may last as long as
+// its context allows (a BLPOP without a deadline: forever), so no period
+// is long enough to be sure, while a count is exact. The protocol, on
+// sequentially consistent atomics: acquire adds one, then checks retired;
+// retire sets retired, then checks for zero; release subtracts one and, at
+// zero on a retired member, closes it. So either acquire sees retired
+// (and backs off) or the retirement sees the call (and leaves the closing
+// to its release); whoever sees zero last closes, once.
+type member struct {
+	n       node // the node; use it between acquire and release
+	c       *clusterBackend
+	refs    atomic.Int64
+	retired atomic.Bool
+	once    sync.Once
+}
+
+// address returns m's address, or a placeholder for a nil m (no master).
+func (m *member) address() string {
+	if m == nil {
+		return nodeAddr(nil)
+	}
+	return m.n.address()
+}
+
+func (c *clusterBackend) newMember(n node) *member {
+	return &member{n: n, c: c}
+}
+
+// acquire counts a call on m. It fails once m is retired: the caller loads
+// the slot map again, which no longer lists m.
+func (m *member) acquire() bool {
+	m.refs.Add(1)
+	if m.retired.Load() {
+		m.release()
+		return false
+	}
+	return true
+}
+
+// release ends a call counted by acquire, closing a retired m when it was
+// the last.
+func (m *member) release() {
+	if m.refs.Add(-1) == 0 && m.retired.Load() {
+		m.shut()
+	}
+}
+
+// retire marks m as gone from the map; it is closed at once if no call
+// uses it, otherwise by the release of the last. c.mu must not be held.
+func (m *member) retire() {
+	m.retired.Store(true)
+	if m.refs.Load() == 0 {
+		m.shut()
+	}
+}
+
+// shut closes m's node, once, and moves its counters to the cluster's.
+func (m *member) shut() {
+	m.once.Do(func() {
+		m.n.Close()
+		c := m.c
+		c.mu.Lock()
+		c.gone.addCounters(m.n.Stats())
+		delete(c.retiring, m)
+		c.mu.Unlock()
+	})
+}
+
+// memberLocked returns the node of addr, creating it (unconnected) on
+// first use. c.mu must be held.
+func (c *clusterBackend) memberLocked(addr string) (*member, error) {
+	if c.nodes == nil {
+		return nil, ErrClosed
+	}
+	if m, ok := c.nodes[addr]; ok {
+		return m, nil
+	}
+	n, err := c.t.newNode(c.cfg, addr)
+	if err != nil {
+		return nil, err
+	}
+	m := c.newMember(n)
+	c.nodes[addr] = m
+	return m, nil
+}
+
+// acquireAddr returns the node of addr, created on first use, acquired:
+// the caller must release it. A node that is not a master is retired at
+// the next change of the map (see prune).
+func (c *clusterBackend) acquireAddr(addr string) (*member, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m, err := c.memberLocked(addr)
+	if err != nil {
+		return nil, err
+	}
+	// A node in c.nodes is not retired (prune takes it out first, under
+	// c.mu), so the count alone is enough — and acquire's release path,
+	// which may take c.mu, is never needed here.
+	m.refs.Add(1)
+	return m, nil
+}
+
+// acquireMasters returns every master of the current map, acquired: the
+// caller must release them.
+func (c *clusterBackend) acquireMasters() []*member {
+	for {
+		masters := c.state.Load().masters
+		held := make([]*member, 0, len(masters))
+		for _, m := range masters {
+			if !m.acquire() {
+				break // retired since we loaded the map: load the new one
+			}
+			held = append(held, m)
+		}
+		if len(held) == len(masters) {
+			return held
+		}
+		for _, m := range held {
+			m.release()
+		}
+	}
+}
+
+// install makes top the slot map and takes the nodes it no longer needs
+// out of c.nodes (see prune). c.mu must be held.
+func (c *clusterBackend) install(top *topology) []*member {
+	c.state.Store(top)
+	return c.prune()
+}
+
+// prune takes every node the current map does not list as a master out of
+// c.nodes, so that no new call finds it, and returns them: the caller
+// retires them once it has released c.mu (retire may close, which takes
+// c.mu). Calls holding them meanwhile keep them open. c.mu must be held.
+func (c *clusterBackend) prune() []*member {
+	if c.nodes == nil {
+		return nil
+	}
+	live := make(map[*member]bool, len(c.nodes))
+	for _, m := range c.state.Load().masters {
+		live[m] = true
+	}
+	var out []*member
+	for addr, m := range c.nodes {
+		if !live[m] {
+			delete(c.nodes, addr)
+			c.retiring[m] = struct{}{}
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// retireAll retires the members prune returned. c.mu must not be held.
+func retireAll(ms []*member) {
+	for _, m := range ms {
+		m.retire()
+	}
+}
+
+// Close implements Backend. Calls still in flight fail with ErrClosed.
+func (c *clusterBackend) Close() error {
+	c.refreshMu.Lock() // see startLocked
+	wasClosed := c.closed.Swap(true)
+	c.stopRefreshesLocked()
+	c.refreshMu.Unlock()
+	if wasClosed {
+		return nil
+	}
+	close(c.stop)
+	c.endLife()
+	c.wg.Wait()
+	c.mu.Lock()
+	all := make([]*member, 0, len(c.nodes)+len(c.retiring))
+	for _, m := range c.nodes {
+		all = append(all, m)
+	}
+	for m := range c.retiring {
+		all = append(all, m)
+	}
+	c.nodes = nil
+	c.mu.Unlock()
+	for _, m := range all {
+		m.retired.Store(true)
+		m.shut()
+	}
+	return nil
+}
+
+// Stats implements Statser: the figures of the nodes held open, and the
+// counters of those closed since, summed.
+func (c *clusterBackend) Stats() Stats {
+	s := Stats{Strategy: c.name}
+	c.mu.Lock()
+	s.addCounters(c.gone)
+	for _, m := range c.nodes {
+		s.addNode(m.n.Stats())
+	}
+	for m := range c.retiring {
+		s.addNode(m.n.Stats())
+	}
+	s.Nodes = len(c.nodes) + len(c.retiring)
+	open := c.nodes != nil
+	c.mu.Unlock()
+	if open {
+		s.Masters = len(c.state.Load().masters)
+	}
+	s.Redirects = c.redirects.Load()
+	s.TopologyRefreshes = c.refreshes.Load()
+	return s
+}
+
+// addNode adds a node's figures to s.
+func (s *Stats) addNode(ns Stats) {
+	s.Conns += ns.Conns
+	s.Pending += ns.Pending
+	s.InUse += ns.InUse
+	s.Idle += ns.Idle
+	s.MaxConns += ns.MaxConns
+	s.addCounters(ns)
+}
+
+// addCounters adds the counters of ns — the figures that only grow — to s.
+func (s *Stats) addCounters(ns Stats) {
+	s.Flushes += ns.Flushes
+	s.Commands += ns.Commands
+	s.Acquires += ns.Acquires
+	s.AcquireWait += ns.AcquireWait
+	s.EmptyAcquires += ns.EmptyAcquires
+	s.CanceledAcquire += ns.CanceledAcquire
+	s.Dials += ns.Dials
+	s.DialErrors += ns.DialErrors
+	s.BrokenConns += ns.BrokenConns
+}

@@ -1,0 +1,188 @@
+package strategy
+
+import (
+	"context"
+	"math/rand/v2"
+	"time"
+
+	"github.com/redisx-go/kit/internal/cluster"
+)
+
+// Slot-map refreshes. A reload asks one node for the whole map and
+// installs it. Reloads are single-flighted (callers share the one in
+// progress) and rate-limited: none starts within refreshCooldown of the
+// end of the last. A trigger that cannot start one — within the cooldown,
+// or during a reload that may have read the map before the news — is not
+// dropped: it is served by one trailing reload at the end of the
+// cooldown. Otherwise a MOVED right after a reload (a failover seen by a
+// client just opened) would leave the rest of the old master's slots, and
+// the old master's connections, in place until the periodic reload.
+//
+// A reload is shared work: it runs on its own goroutine under the
+// client's own context (life, ended by Close) and a timeout per node,
+// never under a caller's context, and every caller waits for it within
+// its own context only (issue #7).
+
+// triggerRefresh asks for a reload in the background: now, or at the end
+// of the cooldown.
+func (c *clusterBackend) triggerRefresh() {
+	c.refreshMu.Lock()
+	defer c.refreshMu.Unlock()
+	if c.refreshing != nil {
+		c.refreshAgain = true
+		return
+	}
+	c.startLocked()
+}
+
+// refresh reloads the slot map and waits, within ctx, for the outcome: it
+// joins the reload in progress, or starts one. Within the cooldown it
+// returns nil at once (the map is that recent), leaving a trailing reload
+// due.
+func (c *clusterBackend) refresh(ctx context.Context) error {
+	c.refreshMu.Lock()
+	w := c.refreshing
+	if w == nil {
+		w = c.startLocked()
+	}
+	c.refreshMu.Unlock()
+	if w == nil {
+		return nil
+	}
+	select {
+	case <-w.done:
+		return w.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// startLocked starts a reload and returns it, or, within the cooldown,
+// arranges the trailing reload and returns nil; nil too once the client is
+// closed. No reload may be in progress. c.refreshMu must be held.
+func (c *clusterBackend) startLocked() *dialWait {
+	// closed is checked under refreshMu, which Close holds to set it, so
+	// no goroutine is added to wg once Close waits for them.
+	if c.closed.Load() {
+		return nil
+	}
+	if wait := refreshCooldown - time.Since(c.lastRefresh); wait > 0 {
+		if c.trailing == nil {
+			c.wg.Add(1)
+			c.trailing = time.AfterFunc(wait, c.runTrailing)
+		}
+		return nil
+	}
+	w := &dialWait{done: make(chan struct{})}
+	c.refreshing = w
+	c.wg.Add(1)
+	go c.runReload(w)
+	return w
+}
+
+// runTrailing is the trailing reload's timer.
+func (c *clusterBackend) runTrailing() {
+	defer c.wg.Done()
+	c.refreshMu.Lock()
+	defer c.refreshMu.Unlock()
+	c.trailing = nil
+	if c.refreshing != nil {
+		c.refreshAgain = true
+		return
+	}
+	c.startLocked()
+}
+
+// runReload runs the reload w stands for and publishes its outcome.
+func (c *clusterBackend) runReload(w *dialWait) {
+	defer c.wg.Done()
+	err := c.reload()
+	c.refreshes.Add(1)
+	if err != nil {
+		c.refreshErrors.Add(1)
+	}
+	c.refreshMu.Lock()
+	c.refreshing = nil
+	c.lastRefresh = time.Now()
+	if c.refreshAgain {
+		c.refreshAgain = false
+		c.startLocked() // within the cooldown: the trailing reload
+	}
+	w.err = err
+	close(w.done)
+	c.refreshMu.Unlock()
+}
+
+// stopRefreshesLocked ends the refreshes for Close: no new one starts, the
+// trailing one is cancelled. c.refreshMu must be held.
+func (c *clusterBackend) stopRefreshesLocked() {
+	if c.trailing != nil && c.trailing.Stop() {
+		c.wg.Done() // its runTrailing will not run
+	}
+	c.trailing = nil
+}
+
+// reload asks the current masters (in random order), then the seeds, for
+// the shards, and installs the first answer. Seeds that are not masters
+// are closed again once the map is known.
+func (c *clusterBackend) reload() error {
+	var addrs []string
+	for _, m := range c.state.Load().masters {
+		addrs = append(addrs, m.n.address())
+	}
+	rand.Shuffle(len(addrs), func(i, j int) { addrs[i], addrs[j] = addrs[j], addrs[i] })
+	addrs = append(addrs, c.cfg.Addrs...)
+	err := ErrClosed
+	for _, addr := range addrs {
+		if c.closed.Load() {
+			return ErrClosed
+		}
+		var n *member
+		if n, err = c.acquireAddr(addr); err != nil {
+			continue
+		}
+		// The refresh is shared by every caller that needs it: it runs
+		// under a context of its own, never a caller's (issue #7).
+		ctx, cancel := context.WithTimeout(c.life, refreshTimeout)
+		var shards []cluster.Shard
+		shards, err = discover(ctx, n.n, c.cfg.TLS != nil)
+		cancel()
+		n.release()
+		if err != nil {
+			continue
+		}
+		c.mu.Lock()
+		var top *topology
+		var gone []*member
+		if c.nodes == nil {
+			err = ErrClosed
+		} else if top, err = c.build(shards); err == nil {
+			gone = c.install(top)
+		}
+		c.mu.Unlock()
+		retireAll(gone)
+		if err == nil {
+			return nil
+		}
+	}
+	c.mu.Lock()
+	gone := c.prune() // the seeds asked in vain
+	c.mu.Unlock()
+	retireAll(gone)
+	return err
+}
+
+// refreshLoop reloads the map every refreshPeriod, until Close.
+func (c *clusterBackend) refreshLoop() {
+	defer c.wg.Done()
+	t := time.NewTicker(refreshPeriod)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-t.C:
+			c.refresh(c.life)
+		}
+	}
+}
