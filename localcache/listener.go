@@ -95,7 +95,11 @@ func (inv *invalidator) discover(ctx context.Context) ([]string, bool, error) {
 				shards, err = cluster.ParseSlots(v)
 			}
 		case err == nil:
-			shards, err = cluster.ParseShards(v)
+			if inv.cfg.TLS != nil {
+				shards, err = cluster.ParseShardsTLS(v) // the TLS port of each node, not the plain one
+			} else {
+				shards, err = cluster.ParseShards(v)
+			}
 		}
 		c.Close()
 		if err != nil {
