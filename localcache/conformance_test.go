@@ -5,10 +5,10 @@ import (
 	"testing"
 
 	goredis "github.com/redis/go-redis/v9"
-	"github.com/redisx-go/kit/internal/conformance"
 	"github.com/redisx-go/kit/internal/launcher"
 	"github.com/redisx-go/kit/localcache"
 	"github.com/redisx-go/kit/redisx"
+	"github.com/redisx-go/kit/redisxtest"
 	"github.com/redisx-go/kit/strategy"
 )
 
@@ -29,7 +29,7 @@ func TestNearConformance(t *testing.T) {
 		{"go-redis", localcache.Near{Inner: strategy.GoRedis{Client: rdb}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			conformance.Run(t, redisx.Options{Addrs: []string{srv.Addr()}, Strategy: tc.s})
+			redisxtest.RunConformance(t, redisx.Options{Addrs: []string{srv.Addr()}, Strategy: tc.s})
 		})
 	}
 }
@@ -44,7 +44,7 @@ func TestNearClusterConformance(t *testing.T) {
 		{"slot-grouped-pool", localcache.Near{Inner: strategy.SlotGrouped{Transport: strategy.Pool{Size: 16}}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			conformance.Run(t, redisx.Options{Addrs: cl.Addrs(), Strategy: tc.s})
+			redisxtest.RunConformance(t, redisx.Options{Addrs: cl.Addrs(), Strategy: tc.s})
 		})
 	}
 }

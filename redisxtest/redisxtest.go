@@ -17,6 +17,19 @@
 //
 // Servers listen on 127.0.0.1 only, keep no data on disk and are killed
 // with the test binary should it die.
+//
+// # Conformance
+//
+// RunConformance is the behaviour suite every strategy of this module
+// passes, exposed as testing/slogtest exposes its suite for slog
+// handlers, so that a strategy of your own is held to the same contract:
+//
+//	func TestMyStrategy(t *testing.T) {
+//		srv := redisxtest.Start(t, redisxtest.Options{})
+//		o := srv.Options()
+//		o.Strategy = mystrategy.Strategy{}
+//		redisxtest.RunConformance(t, o)
+//	}
 package redisxtest
 
 import (

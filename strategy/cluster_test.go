@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redisx-go/kit/internal/conformance"
 	"github.com/redisx-go/kit/internal/launcher"
 	"github.com/redisx-go/kit/redisx"
+	"github.com/redisx-go/kit/redisxtest"
 	"github.com/redisx-go/kit/strategy"
 )
 
@@ -23,7 +23,7 @@ func TestClusterConformance(t *testing.T) {
 		{"slot-grouped-pool-batch3", strategy.SlotGrouped{Transport: strategy.Pool{Size: 16}, MaxBatch: 3}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			conformance.Run(t, redisx.Options{Addrs: cl.Addrs(), Strategy: tc.s})
+			redisxtest.RunConformance(t, redisx.Options{Addrs: cl.Addrs(), Strategy: tc.s})
 		})
 	}
 }

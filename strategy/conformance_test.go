@@ -5,9 +5,9 @@ import (
 	"testing"
 
 	goredis "github.com/redis/go-redis/v9"
-	"github.com/redisx-go/kit/internal/conformance"
 	"github.com/redisx-go/kit/internal/launcher"
 	"github.com/redisx-go/kit/redisx"
+	"github.com/redisx-go/kit/redisxtest"
 	"github.com/redisx-go/kit/strategy"
 )
 
@@ -21,7 +21,7 @@ func TestMultiplexedConformance(t *testing.T) {
 		{"conns=4", strategy.Multiplexed{Conns: 4}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			conformance.Run(t, redisx.Options{Addrs: []string{srv.Addr()}, Strategy: tc.s})
+			redisxtest.RunConformance(t, redisx.Options{Addrs: []string{srv.Addr()}, Strategy: tc.s})
 		})
 	}
 }
@@ -36,7 +36,7 @@ func TestPoolConformance(t *testing.T) {
 		{"size=8-minidle=2", strategy.Pool{Size: 8, MinIdle: 2}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			conformance.Run(t, redisx.Options{Addrs: []string{srv.Addr()}, Strategy: tc.s})
+			redisxtest.RunConformance(t, redisx.Options{Addrs: []string{srv.Addr()}, Strategy: tc.s})
 		})
 	}
 }
@@ -48,7 +48,7 @@ func TestGoRedisConformance(t *testing.T) {
 	if err := rdb.Ping(context.Background()).Err(); err != nil {
 		t.Fatal(err)
 	}
-	conformance.Run(t, redisx.Options{Addrs: []string{srv.Addr()}, Strategy: strategy.GoRedis{Client: rdb}})
+	redisxtest.RunConformance(t, redisx.Options{Addrs: []string{srv.Addr()}, Strategy: strategy.GoRedis{Client: rdb}})
 }
 
 func TestSlotGroupedConformance(t *testing.T) {
@@ -61,7 +61,7 @@ func TestSlotGroupedConformance(t *testing.T) {
 		{"pool-batch3", strategy.SlotGrouped{Transport: strategy.Pool{Size: 8}, MaxBatch: 3}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			conformance.Run(t, redisx.Options{Addrs: []string{srv.Addr()}, Strategy: tc.s})
+			redisxtest.RunConformance(t, redisx.Options{Addrs: []string{srv.Addr()}, Strategy: tc.s})
 		})
 	}
 }

@@ -1,10 +1,7 @@
-// Package conformance is the one behaviour suite every strategy passes:
-// the facade over Multiplexed, Pool, GoRedis — and later cluster and
-// near-cache configurations — must give the same results for the same
-// calls, honour contexts, and leave nothing behind. It is the model of
-// testing/slogtest: a test of the strategy package calls Run with the
-// Options that select the strategy under test.
-package conformance
+package redisxtest
+
+// The conformance suite: the one behaviour suite every strategy passes,
+// after testing/slogtest.
 
 import (
 	"context"
@@ -22,10 +19,22 @@ import (
 	"go.uber.org/goleak"
 )
 
-// Run checks the facade built from opts against the real server that
-// opts.Addrs[0] points at. Subtests run one after another: some count the
-// server's commands, so nothing else should use the server meanwhile.
-func Run(t *testing.T, opts redisx.Options) {
+// RunConformance checks that the client redisx.New builds from opts
+// behaves as every strategy of this module does — the same results for
+// the same calls, binary-safe keys and values, every context honoured, no
+// reply ever reaching the wrong caller under a storm of cancellations,
+// returned bytes owned by the caller, one "redisx:" prefix per error,
+// Close prompt and leaving no goroutine behind — against the real server
+// (or cluster) that opts.Addrs names, typically one started with Start or
+// StartCluster. It is how this module tests Multiplexed, Pool,
+// SlotGrouped, GoRedis and Near, and how a strategy of your own (any
+// strategy.Strategy in opts.Strategy) is held to the same contract, as
+// testing/slogtest does for slog handlers.
+//
+// The checks run as subtests, one after another: some count the server's
+// commands, so nothing else should use the server meanwhile. They write
+// keys under "conformance:". They take a few seconds.
+func RunConformance(t *testing.T, opts redisx.Options) {
 	t.Helper()
 	s := &suite{opts: opts, oracle: oracle(opts)}
 	t.Cleanup(func() { s.oracle.Close() })
