@@ -1,7 +1,7 @@
 // Package redisxtest starts real redis-server processes for tests, after
 // net/http/httptest: a standalone server or a Redis Cluster on free
-// loopback ports, with a password or an ACL user when asked, stopped when
-// the test ends.
+// loopback ports, with a password, an ACL user or TLS when asked, stopped
+// when the test ends.
 //
 //	func TestCache(t *testing.T) {
 //		srv := redisxtest.Start(t, redisxtest.Options{})
@@ -37,6 +37,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"os"
 	"testing"
 	"time"
 
@@ -55,6 +56,11 @@ type Options struct {
 	// no client knows, so a client that does not name the user is
 	// refused.
 	Username string
+	// TLS makes the server listen for TLS, with a certificate for
+	// 127.0.0.1 signed by a CA made for it; Options then returns the TLS
+	// address and a tls.Config that trusts that CA. (The plain port stays
+	// open too, for the harness's own checks.)
+	TLS bool
 	// Args are extra redis-server configuration directives, such as
 	// []string{"--maxmemory", "10mb"}.
 	Args []string
@@ -88,6 +94,8 @@ func (o Options) launcherOptions() (launcher.Options, error) {
 type Server struct {
 	srv  *launcher.Server
 	opts Options
+	tls  *launcher.TLS // nil without Options.TLS
+	dir  string        // the TLS files, removed by Close
 }
 
 // NewServer starts a redis-server and waits until it answers, within ctx.
@@ -97,13 +105,34 @@ func NewServer(ctx context.Context, o Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	s := &Server{opts: o}
+	if o.TLS {
+		if s.dir, s.tls, err = newTLS(); err != nil {
+			return nil, err
+		}
+		lo.TLS = s.tls
+	}
 	ctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
-	srv, err := launcher.Start(ctx, lo)
-	if err != nil {
+	if s.srv, err = launcher.Start(ctx, lo); err != nil {
+		os.RemoveAll(s.dir)
 		return nil, fmt.Errorf("redisxtest: %w", err)
 	}
-	return &Server{srv: srv, opts: o}, nil
+	return s, nil
+}
+
+// newTLS makes a CA and a server certificate in a new directory.
+func newTLS() (string, *launcher.TLS, error) {
+	dir, err := os.MkdirTemp("", "redisxtest-tls-")
+	if err != nil {
+		return "", nil, fmt.Errorf("redisxtest: %w", err)
+	}
+	t, err := launcher.NewTLS(dir)
+	if err != nil {
+		os.RemoveAll(dir)
+		return "", nil, fmt.Errorf("redisxtest: %w", err)
+	}
+	return dir, t, nil
 }
 
 // Start starts a redis-server for t and stops it when t ends. It skips t
@@ -128,14 +157,25 @@ func skipWithoutRedis(t testing.TB) {
 	}
 }
 
-// Addr returns the server's address, "127.0.0.1:port".
-func (s *Server) Addr() string { return s.srv.Addr() }
+// Addr returns the server's address, "127.0.0.1:port": its TLS address
+// when it was started with Options.TLS.
+func (s *Server) Addr() string {
+	if s.tls != nil {
+		return s.srv.TLSAddr()
+	}
+	return s.srv.Addr()
+}
 
-// Options returns client options for the server: its address and
-// credentials, and the default strategy. Set Strategy (or any other field)
-// on the result before passing it to redisx.New.
+// Options returns client options for the server: its address,
+// credentials and TLS configuration, and the default strategy. Set
+// Strategy (or any other field) on the result before passing it to
+// redisx.New.
 func (s *Server) Options() redisx.Options {
-	return redisx.Options{Addrs: []string{s.Addr()}, Username: s.opts.Username, Password: s.opts.Password}
+	o := redisx.Options{Addrs: []string{s.Addr()}, Username: s.opts.Username, Password: s.opts.Password}
+	if s.tls != nil {
+		o.TLS = s.tls.ClientConfig()
+	}
+	return o
 }
 
 // Kill kills the server abruptly, as a crash would; Restart brings it back
@@ -146,7 +186,13 @@ func (s *Server) Kill() error { return s.srv.Kill() }
 func (s *Server) Restart(ctx context.Context) error { return s.srv.Restart(ctx) }
 
 // Close stops the server and removes its files. It is idempotent.
-func (s *Server) Close() error { return s.srv.Stop() }
+func (s *Server) Close() error {
+	err := s.srv.Stop()
+	if s.dir != "" {
+		os.RemoveAll(s.dir)
+	}
+	return err
+}
 
 // ClusterOptions configures a cluster. The zero value is 3 masters
 // without replicas.
@@ -158,6 +204,10 @@ type ClusterOptions struct {
 	// NodeTimeout is cluster-node-timeout, how long before a silent master
 	// is failed over to its replica. Zero: 2 s.
 	NodeTimeout time.Duration
+	// TLS makes every node speak TLS, to clients and to each other
+	// (tls-cluster); Options then returns the TLS addresses and a
+	// tls.Config that trusts the cluster's CA.
+	TLS bool
 	// Args are extra configuration directives for every node.
 	Args []string
 }
@@ -165,21 +215,32 @@ type ClusterOptions struct {
 // Cluster is a running Redis Cluster. Its methods are safe for concurrent
 // use.
 type Cluster struct {
-	c *launcher.Cluster
+	c   *launcher.Cluster
+	tls *launcher.TLS
+	dir string
 }
 
 // NewCluster starts a cluster and waits until every slot is served,
 // within ctx. The caller must Close it.
 func NewCluster(ctx context.Context, o ClusterOptions) (*Cluster, error) {
+	cl := &Cluster{}
+	lo := launcher.ClusterOptions{Masters: o.Masters, Replicas: o.Replicas, NodeTimeout: o.NodeTimeout, Args: o.Args}
+	if o.TLS {
+		var err error
+		if cl.dir, cl.tls, err = newTLS(); err != nil {
+			return nil, err
+		}
+		lo.TLS = cl.tls
+	}
 	ctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
-	c, err := launcher.StartCluster(ctx, launcher.ClusterOptions{
-		Masters: o.Masters, Replicas: o.Replicas, NodeTimeout: o.NodeTimeout, Args: o.Args,
-	})
+	c, err := launcher.StartCluster(ctx, lo)
 	if err != nil {
+		os.RemoveAll(cl.dir)
 		return nil, fmt.Errorf("redisxtest: %w", err)
 	}
-	return &Cluster{c: c}, nil
+	cl.c = c
+	return cl, nil
 }
 
 // StartCluster starts a cluster for t and stops it when t ends. It skips t
@@ -195,11 +256,30 @@ func StartCluster(t testing.TB, o ClusterOptions) *Cluster {
 	return c
 }
 
-// Addrs returns the address of every node, masters first.
-func (c *Cluster) Addrs() []string { return c.c.Addrs() }
+// Addrs returns the address of every node (its TLS address with
+// ClusterOptions.TLS), the masters it was started with first.
+func (c *Cluster) Addrs() []string {
+	if c.tls != nil {
+		return c.c.TLSAddrs()
+	}
+	return c.c.Addrs()
+}
 
-// Options returns client options naming every node as a seed.
-func (c *Cluster) Options() redisx.Options { return redisx.Options{Addrs: c.Addrs()} }
+// Options returns client options naming every node as a seed, with the
+// TLS configuration when the cluster speaks TLS.
+func (c *Cluster) Options() redisx.Options {
+	o := redisx.Options{Addrs: c.Addrs()}
+	if c.tls != nil {
+		o.TLS = c.tls.ClientConfig()
+	}
+	return o
+}
 
 // Close stops every node. It is idempotent.
-func (c *Cluster) Close() error { return c.c.Stop() }
+func (c *Cluster) Close() error {
+	err := c.c.Stop()
+	if c.dir != "" {
+		os.RemoveAll(c.dir)
+	}
+	return err
+}

@@ -124,3 +124,33 @@ func TestStartCluster(t *testing.T) {
 		t.Fatalf("Stats().Masters = %d, want 3", st.Masters)
 	}
 }
+
+func TestStartWithTLS(t *testing.T) {
+	srv := redisxtest.Start(t, redisxtest.Options{TLS: true, Password: "pw"})
+	o := srv.Options()
+	if o.TLS == nil {
+		t.Fatal("Options().TLS is nil for a TLS server")
+	}
+	setGet(t, newClient(t, o), "k")
+	o.TLS = nil // plain text to the TLS port is refused
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if c, err := redisx.New(ctx, o); err == nil {
+		c.Close()
+		t.Fatal("a plain-text client talked to the TLS port")
+	}
+}
+
+func TestStartClusterWithTLS(t *testing.T) {
+	cl := redisxtest.StartCluster(t, redisxtest.ClusterOptions{TLS: true})
+	o := cl.Options()
+	o.Strategy = strategy.SlotGrouped{}
+	c := newClient(t, o)
+	for i := range 20 {
+		setGet(t, c, fmt.Sprintf("k%d", i))
+	}
+	vs, err := c.MGet(context.Background(), "k1", "k2", "k3", "k4")
+	if err != nil || len(vs) != 4 || string(vs[2]) != "v:k3" {
+		t.Fatalf("MGet over TLS = %q, %v", vs, err)
+	}
+}
