@@ -37,8 +37,12 @@ type Options struct {
 	// sends no AUTH. Its error fails the dial with an error wrapping
 	// ErrConnection and it. A password the server refuses fails with
 	// ErrAuth, which is not retried. Pair it with MaxConnAge, so that
-	// connections authenticated with an old secret do not outlive it.
-	// ParseURL never sets it; FormatURL refuses it.
+	// connections authenticated with an old secret do not outlive it. To
+	// rotate an ACL password without a failed call, let both be valid for
+	// a while: add the new one (ACL SETUSER app >new), make Credentials
+	// return it, and remove the old one (ACL SETUSER app resetpass >new)
+	// once MaxConnAge has passed. ParseURL never sets it; FormatURL
+	// refuses it.
 	Credentials func(ctx context.Context) (username, password string, err error)
 	// MaxConnAge, when positive, replaces every connection once it is that
 	// old, without failing a call, whatever the strategy:
