@@ -226,7 +226,7 @@ func (c *Client) del(ctx context.Context, keys []string) (int64, error) {
 		return 0, err
 	}
 	n, err := c.b.Del(ctx, keys...)
-	if err != nil && writeAgain(err) {
+	if err != nil && n == 0 && writeAgain(err) { // n > 0: part of it was applied
 		return retry(ctx, c, n, err, writeAgain, func() (int64, error) { return c.b.Del(ctx, keys...) })
 	}
 	return n, err

@@ -28,7 +28,10 @@ import (
 //     dial that failed, a pool that could not open a connection, a
 //     connection found broken before the request was written). A write
 //     that failed after it was sent may have been applied; it is never
-//     sent twice.
+//     sent twice. Nor is a multi-node write of which a part may have
+//     been applied: one that fails with a *strategy.NodeError
+//     (strategy.SlotGrouped on a cluster), or a Del that reports keys
+//     removed with its error.
 //   - Do, under the same rule as writes: the command's effect is unknown.
 //
 // Never retried: ErrAuth, ErrInvalidArgument, ErrClosed, ErrUnsupported,

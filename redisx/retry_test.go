@@ -90,6 +90,17 @@ func (f *flakyBackend) Do(ctx context.Context, args ...any) (any, error) {
 
 func (f *flakyBackend) Close() error { return nil }
 
+// partialDel is a flakyBackend whose failing Del reports one key
+// removed: part of the call was applied.
+type partialDel struct{ *flakyBackend }
+
+func (p partialDel) Del(ctx context.Context, keys ...string) (int64, error) {
+	if err := p.next(ctx); err != nil {
+		return 1, err
+	}
+	return int64(len(keys)), nil
+}
+
 // selfRetrying is a flakyBackend that retries by a policy of its own.
 type selfRetrying struct{ *flakyBackend }
 
@@ -237,6 +248,13 @@ func TestRetryPolicy(t *testing.T) {
 	vs, err := c.MGet(context.Background(), "a", "b")
 	if vs == nil || !errors.Is(err, errPartial) || f.count() != 1 {
 		t.Errorf("MGet with part of its values = %v, %v after %d calls; want the values and the error at once", vs, err, f.count())
+	}
+
+	pd := partialDel{&flakyBackend{always: unsentErr(t)}}
+	c3 := redisx.NewFromBackend(pd)
+	defer c3.Close()
+	if n, err := c3.Del(context.Background(), "a", "b"); n != 1 || err == nil || pd.count() != 1 {
+		t.Errorf("Del removing 1 key then failing unsent = %d, %v after %d calls; want 1 and the error at once", n, err, pd.count())
 	}
 
 	self := selfRetrying{&flakyBackend{always: sent}}

@@ -41,11 +41,13 @@ var (
 // could not create a connection, a connection found broken before the
 // request was written to it. Retrying such a call cannot apply a write
 // twice. Unsent is false for nil, for errors that do not wrap a
-// connection failure of this package, and for an error that joins
-// several (a multi-node call) unless every one is unsent.
+// connection failure of this package, for an error that joins several
+// unless every one is unsent, and for a *NodeError: it reports one
+// node's part of a multi-node call, whose other parts may have been
+// applied.
 func Unsent(err error) bool {
 	switch e := err.(type) {
-	case nil:
+	case nil, *NodeError:
 		return false
 	case *unsentError:
 		return true

@@ -52,8 +52,11 @@ func TestUnsent(t *testing.T) {
 		{"dial failure", dialErr, true},
 		{"wrapped once", fmt.Errorf("get on node x: %w", dialErr), true},
 		{"beside the sentinel", fmt.Errorf("%w: node x: %w", strategy.ErrConnection, dialErr), true},
-		{"in a NodeError", &strategy.NodeError{Node: "x", Err: dialErr}, true},
-		{"joined with another unsent", errors.Join(dialErr, &strategy.NodeError{Node: "y", Err: dialErr}), true},
+		{"joined with another unsent", errors.Join(dialErr, fmt.Errorf("node y: %w", dialErr)), true},
+		// One node's part of a multi-node call: the other nodes' parts
+		// may have been applied, and are not in the error.
+		{"in a NodeError", &strategy.NodeError{Node: "x", Err: dialErr}, false},
+		{"joined NodeErrors", errors.Join(&strategy.NodeError{Node: "x", Err: dialErr}, &strategy.NodeError{Node: "y", Err: dialErr}), false},
 		{"joined with a sent one", errors.Join(dialErr, sent), false},
 		{"a connection failure", sent, false},
 		{"the bare sentinel", strategy.ErrConnection, false},
