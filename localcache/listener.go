@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -240,8 +239,17 @@ func (l *listener) run() {
 	defer l.inv.wg.Done()
 	const firstBackoff = 20 * time.Millisecond
 	backoff := firstBackoff
+	var next redis.Conn // the subscribed successor a session handed over
 	for {
-		err := l.session()
+		c, err := next, error(nil)
+		if c == nil {
+			c, err = l.connect()
+		}
+		if err == nil {
+			if next, err = l.session(c); next != nil {
+				continue // no invalidation was missed: still up
+			}
+		}
 		l.mu.Lock()
 		if l.up {
 			backoff = firstBackoff // it was subscribed: this is a new loss
@@ -266,9 +274,8 @@ func (l *listener) run() {
 	}
 }
 
-// session connects, subscribes and reads invalidations until the
-// connection fails or the listener is closed.
-func (l *listener) session() error {
+// connect dials an invalidation connection and subscribes it.
+func (l *listener) connect() (redis.Conn, error) {
 	// The handshake — dial, CLIENT ID, CLIENT TRACKING, SUBSCRIBE — ends by
 	// a deadline: a server that accepts but does not answer must not hold
 	// the listener until TCP keepalive gives up. Its end, or the
@@ -277,17 +284,51 @@ func (l *listener) session() error {
 	defer cancel()
 	c, err := dialRedigo(hctx, l.inv.cfg, l.addr)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer c.Close()
 	handshaking := context.AfterFunc(hctx, func() { c.Close() })
 	err = l.subscribe(c)
 	if !handshaking() {
-		return fmt.Errorf("%w: invalidation connection to %s: %w", strategy.ErrConnection, l.addr, hctx.Err())
+		c.Close()
+		return nil, fmt.Errorf("%w: invalidation connection to %s: %w", strategy.ErrConnection, l.addr, hctx.Err())
 	}
 	if err != nil {
-		return fmt.Errorf("%w: invalidation connection to %s: %w", strategy.ErrConnection, l.addr, err)
+		c.Close()
+		return nil, fmt.Errorf("%w: invalidation connection to %s: %w", strategy.ErrConnection, l.addr, err)
 	}
+	return c, nil
+}
+
+// handoverMarker is the argument of the PING that ends an invalidation
+// connection's part once its successor is subscribed.
+const handoverMarker = "redisx-handover"
+
+// errHandedOver ends the receiver of a connection whose successor took
+// over.
+var errHandedOver = errors.New("handed over to a new invalidation connection")
+
+// connected is the outcome of a successor's connect.
+type connected struct {
+	c   redis.Conn
+	err error
+}
+
+// session reads invalidations from c, a subscribed connection, until it
+// fails or the listener is closed — then it returns nil and the error —
+// or until c is Config.MaxConnAge old and a successor has taken over,
+// which it returns.
+//
+// The handover loses no invalidation, so the local cache is not flushed:
+// the successor subscribes while c still serves; then a PING with a
+// marker goes on c, and c is read until the marker's pong. Redis sends a
+// write's broadcast invalidations to the connections tracking at the end
+// of that event-loop iteration, so every write before the successor's
+// CLIENT TRACKING has its message on c ahead of the pong (sent after the
+// successor's SUBSCRIBE was confirmed), and every later write has its
+// message on the successor too; duplicates are harmless. Should c fail
+// before the pong, messages may be lost with it: the cache is flushed
+// once and the successor carries on.
+func (l *listener) session(c redis.Conn) (next redis.Conn, err error) {
 	// From here the listener's end closes the connection; a silent server
 	// is noticed by the receiver's timeout below.
 	defer context.AfterFunc(l.ctx, func() { c.Close() })()
@@ -298,10 +339,11 @@ func (l *listener) session() error {
 
 	// The pinger proves the connection alive even when nothing is written:
 	// a silent loss shows up as a missed pong. redigo allows one sender
-	// and one receiver concurrently.
-	stopPing := make(chan struct{})
-	defer close(stopPing)
-	go func() {
+	// and one receiver concurrently; the handover stops the pinger before
+	// it sends its own PING.
+	stopPing, pingDone := make(chan struct{}), make(chan struct{})
+	go func(stopPing <-chan struct{}) {
+		defer close(pingDone)
 		t := time.NewTicker(l.inv.ping)
 		defer t.Stop()
 		for {
@@ -314,6 +356,18 @@ func (l *listener) session() error {
 				}
 			}
 		}
+	}(stopPing)
+	pinging := true
+	stopPinger := func() {
+		if pinging {
+			pinging = false
+			close(stopPing)
+			<-pingDone
+		}
+	}
+	defer func() {
+		c.Close() // first: a pinger stuck in a write returns
+		stopPinger()
 	}()
 	// A receiver goroutine parses messages; this one applies them, folding
 	// every message that queued up meanwhile into one invalidation, so a
@@ -328,33 +382,115 @@ func (l *listener) session() error {
 				recvErr <- err
 				return
 			}
+			if isHandoverPong(v) {
+				recvErr <- errHandedOver
+				return
+			}
 			if m, ok := parseInvalidation(v); ok {
 				msgs <- m
 			}
 		}
 	}()
-	for m := range msgs {
-		keys, flush := m.keys, m.flush
-	drain:
-		for {
-			select {
-			case more, ok := <-msgs:
-				if !ok {
-					break drain
+
+	// The successor: aged fires when c is old enough, successor delivers
+	// the outcome of its connect, and next holds it once subscribed, while
+	// c is read up to the marker's pong.
+	var aged <-chan time.Time
+	if age := l.inv.cfg.MaxConnAge; age > 0 {
+		t := time.NewTimer(age)
+		defer t.Stop()
+		aged = t.C
+	}
+	var successor chan connected
+	defer func() {
+		if successor != nil { // c failed while the successor was connecting
+			r := <-successor
+			if err == nil || r.err != nil || l.ctx.Err() != nil {
+				if r.c != nil {
+					r.c.Close()
 				}
-				keys, flush = append(keys, more.keys...), flush || more.flush
-			default:
-				break drain
+				return
+			}
+			// c was lost, but the successor subscribed meanwhile: flush
+			// once for what may have been missed in between, and go on
+			// with it.
+			l.inv.s.flush()
+			next, err = r.c, nil
+		}
+	}()
+	for {
+		select {
+		case m, ok := <-msgs:
+			if !ok {
+				err := <-recvErr
+				switch {
+				case next != nil && err == errHandedOver:
+					return next, nil
+				case next != nil && l.ctx.Err() == nil:
+					l.inv.s.flush() // c failed before its last messages were read
+					return next, nil
+				case next != nil:
+					next.Close()
+				}
+				return nil, err
+			}
+			l.apply(m, msgs)
+		case <-aged:
+			aged = nil
+			successor = make(chan connected, 1)
+			go func() {
+				c, err := l.connect()
+				successor <- connected{c, err}
+			}()
+		case r := <-successor:
+			successor = nil
+			if r.err != nil {
+				// c serves on; try again shortly.
+				aged = time.After(min(l.inv.cfg.MaxConnAge, time.Second))
+				continue
+			}
+			next = r.c
+			stopPinger()
+			if c.Send("PING", handoverMarker) != nil || c.Flush() != nil {
+				c.Close() // the receiver fails, and the successor carries on after a flush
 			}
 		}
-		if flush {
-			l.inv.s.flush()
-		}
-		if len(keys) > 0 {
-			l.inv.s.invalidate(keys...)
+	}
+}
+
+// apply applies m and every message already queued behind it.
+func (l *listener) apply(m invalidation, msgs <-chan invalidation) {
+	keys, flush := m.keys, m.flush
+drain:
+	for {
+		select {
+		case more, ok := <-msgs:
+			if !ok {
+				break drain // session sees the close next
+			}
+			keys, flush = append(keys, more.keys...), flush || more.flush
+		default:
+			break drain
 		}
 	}
-	return <-recvErr
+	if flush {
+		l.inv.s.flush()
+	}
+	if len(keys) > 0 {
+		l.inv.s.invalidate(keys...)
+	}
+}
+
+// isHandoverPong reports whether v is the reply, in subscribed mode, to
+// PING handoverMarker: ["pong", handoverMarker].
+func isHandoverPong(v any) bool {
+	msg, ok := v.([]any)
+	if !ok || len(msg) != 2 {
+		return false
+	}
+	kind, _ := redis.String(msg[0], nil)
+	arg, _ := redis.String(msg[1], nil)
+	return kind == "pong" && arg == handoverMarker
 }
 
 // subscribe turns c into an invalidation connection: broadcast tracking
@@ -414,40 +550,18 @@ func parseInvalidation(v any) (invalidation, bool) {
 	return invalidation{}, false
 }
 
-// dialRedigo opens a redigo connection with the shared settings.
+// dialRedigo opens a redigo connection with the shared settings, through
+// strategy.Dial: the same credentials (Config.Credentials included), TLS
+// and handshake as the strategy's own connections, and the same errors
+// (ErrAuth for refused credentials). ctx bounds the whole dial.
 func dialRedigo(ctx context.Context, cfg strategy.Config, addr string) (redis.Conn, error) {
-	opts := []redis.DialOption{}
-	if cfg.Password != "" {
-		opts = append(opts, redis.DialPassword(cfg.Password))
-		if cfg.Username != "" {
-			opts = append(opts, redis.DialUsername(cfg.Username))
-		}
-	}
-	if cfg.TLS != nil {
-		opts = append(opts, redis.DialUseTLS(true), redis.DialTLSConfig(cfg.TLS))
-	}
 	if cfg.ClientName != "" {
-		opts = append(opts, redis.DialClientName(cfg.ClientName+"-invalidation"))
+		cfg.ClientName += "-invalidation"
 	}
-	// redigo bounds AUTH and CLIENT SETNAME by ctx but the TLS handshake by
-	// a timer of its own: the end of ctx closes the connection under the
-	// whole dial instead.
-	var d net.Dialer
-	var dialing func() bool
-	opts = append(opts, redis.DialContextFunc(func(ctx context.Context, network, addr string) (net.Conn, error) {
-		nc, err := d.DialContext(ctx, network, addr)
-		if err == nil {
-			dialing = context.AfterFunc(ctx, func() { nc.Close() })
-		}
-		return nc, err
-	}))
-	c, err := redis.DialContext(ctx, "tcp", addr, opts...)
-	if dialing != nil && !dialing() && err == nil {
-		c.Close() // ctx ended just as the dial succeeded
-		err = ctx.Err()
-	}
+	cfg.DB = 0 // tracking and invalidation messages know no database
+	nc, err := strategy.Dial(ctx, cfg, addr)
 	if err != nil {
-		return nil, fmt.Errorf("%w: invalidation connection to %s: %w", strategy.ErrConnection, addr, err)
+		return nil, err
 	}
-	return c, nil
+	return redis.NewConn(nc, 0, 0), nil
 }

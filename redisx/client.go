@@ -26,7 +26,8 @@ type Client struct {
 	mset strategy.MultiSetter // nil: Set per pair
 	do   strategy.Doer        // nil: ErrUnsupported
 
-	tel telemetry // OpenTelemetry: spans (opt-in), operation durations, observable metrics
+	tel   telemetry // OpenTelemetry: spans (opt-in), operation durations, observable metrics
+	retry retrier   // Options.Retry
 
 	loads       loadGroup
 	aside       cacheAside
@@ -53,6 +54,10 @@ func New(ctx context.Context, o Options) (*Client, error) {
 		return nil, err
 	}
 	c := NewFromBackend(b)
+	if !retriesItself(b) {
+		p, _ := o.Retry.policy() // checked by config
+		c.retry.setup(p, cfg.ReadTimeout)
+	}
 	c.aside.jitter = o.TTLJitter
 	c.aside.swr = o.StaleWhileRevalidate
 	c.loads.timeout = o.LoadTimeout
@@ -62,10 +67,15 @@ func New(ctx context.Context, o Options) (*Client, error) {
 
 // NewFromBackend wraps a running backend (for instance one opened
 // directly from a strategy value) in a Client with the default options
-// and no OpenTelemetry instrumentation at all. The Client takes
+// (the default Retry policy included, with the default ReadTimeout of
+// 3 s) and no OpenTelemetry instrumentation at all. The Client takes
 // ownership: its Close closes b.
 func NewFromBackend(b strategy.Backend) *Client {
 	c := &Client{b: b}
+	if !retriesItself(b) {
+		p, _ := Retry{}.policy()
+		c.retry.setup(p, 3*time.Second)
+	}
 	c.aside.ttlGet, _ = b.(strategy.TTLGetter)
 	c.app, _ = b.(strategy.Appender)
 	c.mget, _ = b.(strategy.MultiGetter)
@@ -98,7 +108,11 @@ func (c *Client) get(ctx context.Context, key string) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	return c.b.Get(ctx, key)
+	v, err := c.b.Get(ctx, key)
+	if err != nil && readAgain(err) {
+		return retry(ctx, c, v, err, readAgain, func() ([]byte, error) { return c.b.Get(ctx, key) })
+	}
+	return v, err
 }
 
 // AppendGet appends the value of key to dst and returns the extended
@@ -131,6 +145,14 @@ func (c *Client) appendGet(ctx context.Context, dst []byte, key string) ([]byte,
 	if err := ctx.Err(); err != nil {
 		return dst, err
 	}
+	v, err := c.appendGetOnce(ctx, dst, key)
+	if err != nil && readAgain(err) {
+		return retry(ctx, c, v, err, readAgain, func() ([]byte, error) { return c.appendGetOnce(ctx, dst, key) })
+	}
+	return v, err
+}
+
+func (c *Client) appendGetOnce(ctx context.Context, dst []byte, key string) ([]byte, error) {
 	if c.app != nil {
 		return c.app.AppendGet(ctx, dst, key)
 	}
@@ -165,7 +187,13 @@ func (c *Client) set(ctx context.Context, key string, value []byte, ttl time.Dur
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return c.b.Set(ctx, key, value, ttl)
+	err := c.b.Set(ctx, key, value, ttl)
+	if err != nil && writeAgain(err) {
+		_, err = retry(ctx, c, struct{}{}, err, writeAgain, func() (struct{}, error) {
+			return struct{}{}, c.b.Set(ctx, key, value, ttl)
+		})
+	}
+	return err
 }
 
 func checkValue(ttl time.Duration, value []byte) error {
@@ -197,7 +225,11 @@ func (c *Client) del(ctx context.Context, keys []string) (int64, error) {
 	if err := ctx.Err(); err != nil || len(keys) == 0 {
 		return 0, err
 	}
-	return c.b.Del(ctx, keys...)
+	n, err := c.b.Del(ctx, keys...)
+	if err != nil && n == 0 && writeAgain(err) { // n > 0: part of it was applied
+		return retry(ctx, c, n, err, writeAgain, func() (int64, error) { return c.b.Del(ctx, keys...) })
+	}
+	return n, err
 }
 
 // MGet returns the values of keys in their order; an element is nil where
@@ -231,6 +263,19 @@ func (c *Client) mgetKeys(ctx context.Context, keys []string) ([][]byte, error) 
 	if len(keys) == 0 {
 		return [][]byte{}, nil
 	}
+	vs, err := c.mgetOnce(ctx, keys)
+	if err != nil && vs == nil && readAgain(err) {
+		partial := false // values came back with the error: the caller's to use
+		return retry(ctx, c, vs, err, func(err error) bool { return !partial && readAgain(err) }, func() ([][]byte, error) {
+			vs, err := c.mgetOnce(ctx, keys)
+			partial = vs != nil && err != nil
+			return vs, err
+		})
+	}
+	return vs, err
+}
+
+func (c *Client) mgetOnce(ctx context.Context, keys []string) ([][]byte, error) {
 	if c.mget != nil {
 		return c.mget.MGet(ctx, keys)
 	}
@@ -281,10 +326,18 @@ func (c *Client) msetPairs(ctx context.Context, kv map[string][]byte, ttl time.D
 		return err
 	}
 	if c.mset != nil {
-		return c.mset.MSet(ctx, kv, ttl)
+		err := c.mset.MSet(ctx, kv, ttl)
+		if err != nil && writeAgain(err) {
+			_, err = retry(ctx, c, struct{}{}, err, writeAgain, func() (struct{}, error) {
+				return struct{}{}, c.mset.MSet(ctx, kv, ttl)
+			})
+		}
+		return err
 	}
+	// One Set per pair, each retried on its own: a retry of the whole
+	// would send again the pairs already stored.
 	for k, v := range kv {
-		if err := c.b.Set(ctx, k, v, ttl); err != nil {
+		if err := c.set(ctx, k, v, ttl); err != nil {
 			return err
 		}
 	}
@@ -342,7 +395,7 @@ func (c *Client) getOrLoad(ctx context.Context, key string, ttl time.Duration, l
 	var err error
 	if c.aside.swr > 0 && ttl > 0 && c.aside.ttlGet != nil {
 		var left time.Duration
-		v, left, err = c.aside.ttlGet.GetWithTTL(ctx, key)
+		v, left, err = c.getWithTTL(ctx, key)
 		if err == nil && left >= 0 && left <= c.aside.swr {
 			// Past its ttl, inside the grace period: serve it, refresh it.
 			c.aside.stale.Add(1)
@@ -365,6 +418,25 @@ func (c *Client) getOrLoad(ctx context.Context, key string, ttl time.Duration, l
 		c.nShared.Add(1)
 	}
 	return v, err
+}
+
+// getWithTTL is the read of GetOrLoad with stale-while-revalidate,
+// retried as Get is.
+func (c *Client) getWithTTL(ctx context.Context, key string) ([]byte, time.Duration, error) {
+	type valueTTL struct {
+		v   []byte
+		ttl time.Duration
+	}
+	v, ttl, err := c.aside.ttlGet.GetWithTTL(ctx, key)
+	if err != nil && readAgain(err) {
+		var r valueTTL
+		r, err = retry(ctx, c, valueTTL{v, ttl}, err, readAgain, func() (valueTTL, error) {
+			v, ttl, err := c.aside.ttlGet.GetWithTTL(ctx, key)
+			return valueTTL{v, ttl}, err
+		})
+		v, ttl = r.v, r.ttl
+	}
+	return v, ttl, err
 }
 
 // loadAndStore calls load and stores its value for the jittered ttl (plus
@@ -439,7 +511,11 @@ func (c *Client) doCmd(ctx context.Context, args []any) (any, error) {
 	if c.do == nil {
 		return nil, fmt.Errorf("%w: Do on a %T backend", ErrUnsupported, c.b)
 	}
-	return c.do.Do(ctx, args...)
+	v, err := c.do.Do(ctx, args...)
+	if err != nil && writeAgain(err) {
+		return retry(ctx, c, v, err, writeAgain, func() (any, error) { return c.do.Do(ctx, args...) })
+	}
+	return v, err
 }
 
 // Ping checks that the server answers, for health checks: it sends one
@@ -497,6 +573,7 @@ type Stats struct {
 	SharedLoads int64 // GetOrLoad calls answered by another caller's load
 	StoreErrors int64 // loaded values that could not be stored
 	StaleServed int64 // GetOrLoad calls served a value inside its stale-while-revalidate period
+	Retries     int64 // operations tried again after a connection failure (see Retry), one per retry
 }
 
 // Stats returns a snapshot of the client's statistics, at any time from
@@ -513,6 +590,7 @@ func (c *Client) Stats() Stats {
 		SharedLoads: c.nShared.Load(),
 		StoreErrors: c.nStoreErrs.Load(),
 		StaleServed: c.aside.stale.Load(),
+		Retries:     c.retry.retries.Load(),
 	}
 	if st, ok := c.b.(strategy.Statser); ok {
 		s.Stats = st.Stats()

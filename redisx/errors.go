@@ -16,8 +16,14 @@ var (
 	// ErrInvalidArgument is returned before anything is sent for input
 	// such as a negative TTL, a value over 512 MB or a nil map.
 	ErrInvalidArgument = strategy.ErrInvalidArgument
-	// ErrConnection wraps network and protocol failures.
+	// ErrConnection wraps network and protocol failures. Options.Retry
+	// says which operations that fail with it are tried again.
 	ErrConnection = strategy.ErrConnection
+	// ErrAuth is returned when the server refuses the credentials of a
+	// new connection (WRONGPASS, NOAUTH, NOPERM at the handshake). It does
+	// not wrap ErrConnection and is never retried. The error names the
+	// server, never the password.
+	ErrAuth = strategy.ErrAuth
 	// ErrUnsupported is returned for a command or capability the chosen
 	// strategy does not provide.
 	ErrUnsupported = strategy.ErrUnsupported

@@ -1,6 +1,7 @@
 package redisx
 
 import (
+	"context"
 	"crypto/tls"
 	"fmt"
 	"net"
@@ -26,6 +27,35 @@ type Options struct {
 	// user when Username is set). They never appear in errors.
 	Username string
 	Password string
+	// Credentials, when set, is called for every new connection to get
+	// the user name and password it authenticates with: for secrets that
+	// rotate and tokens that expire (cloud IAM authentication). It is
+	// called from many goroutines at once, within the dial's DialTimeout
+	// (its context ends then), and its result is not cached: cache a token
+	// inside it if fetching one is slow. Set either Credentials or
+	// Username and Password, not both: New refuses both. An empty password
+	// sends no AUTH. Its error fails the dial with an error wrapping
+	// ErrConnection and it. A password the server refuses fails with
+	// ErrAuth, which is not retried. Pair it with MaxConnAge, so that
+	// connections authenticated with an old secret do not outlive it. To
+	// rotate an ACL password without a failed call, let both be valid for
+	// a while: add the new one (ACL SETUSER app >new), make Credentials
+	// return it, and remove the old one (ACL SETUSER app resetpass >new)
+	// once MaxConnAge has passed. ParseURL never sets it; FormatURL
+	// refuses it.
+	Credentials func(ctx context.Context) (username, password string, err error)
+	// MaxConnAge, when positive, replaces every connection once it is that
+	// old, without failing a call, whatever the strategy:
+	// strategy.Multiplexed dials a new shared connection for new calls and
+	// closes the old one once its calls in flight have their replies;
+	// strategy.Pool closes a connection when it is released or found idle
+	// past its age (strategy.Pool.MaxLifetime, when shorter, wins); the
+	// invalidation connections of localcache.Near subscribe anew before
+	// the old ones are closed, so the local cache is not flushed. With
+	// Credentials whose secrets expire, make it shorter than a secret's
+	// lifetime. strategy.GoRedis keeps its own client's settings. Zero: no
+	// limit.
+	MaxConnAge time.Duration
 	// DB is the database index to select. Zero: 0.
 	DB int
 	// TLS, when set, makes every connection a TLS connection (rediss://).
@@ -51,6 +81,12 @@ type Options struct {
 	// connection; with Pool a request is written under its call's read
 	// deadline. Zero: 3 s; negative: none.
 	WriteTimeout time.Duration
+
+	// Retry is the policy for retrying an operation that failed for want
+	// of a connection: which operations, how often, with what backoff
+	// (see Retry). The zero value is the default, 3 attempts with 10 ms to
+	// 200 ms between them; Retry{MaxAttempts: 1} switches retries off.
+	Retry Retry
 
 	// TTLJitter shortens the ttl of each value GetOrLoad stores by a random
 	// fraction up to TTLJitter, so that keys loaded together do not all
@@ -150,6 +186,8 @@ func (o *Options) config() (strategy.Config, error) {
 		Addrs:        append([]string(nil), o.Addrs...),
 		Username:     o.Username,
 		Password:     o.Password,
+		Credentials:  o.Credentials,
+		MaxConnAge:   o.MaxConnAge,
 		DB:           o.DB,
 		TLS:          o.TLS,
 		ClientName:   o.ClientName,
@@ -170,6 +208,15 @@ func (o *Options) config() (strategy.Config, error) {
 	}
 	if cfg.Password == "" && cfg.Username != "" {
 		return cfg, fmt.Errorf("%w: Username without Password", ErrInvalidArgument)
+	}
+	if cfg.Credentials != nil && cfg.Password != "" {
+		return cfg, fmt.Errorf("%w: both Credentials and Username/Password: set one", ErrInvalidArgument)
+	}
+	if cfg.MaxConnAge < 0 {
+		return cfg, fmt.Errorf("%w: MaxConnAge %v is negative", ErrInvalidArgument, cfg.MaxConnAge)
+	}
+	if _, err := o.Retry.policy(); err != nil {
+		return cfg, err
 	}
 	if cfg.DialTimeout < 0 {
 		return cfg, fmt.Errorf("%w: DialTimeout %v is negative", ErrInvalidArgument, cfg.DialTimeout)

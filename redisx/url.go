@@ -50,6 +50,10 @@ import (
 //	ttl_jitter           Options.TTLJitter (a fraction in [0, 1))
 //	stale_while_revalidate  Options.StaleWhileRevalidate
 //	load_timeout         Options.LoadTimeout
+//	max_conn_age         Options.MaxConnAge
+//	retry_max_attempts   Options.Retry.MaxAttempts (1: no retries)
+//	retry_min_backoff    Options.Retry.MinBackoff
+//	retry_max_backoff    Options.Retry.MaxBackoff
 //	addr                 another seed node host:port (repeatable)
 //
 // A size in SI units (KB, MB, GB) is refused rather than guessed at: some
@@ -223,6 +227,14 @@ func parseParams(o *Options, q url.Values) (strategy.Strategy, error) {
 			o.StaleWhileRevalidate, err = parseDuration(v)
 		case "load_timeout":
 			o.LoadTimeout, err = parseDuration(v)
+		case "max_conn_age":
+			o.MaxConnAge, err = parseDuration(v)
+		case "retry_max_attempts":
+			o.Retry.MaxAttempts, err = parseCount(v)
+		case "retry_min_backoff":
+			o.Retry.MinBackoff, err = parseDuration(v)
+		case "retry_max_backoff":
+			o.Retry.MaxBackoff, err = parseDuration(v)
 		case "conns":
 			mux.Conns, err = parseCount(v)
 		case "max_pending":
@@ -368,7 +380,8 @@ func defaultTLS() *tls.Config { return &tls.Config{MinVersion: tls.VersionTLS12}
 // carry is refused with an error wrapping ErrInvalidArgument — a
 // strategy.GoRedis or any other Strategy, a TLS config other than
 // ParseURL's own (rediss: no field set but MinVersion, TLS 1.2 or zero),
-// a MeterProvider or TracerProvider, a Near inside a Near, and values
+// a MeterProvider or TracerProvider, a Credentials function (which
+// RedactedURL drops with the other credentials), a Near inside a Near, and values
 // ParseURL would refuse (a negative count, size or DB, a jitter outside
 // [0, 1), an address that is not host:port, a first address that cannot
 // be a URL's host). The equivalences it relies on: a nil Strategy is
@@ -383,8 +396,8 @@ func FormatURL(o Options) (string, error) {
 }
 
 // RedactedURL is FormatURL without the user info: no user name and no
-// password, so that a report or a log line can show the configuration.
-// ParseURL reads it back as o without credentials.
+// password, nor Credentials, so that a report or a log line can show the
+// configuration. ParseURL reads it back as o without credentials.
 func RedactedURL(o Options) (string, error) {
 	return formatURL(o, false)
 }
@@ -399,6 +412,10 @@ func formatURL(o Options, credentials bool) (string, error) {
 	}
 	if o.MeterProvider != nil || o.TracerProvider != nil {
 		return "", fmt.Errorf("%w: a URL cannot hold a MeterProvider or TracerProvider", ErrInvalidArgument)
+	}
+	if credentials && o.Credentials != nil {
+		// RedactedURL drops it with the rest of the credentials.
+		return "", fmt.Errorf("%w: a URL cannot hold a Credentials function", ErrInvalidArgument)
 	}
 	if credentials && (o.Username != "" || o.Password != "") {
 		// Always "user:password@": a lone "password@" is the shorthand
@@ -437,6 +454,12 @@ func formatURL(o Options, credentials bool) (string, error) {
 	}
 	q.duration("stale_while_revalidate", o.StaleWhileRevalidate)
 	q.duration("load_timeout", o.LoadTimeout)
+	q.duration("max_conn_age", o.MaxConnAge)
+	if err := q.count("retry_max_attempts", o.Retry.MaxAttempts); err != nil {
+		return "", err
+	}
+	q.duration("retry_min_backoff", o.Retry.MinBackoff)
+	q.duration("retry_max_backoff", o.Retry.MaxBackoff)
 	for _, a := range addrs[1:] {
 		if _, _, err := net.SplitHostPort(a); err != nil {
 			return "", fmt.Errorf("%w: address %q is not host:port", ErrInvalidArgument, a)

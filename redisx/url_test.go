@@ -1,6 +1,7 @@
 package redisx_test
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -357,6 +358,21 @@ func TestFormatURLRoundTrip(t *testing.T) {
 				"&load_timeout=5s&addr=b:7001&addr=c:7002",
 		},
 		{
+			name: "connection age and retry policy",
+			in: redisx.Options{
+				Addrs: []string{"h:6379"}, Strategy: strategy.Multiplexed{},
+				MaxConnAge: 10 * time.Minute,
+				Retry:      redisx.Retry{MaxAttempts: 5, MinBackoff: 5 * time.Millisecond, MaxBackoff: time.Second},
+			},
+			url: "redis://h:6379?strategy=multiplexed&max_conn_age=10m0s&retry_max_attempts=5" +
+				"&retry_min_backoff=5ms&retry_max_backoff=1s",
+		},
+		{
+			name: "retries off",
+			in:   redisx.Options{Addrs: []string{"h:6379"}, Strategy: strategy.Multiplexed{}, Retry: redisx.Retry{MaxAttempts: 1}},
+			url:  "redis://h:6379?strategy=multiplexed&retry_max_attempts=1",
+		},
+		{
 			name: "password only",
 			in:   redisx.Options{Addrs: []string{"h:6379"}, Password: "pw", Strategy: strategy.Multiplexed{}},
 			url:  "redis://:pw@h:6379?strategy=multiplexed",
@@ -490,6 +506,7 @@ func TestFormatURLRefusesWhatAURLCannotHold(t *testing.T) {
 		{"near jitter of 1", base(func(o *redisx.Options) { o.Strategy = localcache.Near{Jitter: 1} })},
 		{"ttl jitter NaN", base(func(o *redisx.Options) { o.TTLJitter = math.NaN() })},
 		{"negative DB", base(func(o *redisx.Options) { o.DB = -1 })},
+		{"negative retry attempts", base(func(o *redisx.Options) { o.Retry.MaxAttempts = -1 })},
 		{"first address without port", base(func(o *redisx.Options) { o.Addrs = []string{"h"} })},
 		{"first address without host", base(func(o *redisx.Options) { o.Addrs = []string{":6379"} })},
 		{"first address port 0", base(func(o *redisx.Options) { o.Addrs = []string{"h:0"} })},
@@ -508,6 +525,24 @@ func TestFormatURLRefusesWhatAURLCannotHold(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestFormatURLRefusesCredentialsFunction: a function has no URL form, so
+// FormatURL refuses it rather than drop it; RedactedURL, which drops every
+// credential, drops it too.
+func TestFormatURLRefusesCredentialsFunction(t *testing.T) {
+	o := redisx.Options{
+		Addrs:       []string{"h:6379"},
+		Strategy:    strategy.Multiplexed{},
+		Credentials: func(context.Context) (string, string, error) { return "app", secret, nil },
+	}
+	if u, err := redisx.FormatURL(o); !errors.Is(err, redisx.ErrInvalidArgument) {
+		t.Errorf("FormatURL(Options with Credentials) = %q, %v; want an error wrapping ErrInvalidArgument", u, err)
+	}
+	const want = "redis://h:6379?strategy=multiplexed"
+	if u, err := redisx.RedactedURL(o); err != nil || u != want {
+		t.Errorf("RedactedURL(Options with Credentials) = %q, %v; want %q, nil", u, err, want)
 	}
 }
 
@@ -543,8 +578,8 @@ func TestRedactedURLHasNoCredentials(t *testing.T) {
 func TestFormatURLKnowsEveryField(t *testing.T) {
 	known := map[reflect.Type][]string{
 		reflect.TypeFor[redisx.Options](): {
-			"Addrs", "Strategy", "Username", "Password", "DB", "TLS", "ClientName", "DialTimeout",
-			"ReadTimeout", "WriteTimeout", "TTLJitter", "StaleWhileRevalidate", "LoadTimeout", "MeterProvider", "TracerProvider",
+			"Addrs", "Strategy", "Username", "Password", "Credentials", "MaxConnAge", "DB", "TLS", "ClientName", "DialTimeout",
+			"ReadTimeout", "WriteTimeout", "Retry", "TTLJitter", "StaleWhileRevalidate", "LoadTimeout", "MeterProvider", "TracerProvider",
 		},
 		reflect.TypeFor[strategy.Multiplexed](): {"Conns", "MaxPending", "Blocking"},
 		reflect.TypeFor[strategy.Pool]():        {"Size", "MinIdle", "MaxIdleTime", "MaxLifetime", "HealthCheckPeriod"},

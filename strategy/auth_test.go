@@ -93,8 +93,8 @@ func authRoundTrip(t *testing.T, c *redisx.Client, key string) {
 	}
 }
 
-// authRefused checks that New fails with ErrConnection and that its error
-// names none of the passwords.
+// authRefused checks that New fails with ErrAuth, not ErrConnection, and
+// that its error names none of the passwords.
 func authRefused(t *testing.T, o redisx.Options) {
 	t.Helper()
 	c, err := redisx.New(authCtx(t), o)
@@ -102,8 +102,8 @@ func authRefused(t *testing.T, o redisx.Options) {
 		c.Close()
 		t.Fatalf("New with user %q and a wrong or missing password succeeded", o.Username)
 	}
-	if !errors.Is(err, redisx.ErrConnection) {
-		t.Errorf("New error = %v; want ErrConnection", err)
+	if !errors.Is(err, redisx.ErrAuth) || errors.Is(err, redisx.ErrConnection) {
+		t.Errorf("New error = %v; want ErrAuth, not ErrConnection", err)
 	}
 	for _, pw := range []string{authPassword, authWrongPassword, authUserPassword} {
 		if strings.Contains(err.Error(), pw) {

@@ -3,12 +3,25 @@ package strategy
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"time"
 
 	"github.com/gomodule/redigo/redis"
 )
+
+// Dial opens one connection to addr with the shared settings of cfg —
+// TCP, TLS, AUTH (with cfg.Credentials when set), SELECT, CLIENT
+// SETNAME — and returns it ready for commands, with no deadline set: for
+// a decorator such as localcache.Near that needs connections of its own,
+// authenticated as the strategy's are. ctx and cfg.DialTimeout bound it.
+// Its errors wrap ErrAuth when the server refuses the credentials,
+// ErrConnection otherwise; Unsent reports true for both.
+func Dial(ctx context.Context, cfg Config, addr string) (net.Conn, error) {
+	return dial(ctx, &cfg, addr)
+}
 
 // dial opens one authenticated connection to addr. redigo does the
 // handshake (AUTH with an ACL user, SELECT, CLIENT SETNAME); the TLS
@@ -21,6 +34,15 @@ func dial(ctx context.Context, cfg *Config, addr string) (net.Conn, error) {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, cfg.DialTimeout)
 		defer cancel()
+	}
+	username, password := cfg.Username, cfg.Password
+	if cfg.Credentials != nil {
+		var err error
+		if username, password, err = cfg.Credentials(ctx); err != nil {
+			// The function's error is the user's: it is wrapped, and had
+			// better not hold the secret it failed to produce.
+			return nil, unsent(fmt.Errorf("%w: credentials for %s: %w", ErrConnection, addr, err))
+		}
 	}
 	var nc net.Conn
 	opts := []redis.DialOption{
@@ -43,17 +65,17 @@ func dial(ctx context.Context, cfg *Config, addr string) (net.Conn, error) {
 		}),
 		redis.DialDatabase(cfg.DB),
 	}
-	if cfg.Password != "" {
-		opts = append(opts, redis.DialPassword(cfg.Password))
-		if cfg.Username != "" {
-			opts = append(opts, redis.DialUsername(cfg.Username))
+	if password != "" {
+		opts = append(opts, redis.DialPassword(password))
+		if username != "" {
+			opts = append(opts, redis.DialUsername(username))
 		}
 	}
 	if cfg.ClientName != "" {
 		opts = append(opts, redis.DialClientName(cfg.ClientName))
 	}
 	rc, err := redis.DialContext(ctx, "tcp", addr, opts...)
-	if err == nil && cfg.Password == "" && cfg.ClientName == "" && cfg.DB == 0 {
+	if err == nil && password == "" && cfg.ClientName == "" && cfg.DB == 0 {
 		// The handshake sent nothing, so nothing yet proves that a Redis
 		// server answers (Strategy.Open must verify it): any TCP listener
 		// would do. PING does; redigo reads exactly its reply.
@@ -71,9 +93,38 @@ func dial(ctx context.Context, cfg *Config, addr string) (net.Conn, error) {
 		if nc != nil {
 			nc.Close()
 		}
-		return nil, fmt.Errorf("%w: dial %s: %w", ErrConnection, addr, err)
+		kind := ErrConnection
+		if authRefused(err) {
+			kind = ErrAuth
+		}
+		// Nothing but the handshake was written: no caller's request.
+		return nil, unsent(fmt.Errorf("%w: dial %s: %w", kind, addr, err))
 	}
 	return nc, nil
+}
+
+// authRefused reports whether err is the server refusing a handshake for
+// its credentials. Redis 6+ answers a wrong password or user with
+// WRONGPASS, older servers with "ERR invalid password"; a command before
+// AUTH on a server that needs it gets NOAUTH; AUTH on a server without a
+// password "ERR AUTH <password> called without any password configured"
+// (the literal "<password>", not the one sent); a command the ACL user may
+// not run, NOPERM.
+func authRefused(err error) bool {
+	var re redis.Error
+	if !errors.As(err, &re) {
+		return false
+	}
+	msg := string(re)
+	for _, p := range []string{"WRONGPASS", "NOAUTH", "NOPERM"} {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	msg = strings.ToLower(msg)
+	return strings.Contains(msg, "invalid password") ||
+		strings.Contains(msg, "invalid username-password pair") ||
+		strings.Contains(msg, "without any password configured")
 }
 
 func tlsConfigFor(c *tls.Config, addr string) *tls.Config {

@@ -46,8 +46,14 @@ func edgeCtx(t *testing.T, d time.Duration) context.Context {
 	return ctx
 }
 
+// edgeNew opens a client without retries (unless o asks for them): the
+// edges are those of one attempt on the transport; redisx's tests cover
+// the facade's retries.
 func edgeNew(t *testing.T, o redisx.Options) *redisx.Client {
 	t.Helper()
+	if o.Retry == (redisx.Retry{}) {
+		o.Retry.MaxAttempts = 1
+	}
 	c, err := redisx.New(edgeCtx(t, 10*time.Second), o)
 	if err != nil {
 		t.Fatalf("New: %v", err)

@@ -43,6 +43,9 @@ import (
 // WITHSCORES as [member, score] pairs), make the client speak RESP2
 // (go-redis's Options.Protocol 2) to get RESP2's shapes.
 //
+// The facade does not retry calls over go-redis: the client retries them
+// by its own policy (Options.MaxRetries).
+//
 // A multi-key read that fails for one key — a connection error, or a
 // server error such as WRONGTYPE when MGetWithTTL reads a list key —
 // fails the whole call: a failed read is never reported as a missing
@@ -70,6 +73,10 @@ type goRedisBackend struct {
 	closeClient bool
 	closed      atomic.Bool
 }
+
+// RetriesCalls implements SelfRetrier: go-redis retries by its own
+// policy.
+func (g *goRedisBackend) RetriesCalls() bool { return true }
 
 // goRedisError maps go-redis errors onto the redisx sentinels: a server
 // error reply stays a reply error; anything else is a connection error.

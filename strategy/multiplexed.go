@@ -2,6 +2,7 @@ package strategy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -29,6 +30,14 @@ import (
 // deadline, and never sooner than ReadTimeout after it was sent — and the
 // calls queued behind it fail with it. Close fails the calls in flight
 // with ErrClosed.
+//
+// With Config.MaxConnAge, a shared connection that old is replaced
+// without failing a call: a new one is dialled in the background while
+// the old one serves on; then new calls go to the new one, and the old
+// one is closed once its calls in flight have their replies (or the
+// ReadTimeout rule fails them, as it would have). A replacement that
+// cannot be dialled leaves the old connection in use, and is tried again
+// a second later (or after MaxConnAge, when shorter).
 //
 // The zero value is one connection per node.
 type Multiplexed struct {
@@ -124,7 +133,8 @@ type muxNode struct {
 type muxSlot struct {
 	cur     atomic.Pointer[muxConn]
 	mu      sync.Mutex
-	dialing *muxDial // non-nil while a dial runs
+	dialing *muxDial    // non-nil while a dial runs
+	aging   *time.Timer // MaxConnAge: starts the replacement of cur
 }
 
 // muxDial is one dial of a slot's connection, shared by every caller that
@@ -202,7 +212,9 @@ func (n *muxNode) conn(ctx context.Context, i int) (*muxConn, error) {
 	}
 }
 
-// redial opens slot s's connection and reports it to d's waiters.
+// redial opens slot s's connection and reports it to d's waiters. The
+// connection it replaces, when still alive (a replacement for age), is
+// retired.
 func (n *muxNode) redial(s *muxSlot, d *muxDial) {
 	defer n.wg.Done()
 	nc, err := dial(n.life, &n.cfg, n.addr)
@@ -218,33 +230,126 @@ func (n *muxNode) redial(s *muxSlot, d *muxDial) {
 		err = ErrClosed
 	case err != nil:
 		n.dialErrors.Add(1)
+		if c := s.cur.Load(); c != nil && !c.broken.Load() {
+			// A replacement for age failed: the old connection serves on.
+			n.age(s, c, min(n.cfg.MaxConnAge, time.Second))
+		}
 	default:
 		d.c = n.startConn(nc)
-		s.cur.Store(d.c)
+		if old := s.cur.Swap(d.c); old != nil && !old.broken.Load() {
+			n.wg.Add(1)
+			go n.retire(old)
+		}
+		n.age(s, d.c, n.cfg.MaxConnAge)
 	}
 	d.err = err
 	close(d.done)
 }
 
+// age arranges, when MaxConnAge is set, for slot s's connection c to be
+// replaced after d: a timer, so that a call pays nothing for the check.
+// s.mu is held.
+func (n *muxNode) age(s *muxSlot, c *muxConn, d time.Duration) {
+	if n.cfg.MaxConnAge <= 0 {
+		return
+	}
+	if s.aging != nil {
+		s.aging.Stop()
+	}
+	s.aging = time.AfterFunc(d, func() { n.replace(s, c) })
+}
+
+// replace starts the dial of a replacement for c, slot s's connection,
+// unless c is no longer the slot's or a dial already runs. Callers keep
+// using c meanwhile: the dial is theirs only if c breaks.
+func (n *muxNode) replace(s *muxSlot, c *muxConn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n.closed.Load() || s.cur.Load() != c || c.broken.Load() || s.dialing != nil {
+		return
+	}
+	s.dialing = &muxDial{done: make(chan struct{})}
+	n.wg.Add(1)
+	go n.redial(s, s.dialing)
+}
+
+// errRetired is what callers who took a connection just as it was
+// retired get from it; enqueue then takes the slot's new connection. It
+// wraps ErrClosed so that the connection's failure is not counted as a
+// broken connection.
+var errRetired = fmt.Errorf("%w: connection retired for its age", ErrClosed)
+
+// retiredPending is the pending count of a retired connection: far above
+// any MaxPending, so that a caller still holding the connection cannot
+// reserve room on it (it waits for room, and the close wakes it).
+const retiredPending = 1 << 62
+
+// retire closes c, replaced for its age, once no call is in flight on it:
+// when its pending count is zero, which retire swaps for retiredPending
+// in one step, so that no call can slip in between the check and the
+// close. Until then it applies the ReadTimeout rule the watchdog applies
+// to current connections, and Close fails c's calls with ErrClosed.
+func (n *muxNode) retire(c *muxConn) {
+	defer n.wg.Done()
+	timeout := n.cfg.ReadTimeout
+	received, quiet := c.received.Load(), time.Now()
+	wait := time.Millisecond
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	for !c.pending.CompareAndSwap(0, retiredPending) {
+		if c.broken.Load() {
+			return
+		}
+		select {
+		case <-n.stop:
+			c.fail(ErrClosed)
+			return
+		case now := <-t.C:
+			if r := c.received.Load(); r != received {
+				received, quiet = r, now
+			} else if timeout > 0 && c.overdue(now, quiet, timeout) {
+				c.fail(fmt.Errorf("no reply for %v (ReadTimeout)", now.Sub(quiet).Round(time.Millisecond)))
+				return
+			}
+		}
+		wait = min(2*wait, 50*time.Millisecond)
+		t.Reset(wait)
+	}
+	c.fail(errRetired)
+}
+
 // enqueue returns connection i locked for encoding, after checking the
-// context, the client's state and the pending bound.
+// context, the client's state and the pending bound. A connection found
+// broken before the command is encoded fails the call with an Unsent
+// error; one retired meanwhile is replaced by the slot's new one.
 func (n *muxNode) enqueue(ctx context.Context, i int) (*muxConn, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	if n.closed.Load() {
-		return nil, ErrClosed
-	}
-	c, err := n.conn(ctx, i)
-	if err != nil {
-		return nil, err
-	}
-	if limit := int64(n.opts.MaxPending); !c.reserve(limit) {
-		if err := c.waitRoom(ctx, limit); err != nil {
+	for {
+		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
+		if n.closed.Load() {
+			return nil, ErrClosed
+		}
+		c, err := n.conn(ctx, i)
+		if err != nil {
+			return nil, err
+		}
+		if limit := int64(n.opts.MaxPending); !c.reserve(limit) {
+			err = c.waitRoom(ctx, limit)
+		}
+		if err == nil {
+			err = c.lockForEnqueue()
+		}
+		switch {
+		case err == nil:
+			return c, nil
+		case err == errRetired:
+			continue
+		case ctx.Err() != nil, errors.Is(err, ErrClosed):
+			return nil, err
+		}
+		return nil, unsent(err)
 	}
-	return c, c.lockForEnqueue()
 }
 
 // roundTrip is one command on connection i: it encodes the command with
@@ -443,6 +548,9 @@ func (n *muxNode) Close() error {
 		s := &n.slots[i]
 		s.mu.Lock() // a dial finishing now sees closed and discards its connection
 		c := s.cur.Swap(nil)
+		if s.aging != nil {
+			s.aging.Stop()
+		}
 		s.mu.Unlock()
 		if c != nil {
 			c.fail(ErrClosed)

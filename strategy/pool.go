@@ -36,7 +36,9 @@ type Pool struct {
 	// negative: never.
 	MaxIdleTime time.Duration
 	// MaxLifetime closes a connection this long after it was opened, at
-	// its next release or health check. Zero: never.
+	// its next release or health check — never during a call. Zero:
+	// Config.MaxConnAge (redisx.Options.MaxConnAge); when both are set,
+	// the shorter applies. Zero for both: never.
 	MaxLifetime time.Duration
 	// HealthCheckPeriod is how often idle connections are pinged, expired
 	// ones closed and MinIdle restored. Zero: 1 minute.
@@ -68,7 +70,7 @@ func (p Pool) openNode(ctx context.Context, cfg Config, addr string) (node, erro
 	}
 	if err := n.p.CreateResource(ctx); err != nil {
 		n.Close()
-		if ctx.Err() == nil && !errors.Is(err, ErrConnection) {
+		if ctx.Err() == nil && !errors.Is(err, ErrConnection) && !errors.Is(err, ErrAuth) {
 			err = connError(addr, err)
 		}
 		return nil, err
@@ -139,6 +141,9 @@ func newPoolNode(cfg Config, addr string, opts Pool) (*poolNode, error) {
 	if err != nil {
 		return nil, err
 	}
+	if age := cfg.MaxConnAge; age > 0 && (opts.MaxLifetime == 0 || age < opts.MaxLifetime) {
+		opts.MaxLifetime = age
+	}
 	n := &poolNode{cfg: cfg, addr: addr, opts: opts, stop: make(chan struct{}), gate: make(chan struct{}, opts.Size), conns: map[*pconn]struct{}{}}
 	n.life, n.cancel = context.WithCancel(context.Background())
 	n.p, err = puddle.NewPool(&puddle.Config[*pconn]{
@@ -190,6 +195,10 @@ func (n *poolNode) destruct(c *pconn) {
 // allocations per call once callers outnumber connections. Holding a token,
 // puddle's Acquire never waits on its semaphore. The token is returned by
 // done.
+//
+// A caller whose context ends while every connection is lent gets an
+// exhaustedError; one whose acquire fails to create a connection, an
+// Unsent error.
 func (n *poolNode) acquire(ctx context.Context) (*puddle.Resource[*pconn], error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -207,7 +216,7 @@ func (n *poolNode) acquire(ctx context.Context) (*puddle.Resource[*pconn], error
 			n.waited.Add(int64(time.Since(start)))
 		case <-ctx.Done():
 			n.cancelledWaits.Add(1)
-			return nil, ctx.Err()
+			return nil, &exhaustedError{size: n.opts.Size, addr: n.addr, waited: time.Since(start), err: ctx.Err()}
 		case <-n.stop:
 			return nil, ErrClosed
 		}
@@ -220,13 +229,35 @@ func (n *poolNode) acquire(ctx context.Context) (*puddle.Resource[*pconn], error
 			return nil, ctx.Err()
 		case errors.Is(err, puddle.ErrClosedPool), n.closed.Load():
 			return nil, ErrClosed
-		case errors.Is(err, ErrConnection):
-			return nil, err
+		case errors.Is(err, ErrConnection), errors.Is(err, ErrAuth):
+			return nil, unsent(err)
 		}
-		return nil, connError(n.addr, err)
+		return nil, unsent(connError(n.addr, err))
 	}
 	return res, nil
 }
+
+// exhaustedError is the error of a caller whose context ended while it
+// waited for one of a pool's connections, all lent: it wraps the
+// context's error, and says so with the pool's size, its server and the
+// wait, as in "redisx: pool of 2 connections to 127.0.0.1:7000 exhausted:
+// waited 200ms: context deadline exceeded".
+type exhaustedError struct {
+	size   int
+	addr   string
+	waited time.Duration
+	err    error // the context's
+}
+
+func (e *exhaustedError) Error() string {
+	w := e.waited.Round(time.Millisecond)
+	if w == 0 {
+		w = e.waited.Round(time.Microsecond)
+	}
+	return fmt.Sprintf("redisx: pool of %d connections to %s exhausted: waited %v: %v", e.size, e.addr, w, e.err)
+}
+
+func (e *exhaustedError) Unwrap() error { return e.err }
 
 // done gives back the token of a connection released or destroyed.
 func (n *poolNode) done() { <-n.gate }
@@ -236,10 +267,11 @@ func (n *poolNode) done() { <-n.gate }
 // releases the connection — or destroys it after a stream error or a
 // cancellation, since its stream may hold a late reply.
 type exchange struct {
-	n    *poolNode
-	res  *puddle.Resource[*pconn]
-	c    *pconn
-	stop func() bool
+	n      *poolNode
+	res    *puddle.Resource[*pconn]
+	c      *pconn
+	stop   func() bool
+	unsent bool // the write failed with nothing written
 }
 
 // begin borrows a connection for a command that may block the server's
@@ -311,9 +343,11 @@ func contextError(ctx context.Context, err error) error {
 	return nil
 }
 
-// send writes the encoded request.
+// send writes the encoded request. A write that failed before its first
+// byte left sets x.unsent: the request provably never reached the server.
 func (x *exchange) send() error {
-	_, err := x.c.nc.Write(x.c.buf)
+	n, err := x.c.nc.Write(x.c.buf)
+	x.unsent = err != nil && n == 0
 	return err
 }
 
@@ -334,12 +368,16 @@ func (x *exchange) end(ctx context.Context, cmd string, err error) error {
 			return ErrClosed
 		}
 		x.n.broken.Add(1)
+		if x.unsent {
+			return unsent(connError(x.n.addr, err))
+		}
 		return connError(x.n.addr, err)
 	}
 	if cap(x.c.buf) > 1<<20 {
 		x.c.buf = make([]byte, 0, 512)
 	}
 	if lt := x.n.opts.MaxLifetime; lt > 0 && time.Since(x.res.CreationTime()) > lt {
+		// Past its age, after its call: never during one.
 		x.res.Destroy()
 	} else {
 		x.res.Release()

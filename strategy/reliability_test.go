@@ -460,6 +460,7 @@ func TestMultiplexedReadTimeoutWatchdog(t *testing.T) {
 		Addrs:       []string{srv.Addr()},
 		Strategy:    strategy.Multiplexed{},
 		ReadTimeout: readTimeout,
+		Retry:       redisx.Retry{MaxAttempts: 1}, // the watchdog's verdict, not a retry's
 	})
 	if err != nil {
 		t.Fatalf("New: %v", err)

@@ -24,7 +24,69 @@ var (
 	// ErrUnsupported is returned for a command or capability the strategy
 	// does not provide, such as a transaction on a shared connection.
 	ErrUnsupported = errors.New("redisx: unsupported")
+	// ErrAuth is returned when the server refuses a new connection's
+	// handshake for its credentials: a wrong password or user name
+	// (WRONGPASS, "invalid password", "invalid username-password pair"), no
+	// password where one is required (NOAUTH), a password where none is
+	// configured, or a user not allowed to run a handshake command
+	// (NOPERM). It does not wrap ErrConnection: retrying with the same
+	// credentials does not help, and redisx never retries it. The error
+	// names the server, never the password.
+	ErrAuth = errors.New("redisx: authentication failed")
 )
+
+// Unsent reports whether err shows that the request of the call that
+// returned it never reached the server: the call failed before any byte
+// of it was written — a dial that failed (ErrAuth included), a pool that
+// could not create a connection, a connection found broken before the
+// request was written to it. Retrying such a call cannot apply a write
+// twice. Unsent is false for nil, for errors that do not wrap a
+// connection failure of this package, for an error that joins several
+// unless every one is unsent, and for a *NodeError: it reports one
+// node's part of a multi-node call, whose other parts may have been
+// applied.
+func Unsent(err error) bool {
+	switch e := err.(type) {
+	case nil, *NodeError:
+		return false
+	case *unsentError:
+		return true
+	case interface{ Unwrap() error }:
+		return Unsent(e.Unwrap())
+	case interface{ Unwrap() []error }:
+		// fmt.Errorf("%w: …: %w", ErrConnection, err) puts a bare
+		// sentinel beside the cause: it says nothing either way. Any other
+		// branch must be unsent too: a joined error may hold the failure
+		// of a node that did receive its part.
+		found := false
+		for _, b := range e.Unwrap() {
+			switch {
+			case b == ErrConnection:
+			case Unsent(b):
+				found = true
+			default:
+				return false
+			}
+		}
+		return found
+	}
+	return false
+}
+
+// unsentError marks an error as Unsent where it is created. It reads and
+// unwraps as the error it marks.
+type unsentError struct{ err error }
+
+func (e *unsentError) Error() string { return e.err.Error() }
+func (e *unsentError) Unwrap() error { return e.err }
+
+// unsent marks err (not nil) as Unsent.
+func unsent(err error) error {
+	if _, ok := err.(*unsentError); ok {
+		return err
+	}
+	return &unsentError{err}
+}
 
 // MaxValueSize is the largest value Redis accepts (proto-max-bulk-len),
 // in bytes.
@@ -120,6 +182,16 @@ type Statser interface {
 	Stats() Stats
 }
 
+// SelfRetrier is an optional interface that may be implemented by a
+// Backend that retries failed calls by a policy of its own, as go-redis
+// does (its Options.MaxRetries): when RetriesCalls reports true, the
+// facade leaves retries to it rather than multiply attempts. Without it
+// the facade retries by redisx.Options.Retry. The facade looks for it
+// along the Unwrapper chain.
+type SelfRetrier interface {
+	RetriesCalls() bool
+}
+
 // Unwrapper is an optional interface implemented by decorators: Unwrap
 // returns the Backend they wrap, so capabilities hidden by a wrapper can
 // be found along the chain.
@@ -182,6 +254,22 @@ type Config struct {
 	// Username is set). Never logged nor put in errors.
 	Username string
 	Password string
+	// Credentials, when set, is called for every new connection, within
+	// its DialTimeout, and its user name and password are used instead of
+	// Username and Password (which redisx refuses beside it): the way to
+	// authenticate with secrets that rotate or tokens that expire. An
+	// empty password sends no AUTH. Its error fails the dial with an
+	// error wrapping ErrConnection and it, which Unsent reports. It is
+	// called from many goroutines at once.
+	Credentials func(ctx context.Context) (username, password string, err error)
+	// MaxConnAge, when positive, replaces every connection — shared,
+	// pooled, dedicated or invalidation connection — once it is that old,
+	// without failing a call: a shared connection is replaced by a fresh
+	// one for new calls while its calls in flight finish, then closed; a
+	// pooled one is closed when released or found idle. Connections
+	// authenticated with credentials that later expire or are revoked thus
+	// last at most this long. Zero: no limit.
+	MaxConnAge time.Duration
 	// DB is the database index selected on every connection (standalone
 	// only).
 	DB int

@@ -1,0 +1,174 @@
+package redisx
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync/atomic"
+	"time"
+
+	"github.com/redisx-go/kit/strategy"
+)
+
+// Retry is the policy by which a Client tries a cache operation again
+// after it failed for want of a connection (an error wrapping
+// ErrConnection), with exponential backoff and jitter, within the
+// caller's context. The zero value is the default: 3 attempts in all,
+// backoffs from 10 ms to 200 ms. MaxAttempts 1 switches retries off.
+//
+// What is retried, exactly:
+//
+//   - Reads — Get, AppendGet, MGet and the GET of GetOrLoad — after any
+//     error wrapping ErrConnection: reading again changes nothing. An MGet
+//     that returned part of its values (strategy.SlotGrouped on a cluster)
+//     is not retried: the caller has the values and the error.
+//   - Writes — Set, MSet, Del and GetOrLoad's store — only when the error
+//     shows that the request never reached the server (strategy.Unsent: a
+//     dial that failed, a pool that could not open a connection, a
+//     connection found broken before the request was written). A write
+//     that failed after it was sent may have been applied; it is never
+//     sent twice. Nor is a multi-node write of which a part may have
+//     been applied: one that fails with a *strategy.NodeError
+//     (strategy.SlotGrouped on a cluster), or a Del that reports keys
+//     removed with its error.
+//   - Do, under the same rule as writes: the command's effect is unknown.
+//
+// Never retried: ErrAuth, ErrInvalidArgument, ErrClosed, ErrUnsupported,
+// server error replies, misses, and an operation whose context has
+// ended. Ping is never retried: a health check reports what it found.
+//
+// Each retry waits a backoff first: MinBackoff doubled with every retry,
+// at most MaxBackoff, of which a random part up to a half is taken off
+// (so that clients that failed together do not retry together). A retry
+// whose backoff would end after the context's deadline is not made: the
+// last error is returned at once. A call whose context has no deadline
+// starts no retry later than Options.ReadTimeout after its first failure
+// (without that bound, when ReadTimeout is negative, MaxAttempts alone
+// bounds it). Stats.Retries counts the retries made.
+//
+// strategy.GoRedis, alone or under a near-cache, is not retried by the
+// Client: the go-redis client retries by its own Options.MaxRetries.
+type Retry struct {
+	// MaxAttempts is the most times an operation is tried, the first
+	// included. Zero: 3. 1: no retry.
+	MaxAttempts int
+	// MinBackoff is the wait before the first retry (before its jitter).
+	// Zero: 10 ms.
+	MinBackoff time.Duration
+	// MaxBackoff bounds the wait before any retry. Zero: 200 ms, or
+	// MinBackoff when that is longer.
+	MaxBackoff time.Duration
+}
+
+// retriesItself reports whether b, or a backend it wraps, retries calls
+// by its own policy (strategy.SelfRetrier).
+func retriesItself(b strategy.Backend) bool {
+	for b != nil {
+		if r, ok := b.(strategy.SelfRetrier); ok && r.RetriesCalls() {
+			return true
+		}
+		u, ok := b.(strategy.Unwrapper)
+		if !ok {
+			return false
+		}
+		b = u.Unwrap()
+	}
+	return false
+}
+
+// retrier applies a Retry policy. Its zero value retries nothing.
+type retrier struct {
+	attempts int
+	min, max time.Duration
+	budget   time.Duration // bound after the first failure without a deadline; 0: none
+	retries  atomic.Int64
+}
+
+// policy validates r and returns it with the defaults filled in.
+func (r Retry) policy() (Retry, error) {
+	switch {
+	case r.MaxAttempts < 0:
+		return r, fmt.Errorf("%w: Retry.MaxAttempts %d is negative", ErrInvalidArgument, r.MaxAttempts)
+	case r.MinBackoff < 0 || r.MaxBackoff < 0:
+		return r, fmt.Errorf("%w: Retry backoffs must not be negative", ErrInvalidArgument)
+	case r.MaxBackoff > 0 && r.MinBackoff > r.MaxBackoff:
+		return r, fmt.Errorf("%w: Retry.MinBackoff %v over MaxBackoff %v", ErrInvalidArgument, r.MinBackoff, r.MaxBackoff)
+	}
+	if r.MaxAttempts == 0 {
+		r.MaxAttempts = 3
+	}
+	if r.MinBackoff == 0 {
+		r.MinBackoff = 10 * time.Millisecond
+	}
+	if r.MaxBackoff == 0 {
+		r.MaxBackoff = max(200*time.Millisecond, r.MinBackoff)
+	}
+	return r, nil
+}
+
+// setup makes rt apply the policy p (defaults filled in) to calls whose
+// contexts may have no deadline, bounded then by readTimeout.
+func (rt *retrier) setup(p Retry, readTimeout time.Duration) {
+	rt.attempts, rt.min, rt.max = p.MaxAttempts, p.MinBackoff, p.MaxBackoff
+	rt.budget = max(readTimeout, 0)
+}
+
+// backoff is the wait before retry number n (1 for the first retry):
+// MinBackoff·2ⁿ⁻¹, at most MaxBackoff, less a random part up to a half.
+func (rt *retrier) backoff(n int) time.Duration {
+	d := rt.max
+	if n < 32 && rt.min<<(n-1) < rt.max && rt.min<<(n-1) > 0 {
+		d = rt.min << (n - 1)
+	}
+	return d - time.Duration(rand.Int64N(int64(d/2)+1))
+}
+
+// readAgain reports whether a read that failed with err may be tried
+// again: a connection failure, not a context's end nor a closed client.
+func readAgain(err error) bool {
+	return errors.Is(err, ErrConnection) && !errors.Is(err, ErrClosed) &&
+		!errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
+}
+
+// writeAgain reports whether a write (or Do) that failed with err may be
+// sent again: only when it never reached the server.
+func writeAgain(err error) bool {
+	return readAgain(err) && strategy.Unsent(err)
+}
+
+// retry runs op again, as the policy allows, after a first attempt that
+// returned v and err where again(err); it returns the result of the last
+// attempt made, or the context's error if it ends during a backoff. It is
+// the slow path: callers call it only after a failure, so that a call
+// that succeeds at once pays one comparison.
+func retry[T any](ctx context.Context, c *Client, v T, err error, again func(error) bool, op func() (T, error)) (T, error) {
+	rt := &c.retry
+	first := time.Now()
+	deadline, hasDeadline := ctx.Deadline()
+	for n := 1; n < rt.attempts; n++ {
+		d := rt.backoff(n)
+		switch {
+		case hasDeadline && time.Until(deadline) <= d:
+			return v, err
+		case !hasDeadline && rt.budget > 0 && time.Since(first)+d > rt.budget:
+			return v, err
+		}
+		t := time.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return v, ctx.Err()
+		case <-t.C:
+		}
+		if c.closed.Load() {
+			return v, ErrClosed
+		}
+		rt.retries.Add(1)
+		v, err = op()
+		if err == nil || !again(err) {
+			return v, err
+		}
+	}
+	return v, err
+}
