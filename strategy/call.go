@@ -73,14 +73,21 @@ func readAll(r *resp.Reader, rps []reply) error {
 	return nil
 }
 
-// A call is one caller's request on a shared connection: the reader loop
-// fills it with the reply and wakes the caller. Calls are recycled through
-// a sync.Pool; a call abandoned by its caller (context done) is recycled
-// by the reader once the reply has been read and dropped, never by the
-// caller, so a recycled call can never receive a stale reply.
+// A call is one caller's request on a shared connection. Calls are
+// recycled through a sync.Pool; a call abandoned by its caller (context
+// done) is recycled by whoever reads its reply, never by the caller, so a
+// recycled call can never receive a stale reply.
+//
+// A call is waiting; then delivered (its reply is in it, and done says
+// so), or leading (its caller holds the read side and reads the reply
+// itself; see muxConn), or abandoned (its caller left).
 type call struct {
-	done  chan struct{} // capacity 1: the reader's wake-up
+	done  chan struct{} // capacity 1: delivered, or handed the read side
 	state atomic.Uint32
+	// lead says the caller waits for the reply right after queueing the
+	// call, so it can be handed the read side; a pipeline awaited later
+	// cannot.
+	lead bool
 	reply
 	pipe []reply // replyPipe: the replies of a pipeline, owned by the caller
 	// deadline is the caller's context deadline in Unix nanoseconds, 0 for
@@ -94,6 +101,7 @@ type call struct {
 const (
 	callWaiting uint32 = iota
 	callDelivered
+	callLeading
 	callAbandoned
 )
 
@@ -125,35 +133,35 @@ func (cp *callPool) put(c *call) {
 	c.pipe = nil
 	c.deadline = 0
 	c.fail = nil
+	c.lead = false
 	cp.p.Put(c)
 }
 
 // deliver hands a finished call to its waiter, or recycles it when the
-// waiter has left.
+// waiter has left. A leading call is never delivered: its caller reads
+// (or fails) on its own.
 func (cp *callPool) deliver(c *call) {
 	if c.state.CompareAndSwap(callWaiting, callDelivered) {
 		c.done <- struct{}{}
 		return
 	}
-	cp.put(c)
+	if c.state.Load() == callAbandoned {
+		cp.put(c)
+	}
 }
 
-// wait blocks until c is delivered or ctx is done. On a context error the
-// call is abandoned: the reader will read and drop its reply.
+// wait blocks until c, a call that cannot lead, is delivered or ctx is
+// done. On a context error the call is abandoned: its reply will be read
+// and dropped.
 func wait(ctx context.Context, c *call) error {
-	done := ctx.Done()
-	if done == nil {
-		<-c.done
-		return nil
-	}
 	select {
 	case <-c.done:
-		return nil
-	case <-done:
+		return c.fail
+	case <-ctx.Done():
 		if c.state.CompareAndSwap(callWaiting, callAbandoned) {
 			return ctx.Err()
 		}
 		<-c.done // delivered while we were leaving: take it
-		return nil
+		return c.fail
 	}
 }

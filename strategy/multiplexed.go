@@ -100,7 +100,7 @@ func (m Multiplexed) openNode(ctx context.Context, cfg Config, addr string) (nod
 		return nil, err
 	}
 	n := nd.(*muxNode)
-	for i := range n.slots {
+	for i := range n.opts.Conns {
 		if _, err := n.conn(ctx, i); err != nil {
 			n.Close()
 			return nil, err
@@ -153,27 +153,47 @@ type dialWait struct {
 }
 
 func newMuxNode(cfg Config, addr string, opts Multiplexed) *muxNode {
-	n := &muxNode{cfg: cfg, addr: addr, opts: opts, slots: make([]muxSlot, opts.Conns), stop: make(chan struct{})}
+	n := &muxNode{cfg: cfg, addr: addr, opts: opts, slots: make([]muxSlot, opts.Conns+bulkConns), stop: make(chan struct{})}
 	n.life, n.cancel = context.WithCancel(context.Background())
-	if cfg.ReadTimeout > 0 {
-		n.wg.Add(1)
-		go n.watchdog(cfg.ReadTimeout)
-	}
+	n.wg.Add(1)
+	go n.watchdog(cfg.ReadTimeout)
 	return n
 }
 
-// route picks the connection of key (FNV-1a), so a key's commands stay
-// ordered.
+// route picks the shared connection of key (FNV-1a), so a key's commands
+// stay ordered.
 func (n *muxNode) route(key string) int {
-	if len(n.slots) == 1 {
+	if n.opts.Conns == 1 {
 		return 0
 	}
+	return int(fnv(key) % uint32(n.opts.Conns))
+}
+
+// routeBig picks the connection of a SET of a big value: one of
+// bulkConns connections of their own, after the shared ones, dialled on
+// first use. The server reads a connection's requests 16 KiB at a time,
+// once per turn of its event loop: big values queued on one connection
+// wait for each other, and delay the small commands behind them; spread
+// over a few connections they are read side by side. A caller's SET
+// returns before its next command is sent, so its commands stay in order.
+func (n *muxNode) routeBig(key string) int {
+	return n.opts.Conns + int(fnv(key)%bulkConns)
+}
+
+// bulkConns is the number of connections per node for big values; bigValue
+// the size from which a value is big.
+const (
+	bulkConns = 4
+	bigValue  = 16 << 10
+)
+
+func fnv(key string) uint32 {
 	h := uint32(2166136261)
 	for i := 0; i < len(key); i++ {
 		h ^= uint32(key[i])
 		h *= 16777619
 	}
-	return int(h % uint32(len(n.slots)))
+	return h
 }
 
 // conn returns slot i's live connection, dialling one if needed. Only one
@@ -358,22 +378,28 @@ func (n *muxNode) enqueue(ctx context.Context, i int) (*muxConn, error) {
 // run of SETs n, say what to expect). It returns the context's error, the
 // connection's failure, or rp's reply error wrapped with cmd.
 func (n *muxNode) roundTrip(ctx context.Context, i int, cmd string, rp *reply, enc func([]byte) []byte) error {
+	return n.roundTripSized(ctx, i, cmd, rp, 0, enc)
+}
+
+// roundTripSized is roundTrip for a command of about size bytes, when that
+// is big: it is encoded into a chunk of its own size.
+func (n *muxNode) roundTripSized(ctx context.Context, i int, cmd string, rp *reply, size int, enc func([]byte) []byte) error {
 	c, err := n.enqueue(ctx, i)
 	if err != nil {
 		return err
 	}
-	c.wbuf = enc(c.wbuf)
+	if size > 0 {
+		c.fit(size)
+	}
+	c.out.cur = enc(c.out.cur)
 	cl := n.calls.get(ctx)
-	cl.reply = *rp
-	c.push(cl, int64(max(rp.n, 1)))
-	if err := wait(ctx, cl); err != nil {
+	cl.reply, cl.lead = *rp, true
+	leads := c.push(cl, int64(max(rp.n, 1)), true)
+	if err := c.await(ctx, cl, leads); err != nil {
 		return err
 	}
-	*rp, err = cl.reply, cl.fail
+	*rp = cl.reply
 	n.calls.put(cl)
-	if err != nil {
-		return err
-	}
 	return replyError(cmd, rp.err)
 }
 
@@ -392,7 +418,11 @@ func (n *muxNode) Get(ctx context.Context, key string) ([]byte, error) {
 // Set implements Backend.
 func (n *muxNode) Set(ctx context.Context, key string, value []byte, ttl time.Duration) error {
 	rp := reply{kind: replyOK}
-	return n.roundTrip(ctx, n.route(key), "set", &rp, func(b []byte) []byte { return appendSet(b, key, value, ttl) })
+	enc := func(b []byte) []byte { return appendSet(b, key, value, ttl) }
+	if len(value) >= bigValue {
+		return n.roundTripSized(ctx, n.routeBig(key), "set", &rp, len(key)+len(value)+64, enc)
+	}
+	return n.roundTrip(ctx, n.route(key), "set", &rp, enc)
 }
 
 // Del implements Backend.
@@ -473,10 +503,17 @@ func (n *muxNode) sidePool() (*poolNode, error) {
 // muxConn.overdue) while nothing at all arrives: a hung or unreachable
 // server is noticed even by callers without a deadline. It looks every
 // quarter of the read timeout, so a late reply is noticed within about
-// half a read timeout more.
+// half a read timeout more. It also has the drainer watch a connection
+// that stayed idle for a whole tick (see muxConn.watchIdle), so that a
+// server closing it is noticed before the next call. A negative timeout:
+// no overdue replies, idle connections watched every second.
 func (n *muxNode) watchdog(timeout time.Duration) {
 	defer n.wg.Done()
-	t := time.NewTicker(max(timeout/4, 10*time.Millisecond))
+	tick := time.Second
+	if timeout > 0 {
+		tick = max(timeout/4, 10*time.Millisecond)
+	}
+	t := time.NewTicker(tick)
 	defer t.Stop()
 	type progress struct {
 		c        *muxConn
@@ -492,7 +529,12 @@ func (n *muxNode) watchdog(timeout time.Duration) {
 			for i := range n.slots {
 				c := n.slots[i].cur.Load()
 				p := &last[i]
-				if c == nil || c.broken.Load() || c.pending.Load() <= 0 {
+				if c == nil || c.broken.Load() {
+					*p = progress{}
+					continue
+				}
+				c.watchIdle()
+				if timeout <= 0 || c.pending.Load() <= 0 {
 					*p = progress{}
 					continue
 				}
@@ -568,16 +610,26 @@ func (n *muxNode) Close() error {
 // and decodes their replies into rps, in order. Only a connection or
 // context failure is returned; each command's own error is in its reply.
 func (n *muxNode) exec(ctx context.Context, key string, buf []byte, rps []reply) error {
-	cl, err := n.send(ctx, key, buf, rps)
+	c, err := n.enqueue(ctx, n.route(key))
 	if err != nil {
 		return err
 	}
-	return n.await(ctx, cl)
+	c.out.cur = append(c.out.cur, buf...)
+	cl := n.calls.get(ctx)
+	cl.kind, cl.pipe, cl.lead = replyPipe, rps, true
+	leads := c.push(cl, int64(len(rps)), true)
+	if err := c.await(ctx, cl, leads); err != nil {
+		return err
+	}
+	n.calls.put(cl)
+	return nil
 }
 
-// send is the first half of exec: it queues the pipeline and returns at
-// once, so that a caller can have pipelines in flight on several nodes
-// without a goroutine per node. buf may be reused when send returns.
+// send queues a pipeline as exec does but returns at once, so that a
+// caller can have pipelines in flight on several nodes without a
+// goroutine per node; await waits for it. Such a call cannot lead (its
+// caller is busy elsewhere): the drainer reads for it. buf may be reused
+// when send returns.
 func (n *muxNode) send(ctx context.Context, key string, buf []byte, rps []reply) (*call, error) {
 	c, err := n.enqueue(ctx, n.route(key))
 	if err != nil {
@@ -585,19 +637,18 @@ func (n *muxNode) send(ctx context.Context, key string, buf []byte, rps []reply)
 	}
 	cl := n.calls.get(ctx)
 	cl.kind, cl.pipe = replyPipe, rps
-	c.wbuf = append(c.wbuf, buf...)
-	c.push(cl, int64(len(rps)))
+	c.out.cur = append(c.out.cur, buf...)
+	c.push(cl, int64(len(rps)), false)
 	return cl, nil
 }
 
-// await is the second half of exec.
+// await is the second half of send.
 func (n *muxNode) await(ctx context.Context, cl *call) error {
 	if err := wait(ctx, cl); err != nil {
 		return err
 	}
-	err := cl.fail
 	n.calls.put(cl)
-	return err
+	return nil
 }
 
 func (n *muxNode) address() string { return n.addr }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,34 +11,82 @@ import (
 	"github.com/redisx-go/kit/internal/resp"
 )
 
-// muxConn is one connection shared by many callers. Callers encode their
-// command into wbuf and append their call to queue under mu, then nudge
-// the writer. The writer loop swaps wbuf out and writes it whole: it
-// flushes once per drain of the queue, so batches grow with load and no
-// command is flushed on its own. The reader loop takes calls from queue in
-// the order their commands were encoded — the order the server answers —
-// and hands each its reply. No lock is held across I/O.
+// muxConn is one connection shared by many callers.
+//
+// Writing. Callers encode their command into out and append their call to
+// queue under mu, in the same critical section, so the byte stream and the
+// queue have the same order. Whoever finds the write side free takes it:
+// a caller writes what is buffered once, on its own goroutine (a lone
+// caller pays no hand-off); whatever accumulated meanwhile is left to the
+// writer goroutine, which writes until nothing is left, so under load
+// batches grow and no caller writes for others for long.
+//
+// Reading. The read side is held by one goroutine at a time: nobody
+// (reading is false), the drainer goroutine, or a caller leading, that is
+// reading its own reply, which is the next on the wire. A caller that
+// queues the only call of an idle connection leads at once: it writes,
+// reads its reply and returns with no goroutine hand-off at all, as a
+// pooled connection would. A reader that has read a reply looks at the
+// next call: when its reply is already buffered, it reads it and delivers
+// it; otherwise it passes the read side to that call's caller, who is
+// waiting anyway (one wake-up, the one the delivery would have cost), or to
+// the drainer when that caller cannot lead (it left, or it is a pipeline
+// awaited later). A leading caller whose context ends before its reply
+// begins leaves the reply to the drainer, which reads and drops it: no
+// reply ever reaches the wrong caller, and a cancelled call never costs
+// the connection.
+//
+// The read side's holder owns rbatch and ri; the hand-offs (a channel send
+// to the next leader or the drainer) order its accesses. No lock is held
+// across I/O.
 type muxConn struct {
-	node   *muxNode
-	nc     net.Conn
-	r      *resp.Reader
-	signal chan struct{} // capacity 1: "wbuf has data"
-	quit   chan struct{} // closed when the connection fails or is closed
+	node *muxNode
+	nc   net.Conn
+	r    *resp.Reader
+	quit chan struct{} // closed when the connection fails or is closed
 
-	mu    sync.Mutex
-	wbuf  []byte  // encoded commands not yet taken by the writer
-	queue []*call // calls not yet taken by the reader, in command order
-	count int64   // commands in wbuf
-	err   error   // set once, when the connection fails: what its callers get
-	idle  bool    // the reader waits for bytes with no call taken
+	writeSig chan struct{} // capacity 1: the writer goroutine holds the write side
+	drainSig chan struct{} // capacity 1: the drainer holds the read side, or may exit
+
+	mu      sync.Mutex
+	out     outbuf   // encoded commands not yet written
+	free    [][]byte // written chunks, for reuse
+	lists   [][]byte // the emptied chunk list of the last write, for reuse
+	queue   []*call  // calls not yet taken by the read side, in command order
+	writing bool     // someone holds the write side
+	reading bool     // someone holds the read side
+	err     error    // set once, when the connection fails: what its callers get
+
+	// Idle watch (watchIdle): calls pushed so far, as counted by push and
+	// as last seen by the watchdog, and whether the drainer was given the
+	// read side to watch an idle connection.
+	pushes, seen uint64
+	watching     bool
+
+	// The write side's: the chunks of a write, for writev.
+	iov  net.Buffers
+	iovs [][]byte
+
+	// The read side: the calls taken from queue whose replies come next,
+	// rbatch[ri] first. Only its holder touches them.
+	rbatch []*call
+	ri     int
+
+	// A leading caller waiting for the first byte of its reply with a
+	// context that can end: interrupt sets a past read deadline to wake it,
+	// but only during that wait (waitGen identifies it, so that a late
+	// interrupt of an earlier wait does nothing), never while a reply is
+	// parsed.
+	dmu      sync.Mutex
+	awaiting bool
+	waitGen  uint64
 
 	broken  atomic.Bool
 	pending atomic.Int64 // commands enqueued and not yet answered
 
 	// What the watchdog looks at: bytes received, and the context
 	// deadline of the call whose reply comes next (Unix nanoseconds, 0 for
-	// none), published by the reader as it reaches each call, or by the
-	// caller that queues the first call for an idle reader.
+	// none), published by the read side as it reaches each call.
 	received     atomic.Int64
 	headDeadline atomic.Int64
 
@@ -55,15 +102,17 @@ var errUnsolicited = errors.New("reply with no command waiting for it")
 
 func (n *muxNode) startConn(nc net.Conn) *muxConn {
 	c := &muxConn{
-		node:   n,
-		nc:     nc,
-		signal: make(chan struct{}, 1),
-		quit:   make(chan struct{}),
+		node:     n,
+		nc:       nc,
+		quit:     make(chan struct{}),
+		writeSig: make(chan struct{}, 1),
+		drainSig: make(chan struct{}, 1),
 	}
 	c.r = resp.NewReader(progressReader{nc, &c.received}, 32<<10)
+	c.out.cur = c.chunk()
 	n.wg.Add(2)
 	go c.writeLoop()
-	go c.readLoop()
+	go c.drainLoop()
 	return c
 }
 
@@ -132,8 +181,8 @@ func (c *muxConn) waitRoom(ctx context.Context, limit int64) error {
 	}
 }
 
-// lockForEnqueue locks c for a caller about to encode a command. It fails
-// when the connection is broken.
+// lockForEnqueue locks c for a caller about to encode a command into
+// c.out.cur. It fails when the connection is broken.
 func (c *muxConn) lockForEnqueue() error {
 	c.mu.Lock()
 	if c.err != nil {
@@ -145,124 +194,53 @@ func (c *muxConn) lockForEnqueue() error {
 	return nil
 }
 
-// push queues cl behind the command just encoded into wbuf, unlocks and
-// wakes the writer.
-func (c *muxConn) push(cl *call, commands int64) {
-	if c.idle && len(c.queue) == 0 {
-		// The reader waits for bytes and will not look at cl before its
-		// reply begins: cl is the head of the line from now on.
-		c.publishHead(cl)
-	}
+// push queues cl behind the command just encoded into c.out, takes the
+// read side for cl when it is free (cl leads when its caller can: lead;
+// otherwise the drainer reads for it), unlocks, and writes when the write
+// side is free. It reports whether cl leads from now on: its caller must
+// then read the reply itself (await with leads set).
+func (c *muxConn) push(cl *call, commands int64, lead bool) (leads bool) {
 	c.queue = append(c.queue, cl)
-	c.count += commands
+	c.out.count += commands
+	c.pushes++
+	c.seal()
+	drain := false
+	if !c.reading {
+		c.reading = true
+		if lead {
+			cl.state.Store(callLeading)
+			leads = true
+		} else {
+			drain = true
+		}
+	}
+	write, handOff := !c.writing, false
+	if write && c.busy() {
+		write, handOff = false, true // the writer goroutine batches better under load
+	}
+	c.writing = true
 	c.mu.Unlock()
-	select {
-	case c.signal <- struct{}{}:
-	default:
+	if write {
+		c.writeOnce()
 	}
+	if handOff {
+		signal(c.writeSig)
+	}
+	if drain {
+		signal(c.drainSig)
+	}
+	return leads
 }
 
-func (c *muxConn) writeLoop() {
-	defer c.node.wg.Done()
-	var spare []byte
-	wt := c.node.cfg.WriteTimeout
-	for {
-		select {
-		case <-c.signal:
-		case <-c.quit:
-			return
-		}
-		// When more commands are in flight than queued for this write,
-		// callers woken by the reader are about to enqueue again: let them
-		// run first, so one write system call carries them all. Under low
-		// concurrency nothing else is runnable and this returns at once.
-		if c.pending.Load() > 2*c.queued() {
-			runtime.Gosched()
-		}
-		c.mu.Lock()
-		buf, n := c.wbuf, c.count
-		c.wbuf, c.count = spare[:0], 0
-		c.mu.Unlock()
-		if len(buf) == 0 {
-			spare = buf
-			continue
-		}
-		if wt > 0 {
-			c.nc.SetWriteDeadline(time.Now().Add(wt))
-		}
-		if _, err := c.nc.Write(buf); err != nil {
-			c.fail(err)
-			return
-		}
-		c.node.flushes.Add(1)
-		c.node.commands.Add(n)
-		if cap(buf) > 1<<20 {
-			buf = nil // do not keep a huge buffer after a burst of big values
-		}
-		spare = buf
-	}
-}
+// directMax is the most commands in flight on a connection for callers
+// to write and read for themselves. Beyond it the writer goroutine and the
+// drainer keep the write and read sides, as a dedicated writer and reader
+// would: a hand-off per call then costs more than it saves, and batches
+// grow larger on goroutines that stay busy.
+const directMax = 2
 
-// queued reports the commands encoded and not yet taken by the writer.
-func (c *muxConn) queued() int64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.count
-}
-
-func (c *muxConn) readLoop() {
-	defer c.node.wg.Done()
-	var batch, spare []*call
-	for {
-		c.mu.Lock()
-		batch, c.queue = c.queue, spare[:0]
-		c.idle = len(batch) == 0
-		c.mu.Unlock()
-		if len(batch) == 0 {
-			// Nothing to read for: wait for reply bytes, then take the
-			// calls. A reply can only arrive for a command already
-			// written, hence already queued.
-			spare = batch // empty, and not the queue's array
-			if err := c.r.Wait(); err != nil {
-				c.fail(err)
-				return
-			}
-			c.mu.Lock()
-			batch, c.queue = c.queue, spare[:0]
-			c.idle = false
-			c.mu.Unlock()
-			if len(batch) == 0 {
-				c.fail(errUnsolicited)
-				return
-			}
-		}
-		for i, cl := range batch {
-			c.publishHead(cl)
-			if err := cl.read(c.r); err != nil {
-				c.fail(err)
-				fail := c.failure()
-				for _, rest := range batch[i:] {
-					rest.fail = fail
-					c.node.calls.deliver(rest)
-				}
-				return
-			}
-			c.node.calls.deliver(cl)
-			batch[i] = nil
-		}
-		c.release(int64(len(batch)))
-		spare = batch[:0]
-	}
-}
-
-// publishHead tells the watchdog the deadline of cl, whose reply is the
-// next to come. Runs of calls share a deadline (none, most often), so the
-// store is rarely needed.
-func (c *muxConn) publishHead(cl *call) {
-	if c.headDeadline.Load() != cl.deadline {
-		c.headDeadline.Store(cl.deadline)
-	}
-}
+// busy reports whether more than directMax commands are in flight.
+func (c *muxConn) busy() bool { return c.pending.Load() > directMax }
 
 // failure returns the error the callers of a failed connection get.
 func (c *muxConn) failure() error {
@@ -273,8 +251,9 @@ func (c *muxConn) failure() error {
 
 // fail marks c broken, closes it and fails every queued call: with
 // ErrClosed when the client closes it, otherwise with ErrConnection
-// wrapping err. Calls the reader already took are failed by the reader
-// when its read errors.
+// wrapping err. The calls the read side has taken are failed by its
+// holder, whose next read errors (failRead); when nobody reads, the
+// drainer is woken to exit.
 func (c *muxConn) fail(err error) {
 	c.mu.Lock()
 	if c.err != nil {
@@ -289,6 +268,7 @@ func (c *muxConn) fail(err error) {
 	c.broken.Store(true)
 	q := c.queue
 	c.queue = nil
+	idle := !c.reading
 	c.mu.Unlock()
 	close(c.quit)
 	c.nc.Close()
@@ -299,14 +279,17 @@ func (c *muxConn) fail(err error) {
 		cl.fail = err
 		c.node.calls.deliver(cl)
 	}
+	if idle {
+		signal(c.drainSig)
+	}
 }
 
-// overdue reports whether the reply the reader awaits is late under the
-// rule of Config.ReadTimeout, given that nothing has been received since
-// quiet: ReadTimeout after quiet (no earlier than the call was sent), or
-// the call's context deadline when that is later. A head call with a
-// short deadline thus never fails the connection sooner than ReadTimeout
-// would: the calls behind it may allow longer.
+// overdue reports whether the reply the read side awaits is late under
+// the rule of Config.ReadTimeout, given that nothing has been received
+// since quiet: ReadTimeout after quiet (no earlier than the call was
+// sent), or the call's context deadline when that is later. A head call
+// with a short deadline thus never fails the connection sooner than
+// ReadTimeout would: the calls behind it may allow longer.
 func (c *muxConn) overdue(now, quiet time.Time, timeout time.Duration) bool {
 	due := quiet.Add(timeout)
 	if d := c.headDeadline.Load(); d != 0 {

@@ -1,0 +1,306 @@
+package strategy
+
+import (
+	"context"
+	"errors"
+	"os"
+	"time"
+)
+
+// The read side of a muxConn (see its doc): a leading caller, the
+// drainer, or nobody reads replies, and they hand the read side on.
+
+// await waits for cl's outcome within ctx: its delivery, or the read side,
+// which it then uses to read its own reply (lead). leads is push's result:
+// cl holds the read side already. It returns ctx's error when ctx ends
+// first (cl is then abandoned, and recycled by whoever reads its reply),
+// or the connection's failure when cl cannot be answered; otherwise cl
+// holds the reply.
+func (c *muxConn) await(ctx context.Context, cl *call, leads bool) error {
+	if !leads {
+		// A token on done, and only one: delivered, or handed the read
+		// side. (The state alone would not do: a hand-off may come before
+		// this caller gets here, and its token must still be taken.)
+		select {
+		case <-cl.done:
+		case <-ctx.Done():
+			if cl.state.CompareAndSwap(callWaiting, callAbandoned) {
+				return ctx.Err()
+			}
+			<-cl.done
+		}
+		if cl.state.Load() != callLeading {
+			return cl.fail
+		}
+	}
+	return c.lead(ctx, cl)
+}
+
+// lead is the read side for a caller whose call cl is the next to be
+// answered: it reads cl's reply, then passes the read side on.
+func (c *muxConn) lead(ctx context.Context, cl *call) error {
+	if !c.nextBatch() {
+		return c.failure() // the connection failed and took the queue, cl with it
+	}
+	if c.rbatch[c.ri] != cl {
+		// Cannot happen: the read side is only given to the next call's caller.
+		c.failRead(errors.New("internal error: read side given to a call that is not next"), cl)
+		return c.failure()
+	}
+	c.publishHead(cl)
+	if c.r.Buffered() == 0 {
+		if err := c.awaitBytes(ctx, cl); err != nil {
+			return err
+		}
+	}
+	if err := cl.read(c.r); err != nil {
+		c.failRead(err, cl)
+		return c.failure()
+	}
+	c.rbatch[c.ri] = nil
+	c.ri++
+	c.release(1)
+	c.pass()
+	return nil
+}
+
+// awaitBytes waits for the first byte of cl's reply, within cl's context:
+// a context that ends first makes cl leave, its reply left to the drainer.
+func (c *muxConn) awaitBytes(ctx context.Context, cl *call) error {
+	done := ctx.Done()
+	if done == nil {
+		if err := c.r.Wait(); err != nil {
+			c.failRead(err, cl)
+			return c.failure()
+		}
+		return nil
+	}
+	if ctx.Err() != nil {
+		return c.leave(ctx, cl)
+	}
+	if cl.deadline != 0 {
+		c.nc.SetReadDeadline(time.Unix(0, cl.deadline))
+	}
+	c.dmu.Lock()
+	c.waitGen++
+	gen := c.waitGen
+	c.awaiting = true
+	c.dmu.Unlock()
+	stop := context.AfterFunc(ctx, func() { c.interrupt(gen) })
+	err := c.r.Wait()
+	stop()
+	c.dmu.Lock()
+	c.awaiting = false
+	c.dmu.Unlock()
+	// Whatever deadline the wait had (cl's, or the past one of interrupt),
+	// the parse and later readers have none: the watchdog bounds them.
+	c.nc.SetReadDeadline(time.Time{})
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) && (ctx.Err() != nil || deadlinePassed(cl.deadline)) {
+		// Nothing of the reply was read: the stream is intact.
+		return c.leave(ctx, cl)
+	}
+	c.failRead(err, cl)
+	return c.failure()
+}
+
+// deadlinePassed reports whether a deadline (Unix ns, 0 for none) has come,
+// within a millisecond: the socket's timer may fire a moment before the
+// context's own.
+func deadlinePassed(d int64) bool {
+	return d != 0 && time.Now().UnixNano() >= d-int64(time.Millisecond)
+}
+
+// interrupt wakes a leading caller from its wait for bytes, if that wait
+// (gen) is still going on.
+func (c *muxConn) interrupt(gen uint64) {
+	c.dmu.Lock()
+	if c.awaiting && c.waitGen == gen {
+		c.nc.SetReadDeadline(aLongTimeAgo)
+	}
+	c.dmu.Unlock()
+}
+
+// leave is a leading caller giving up: its call is abandoned and the read
+// side goes to the drainer, which reads and drops the reply.
+func (c *muxConn) leave(ctx context.Context, cl *call) error {
+	cl.state.Store(callAbandoned)
+	c.toDrainer()
+	err := ctx.Err()
+	if err == nil {
+		err = context.DeadlineExceeded // the socket's timer came first
+	}
+	return err
+}
+
+// toDrainer hands the read side to the drainer goroutine.
+func (c *muxConn) toDrainer() {
+	signal(c.drainSig)
+}
+
+// pass hands the read side on, after its holder read a reply: replies
+// already buffered are read and delivered at once; then the read side goes
+// to the caller of the next call, who will read its own reply, or to the
+// drainer when that caller cannot, or nowhere when nothing is queued.
+func (c *muxConn) pass() {
+	for c.nextBatch() {
+		next := c.rbatch[c.ri]
+		if c.r.Buffered() == 0 {
+			if !c.busy() && next.lead && next.state.CompareAndSwap(callWaiting, callLeading) {
+				next.done <- struct{}{}
+				return
+			}
+			c.toDrainer()
+			return
+		}
+		if !c.readNext() {
+			return
+		}
+	}
+}
+
+// readNext reads the reply of rbatch[ri] and delivers it; false when the
+// connection failed (every call has been failed then).
+func (c *muxConn) readNext() bool {
+	next := c.rbatch[c.ri]
+	c.publishHead(next)
+	if err := next.read(c.r); err != nil {
+		c.failRead(err, nil)
+		return false
+	}
+	c.rbatch[c.ri] = nil
+	c.ri++
+	c.node.calls.deliver(next)
+	c.release(1)
+	return true
+}
+
+// nextBatch makes sure rbatch[ri] is the next call to be answered, taking
+// the queued calls when rbatch is used up. It returns false, and gives up
+// the read side, when nothing is queued.
+func (c *muxConn) nextBatch() bool {
+	if c.ri < len(c.rbatch) {
+		return true
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	clear(c.rbatch)
+	c.rbatch, c.queue, c.ri = c.queue, c.rbatch[:0], 0
+	if len(c.rbatch) == 0 {
+		c.reading = false
+		if c.err != nil {
+			signal(c.drainSig) // the drainer may exit now
+		}
+		return false
+	}
+	return true
+}
+
+// drainLoop is the drainer: it holds the read side when a caller cannot
+// (see pass), reading replies and delivering them, and passes it back to
+// a caller as soon as the next reply is not already here. It exits once
+// the connection has failed and nobody reads any more.
+func (c *muxConn) drainLoop() {
+	defer c.node.wg.Done()
+	for range c.drainSig {
+		c.drain()
+		c.mu.Lock()
+		exit := c.err != nil && !c.reading
+		c.mu.Unlock()
+		if exit {
+			return
+		}
+	}
+}
+
+func (c *muxConn) drain() {
+	c.mu.Lock()
+	watch := c.watching
+	c.watching = false
+	c.mu.Unlock()
+	if watch {
+		// An idle connection: wait for a reply to a call queued meanwhile,
+		// or for the server to close the connection.
+		if err := c.r.Wait(); err != nil {
+			c.failRead(err, nil)
+			return
+		}
+		c.mu.Lock()
+		unsolicited := len(c.queue) == 0
+		c.mu.Unlock()
+		if unsolicited {
+			c.failRead(errUnsolicited, nil)
+			return
+		}
+	}
+	for c.nextBatch() {
+		next := c.rbatch[c.ri]
+		if c.r.Buffered() == 0 && !c.busy() && next.lead && next.state.CompareAndSwap(callWaiting, callLeading) {
+			next.done <- struct{}{}
+			return
+		}
+		if c.r.Buffered() == 0 {
+			c.publishHead(next)
+			if err := c.r.Wait(); err != nil {
+				c.failRead(err, nil)
+				return
+			}
+		}
+		if !c.readNext() {
+			return
+		}
+	}
+}
+
+// watchIdle gives the read side to the drainer, to wait on the socket,
+// and lets go of the chunks kept for reuse, when the connection has been
+// idle since the last look (nobody reads, no call was queued): a server that closes an idle connection (a restart, an
+// idle timeout) is then noticed at once and the connection replaced,
+// rather than by the next call failing. The next call goes through the
+// drainer (one hand-off) and the read side moves back to callers from
+// there. Called by the watchdog on each tick.
+func (c *muxConn) watchIdle() {
+	c.mu.Lock()
+	idle := !c.reading && c.err == nil && c.pushes == c.seen
+	c.seen = c.pushes
+	if idle {
+		c.reading, c.watching = true, true
+		c.free = nil // a burst of big values leaves nothing behind
+	}
+	c.mu.Unlock()
+	if idle {
+		signal(c.drainSig)
+	}
+}
+
+// failRead is a stream error met by the read side's holder: the
+// connection fails, every call the read side had taken is failed (but
+// own, the holder's, which returns the failure itself), and the read side
+// is given up; the drainer is woken so that it can exit.
+func (c *muxConn) failRead(err error, own *call) {
+	c.fail(err)
+	fail := c.failure()
+	for _, cl := range c.rbatch[c.ri:] {
+		if cl != own {
+			cl.fail = fail
+			c.node.calls.deliver(cl)
+		}
+	}
+	clear(c.rbatch)
+	c.rbatch, c.ri = c.rbatch[:0], 0
+	c.mu.Lock()
+	c.reading = false
+	c.mu.Unlock()
+	signal(c.drainSig)
+}
+
+// publishHead tells the watchdog the deadline of cl, whose reply is the
+// next to come. Runs of calls share a deadline (none, most often), so the
+// store is rarely needed.
+func (c *muxConn) publishHead(cl *call) {
+	if c.headDeadline.Load() != cl.deadline {
+		c.headDeadline.Store(cl.deadline)
+	}
+}

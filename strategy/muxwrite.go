@@ -1,0 +1,189 @@
+package strategy
+
+import (
+	"runtime"
+	"time"
+)
+
+// The write side of a muxConn: encoded commands in chunks, written by a
+// caller that finds the write side free, or by the writer goroutine.
+
+// outbuf holds encoded commands in chunks: a burst of big values fills
+// chunks of their own size instead of growing (and copying, again and
+// again) one buffer, and the chunks are written together with writev.
+type outbuf struct {
+	full  [][]byte // sealed chunks, in order, before cur
+	cur   []byte   // the chunk being encoded into
+	count int64    // commands
+}
+
+const (
+	chunkSize = 16 << 10 // a chunk is sealed once it holds this much
+	keepChunk = 64 << 10 // larger chunks are not reused after a write
+	keepFree  = 64       // chunks kept for reuse per connection, until it is idle
+)
+
+func (o *outbuf) empty() bool { return len(o.cur) == 0 && len(o.full) == 0 }
+
+// chunk returns an empty chunk, reused when one is free. Under mu.
+func (c *muxConn) chunk() []byte {
+	if n := len(c.free); n > 0 {
+		b := c.free[n-1]
+		c.free = c.free[:n-1]
+		return b
+	}
+	return make([]byte, 0, chunkSize)
+}
+
+// fit makes room for a command of about n bytes (a big value) in the
+// current chunk without growing it: a chunk of its own otherwise. Under mu.
+func (c *muxConn) fit(n int) {
+	if cap(c.out.cur)-len(c.out.cur) >= n {
+		return
+	}
+	if len(c.out.cur) > 0 {
+		c.out.full = append(c.out.full, c.out.cur)
+	} else {
+		c.keep(c.out.cur)
+	}
+	for i := len(c.free) - 1; i >= 0; i-- {
+		if cap(c.free[i]) >= n {
+			c.out.cur = c.free[i]
+			c.free = append(c.free[:i], c.free[i+1:]...)
+			return
+		}
+	}
+	c.out.cur = make([]byte, 0, max(n, chunkSize))
+}
+
+// seal starts a new chunk once the current one is full enough. Under mu.
+func (c *muxConn) seal() {
+	if len(c.out.cur) >= chunkSize {
+		c.out.full = append(c.out.full, c.out.cur)
+		c.out.cur = c.chunk()
+	}
+}
+
+// takeOut returns what is buffered, for the holder of the write side, and
+// starts an empty buffer. Under mu.
+func (c *muxConn) takeOut() outbuf {
+	o := c.out
+	c.out = outbuf{full: c.lists, cur: c.chunk()}
+	c.lists = nil
+	return o
+}
+
+// recycle keeps the chunks of a finished write for reuse: a few of modest
+// size, so that a burst of big values leaves no buffer at its peak. Under
+// mu.
+func (c *muxConn) recycle(o outbuf) {
+	for _, b := range o.full {
+		c.keep(b)
+	}
+	c.keep(o.cur)
+	if o.full != nil && c.lists == nil {
+		clear(o.full)
+		c.lists = o.full[:0]
+	}
+}
+
+func (c *muxConn) keep(b []byte) {
+	if len(c.free) < keepFree && cap(b) <= keepChunk {
+		c.free = append(c.free, b[:0])
+	}
+}
+
+// write sends o whole. Only the write side's holder calls it.
+func (c *muxConn) write(o outbuf) error {
+	if wt := c.node.cfg.WriteTimeout; wt > 0 {
+		c.nc.SetWriteDeadline(time.Now().Add(wt))
+	}
+	var err error
+	switch {
+	case len(o.full) == 0:
+		_, err = c.nc.Write(o.cur)
+	case len(o.full) == 1 && len(o.cur) == 0:
+		_, err = c.nc.Write(o.full[0])
+	default:
+		// WriteTo consumes the slice it is given: give it a copy of the
+		// chunk list (c.iov, whose backing array c.iovs keeps), so that
+		// recycle still sees every chunk whole.
+		c.iovs = append(append(c.iovs[:0], o.full...), o.cur)
+		c.iov = c.iovs
+		_, err = c.iov.WriteTo(c.nc)
+		clear(c.iovs)
+	}
+	if err == nil {
+		c.node.flushes.Add(1)
+		c.node.commands.Add(o.count)
+	}
+	return err
+}
+
+func signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// writeOnce writes what is buffered, for a caller that took the write
+// side, and leaves what accumulated meanwhile to the writer goroutine.
+func (c *muxConn) writeOnce() {
+	c.mu.Lock()
+	o := c.takeOut()
+	c.mu.Unlock()
+	if err := c.write(o); err != nil {
+		c.fail(err) // the write side stays taken: nothing more is written
+		return
+	}
+	c.mu.Lock()
+	c.recycle(o)
+	more := !c.out.empty()
+	if !more {
+		c.writing = false
+	}
+	c.mu.Unlock()
+	if more {
+		signal(c.writeSig)
+	}
+}
+
+// writeLoop holds the write side when a writer hands it over, and writes
+// until nothing is left.
+func (c *muxConn) writeLoop() {
+	defer c.node.wg.Done()
+	for {
+		select {
+		case <-c.writeSig:
+		case <-c.quit:
+			return
+		}
+		for {
+			// When more commands are in flight than queued for this write,
+			// callers woken by the reader are about to enqueue again: let
+			// them run first, so one write system call carries them all.
+			c.mu.Lock()
+			queued := c.out.count
+			c.mu.Unlock()
+			if c.pending.Load() > 2*queued {
+				runtime.Gosched()
+			}
+			c.mu.Lock()
+			if c.out.empty() {
+				c.writing = false
+				c.mu.Unlock()
+				break
+			}
+			o := c.takeOut()
+			c.mu.Unlock()
+			if err := c.write(o); err != nil {
+				c.fail(err)
+				return
+			}
+			c.mu.Lock()
+			c.recycle(o)
+			c.mu.Unlock()
+		}
+	}
+}

@@ -1,0 +1,6 @@
+//go:build race
+
+package strategy
+
+// raceOn: allocation counts are distorted by the race detector.
+const raceOn = true
