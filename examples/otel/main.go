@@ -81,11 +81,11 @@ func run(addr string) error {
 	}
 	// A miss is not an error: its span and measurement carry no error.type.
 	if _, err := c.Get(ctx, key+":missing"); !errors.Is(err, redisx.ErrNotFound) {
-		return fmt.Errorf("Get of a missing key: %v", err)
+		return fmt.Errorf("otel example: Get of a missing key: %v", err)
 	}
 	// A server error reply is: error.type and db.response.status_code say WRONGTYPE.
 	if _, err := c.Do(ctx, "LPUSH", key, "x"); err == nil {
-		return errors.New("LPUSH on a string key succeeded")
+		return errors.New("otel example: LPUSH on a string key succeeded")
 	}
 	fmt.Fprintln(os.Stderr, "--- metrics (db.client.operation.duration and the gauges) ---")
 	if err := mp.Shutdown(context.Background()); err != nil { // exports the metrics once
