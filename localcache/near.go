@@ -29,7 +29,7 @@ type Near struct {
 	// strategy.GoRedis, Options.Addrs must still name the server(s): the
 	// invalidation connections are Near's own.
 	Inner strategy.Strategy
-	// MaxBytes bounds the cache: keys, values and about 100 bytes of
+	// MaxBytes bounds the cache: keys, values and about 200 bytes of
 	// bookkeeping per entry. Zero: 64 MiB.
 	MaxBytes int64
 	// TTL is the longest an entry is served locally, a bound on staleness
@@ -134,7 +134,16 @@ func (n *near) cacheable(key string) bool {
 // Get implements strategy.Backend. A local hit returns a copy of the
 // cached value.
 func (n *near) Get(ctx context.Context, key string) ([]byte, error) {
-	v, _, err := n.get(ctx, key)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if e, ok := n.s.get(key); ok {
+		if e.neg {
+			return nil, strategy.ErrNotFound
+		}
+		return bytes.Clone(e.val), nil
+	}
+	v, _, err := n.miss(ctx, nil, key)
 	return v, err
 }
 
@@ -352,9 +361,9 @@ func (n *near) fetch(ctx context.Context, keys []string) ([][]byte, []time.Durat
 }
 
 // Set implements strategy.Backend. The local copy is dropped before the
-// write is sent, and again, waiting for ristretto's buffer this time, once
-// the write returns (acknowledged or failed), voiding every read of the
-// key still in flight: this process reads its own write at once.
+// write is sent, and again once the write returns (acknowledged or
+// failed), voiding every read of the key still in flight: this process
+// reads its own write at once.
 func (n *near) Set(ctx context.Context, key string, value []byte, ttl time.Duration) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -459,8 +468,8 @@ func (n *near) Stats() strategy.Stats {
 		s = st.Stats()
 	}
 	s.Strategy = "near/" + s.Strategy
-	s.LocalHits = n.s.hits.Load()
-	s.LocalMisses = n.s.misses.Load()
+	s.LocalHits = n.s.hits()
+	s.LocalMisses = n.s.misses()
 	s.Invalidations = n.s.invalidations.Load()
 	s.LocalFlushes = n.s.flushes.Load()
 	s.Evictions = n.s.evictions.Load()
@@ -479,3 +488,4 @@ func (n *near) Close() error {
 	n.s.close()
 	return err
 }
+

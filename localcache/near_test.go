@@ -132,8 +132,9 @@ func show(v []byte, err error) string {
 
 // warm reads key until a read of it is served locally and returns how
 // many reads that took. Every read must return want (nil: ErrNotFound).
-// Ristretto admits entries asynchronously, so the read after the one that
-// filled the cache is usually, not always, the first local hit.
+// The read after the one that filled the cache is a local hit unless the
+// invalidation of an earlier write of the key, still on its way, deletes
+// what that read stored (TestNearReadOnceIsHitAtOnce waits for it).
 func (h *harness) warm(ctx context.Context, key string, want []byte) int {
 	h.t.Helper()
 	deadline := time.Now().Add(2 * time.Second)
@@ -564,6 +565,68 @@ func TestNearHotReadsServedLocally(t *testing.T) {
 			}
 			if local < reads-10 {
 				t.Errorf("LocalHits grew by %d over %d reads, want ≥ %d", local, reads, reads-10)
+			}
+		})
+	}
+}
+
+// TestNearReadOnceIsHitAtOnce: a key read once — a miss whose reply was
+// stored, a value or (NegativeTTL) a missing key — is a local hit on the
+// very next read from any goroutine, with no pause in between: a stored
+// reply is visible at once, not when ristretto gets round to applying its
+// buffered Set, and is not lost to its admission.
+func TestNearReadOnceIsHitAtOnce(t *testing.T) {
+	srv := launcher.Standalone(t, launcher.Options{})
+	for _, v := range nearVariants(localcache.Near{NegativeTTL: time.Minute}) {
+		t.Run(v.name, func(t *testing.T) {
+			h := openHarness(t, []string{srv.Addr()}, v.s, false)
+			ctx := testCtx(t, 15*time.Second)
+			const keys, readers, reads = 20, 8, 50
+			for i := range keys {
+				key := fmt.Sprintf("near:once:%s:%d", v.name, i)
+				var want []byte // odd keys stay missing
+				if i%2 == 0 {
+					want = fmt.Appendf(nil, "value-%d", i)
+					// The invalidation of this write must have arrived
+					// before the read: arriving after it, it would rightly
+					// delete what the read stored.
+					inv := h.stats().Invalidations
+					h.otherSet(ctx, key, string(want))
+					for deadline := time.Now().Add(2 * time.Second); h.stats().Invalidations == inv; time.Sleep(time.Millisecond) {
+						if time.Now().After(deadline) {
+							t.Fatalf("no invalidation of %q reached the near-cache within 2 s", key)
+						}
+					}
+				}
+				before := h.stats()
+				if got, err := h.c.Get(ctx, key); !same(got, err, want) {
+					t.Fatalf("first Get(%q) = %s, want %s", key, show(got, err), show(want, nil))
+				}
+				first := h.stats()
+				if first.LocalMisses != before.LocalMisses+1 || first.LocalHits != before.LocalHits {
+					t.Fatalf("first Get(%q): LocalMisses +%d, LocalHits +%d; want a miss", key,
+						first.LocalMisses-before.LocalMisses, first.LocalHits-before.LocalHits)
+				}
+				var wg sync.WaitGroup
+				var wrong atomic.Int64
+				for range readers {
+					wg.Go(func() {
+						for range reads {
+							if got, err := h.c.Get(ctx, key); !same(got, err, want) {
+								wrong.Add(1)
+							}
+						}
+					})
+				}
+				wg.Wait()
+				after := h.stats()
+				if n := wrong.Load(); n > 0 {
+					t.Fatalf("%d reads of %q after the first returned something else than %s", n, key, show(want, nil))
+				}
+				if hits, misses := after.LocalHits-first.LocalHits, after.LocalMisses-first.LocalMisses; hits != readers*reads || misses != 0 {
+					t.Errorf("key %q: %d reads from %d goroutines right after the first: %d local hits, %d misses; want every one a hit",
+						key, readers*reads, readers, hits, misses)
+				}
 			}
 		})
 	}

@@ -1,6 +1,8 @@
 package localcache
 
 import (
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -53,5 +55,118 @@ func TestStoreRecoveryFlushesBeforeServing(t *testing.T) {
 	}
 	if n := s.flushes.Load(); n != 2 {
 		t.Errorf("LocalFlushes = %d after stopServing, want still 2", n)
+	}
+}
+
+func openTestStore(t *testing.T, maxBytes int64) *store {
+	t.Helper()
+	s, err := newStore(maxBytes, time.Minute, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.close)
+	s.up()
+	return s
+}
+
+// TestStoreInvalidationIsImmediate: an invalidation takes effect when it
+// returns, without waiting for ristretto's buffer — neither a reply
+// stored just before it (whose Set ristretto has not applied yet) nor a
+// read in flight across it is served afterwards, then or once ristretto
+// has applied everything queued.
+func TestStoreInvalidationIsImmediate(t *testing.T) {
+	s := openTestStore(t, 1<<20)
+	for i := range 100 {
+		stored, inFlight := fmt.Sprintf("stored:%d", i), fmt.Sprintf("in-flight:%d", i)
+		s.settle(s.reserve(stored), []byte("old"), true, strategy.NoTTL)
+		if _, ok := s.get(stored); !ok {
+			t.Fatalf("get(%q) right after its read settled: a miss, want a hit", stored)
+		}
+		tk := s.reserve(inFlight)
+		s.invalidate(stored, inFlight)
+		s.settle(tk, []byte("old"), true, strategy.NoTTL)
+		for _, k := range []string{stored, inFlight} {
+			if e, ok := s.get(k); ok {
+				t.Fatalf("get(%q) = %q after its invalidation returned", k, e.val)
+			}
+		}
+	}
+	s.c.Wait()
+	for i := range 100 {
+		for _, k := range []string{fmt.Sprintf("stored:%d", i), fmt.Sprintf("in-flight:%d", i)} {
+			if e, ok := s.get(k); ok {
+				t.Fatalf("get(%q) = %q once ristretto applied its buffer", k, e.val)
+			}
+		}
+	}
+}
+
+// TestStoreConcurrentReadsOfOneKeyKeepItsEntry: two reads of a key in
+// flight together both settle; the key stays served once ristretto has
+// applied both Sets. (Ristretto takes a second Set of a key new to it,
+// queued behind the first, for one to reject: the index must not lose
+// the key to that rejection.)
+func TestStoreConcurrentReadsOfOneKeyKeepItsEntry(t *testing.T) {
+	s := openTestStore(t, 1<<20)
+	for i := range 100 {
+		k := fmt.Sprintf("k:%d", i)
+		t1, t2 := s.reserve(k), s.reserve(k)
+		s.settle(t1, []byte("v"), true, strategy.NoTTL)
+		s.settle(t2, []byte("v"), true, strategy.NoTTL)
+	}
+	s.c.Wait()
+	for i := range 100 {
+		if _, ok := s.get(fmt.Sprintf("k:%d", i)); !ok {
+			t.Fatalf("get(k:%d) after two reads of it settled: a miss, want a hit", i)
+		}
+	}
+}
+
+// TestStoreStaysWithinMaxBytes: what the index serves is what ristretto
+// holds, within MaxBytes, however many replies are stored: ristretto's
+// evictions and rejections take entries out of the index too.
+func TestStoreStaysWithinMaxBytes(t *testing.T) {
+	const maxBytes = 64 << 10
+	s := openTestStore(t, maxBytes)
+	val := make([]byte, 100)
+	for i := range 5000 {
+		s.settle(s.reserve(fmt.Sprintf("key:%d", i)), val, true, strategy.NoTTL)
+		if i%500 == 0 {
+			s.c.Wait()
+		}
+	}
+	s.c.Wait()
+	var n, indexed int64
+	for _, e := range s.index.All() {
+		n++
+		indexed += e.cost
+	}
+	t.Logf("%d entries (%d bytes) indexed, %d bytes held by ristretto, %d evictions", n, indexed, s.bytes.Load(), s.evictions.Load())
+	if indexed > maxBytes || s.bytes.Load() > maxBytes {
+		t.Errorf("indexed %d bytes, ristretto holds %d; want both <= MaxBytes %d", indexed, s.bytes.Load(), maxBytes)
+	}
+	if n == 0 {
+		t.Errorf("nothing indexed after 5000 stores: the check proves nothing")
+	}
+}
+
+// TestStoreCountsEveryLookup: hits and misses are counted on stripes, and
+// summed exactly.
+func TestStoreCountsEveryLookup(t *testing.T) {
+	s := openTestStore(t, 1<<20)
+	s.settle(s.reserve("hit"), []byte("v"), true, strategy.NoTTL)
+	const goroutines, lookups = 16, 1000
+	var wg sync.WaitGroup
+	for range goroutines {
+		wg.Go(func() {
+			for range lookups {
+				s.get("hit")
+				s.get("miss")
+			}
+		})
+	}
+	wg.Wait()
+	if h, m := s.hits(), s.misses(); h != goroutines*lookups || m != goroutines*lookups {
+		t.Errorf("hits %d, misses %d; want %d each", h, m, goroutines*lookups)
 	}
 }
