@@ -209,13 +209,22 @@ func (n *near) get(ctx context.Context, key string) ([]byte, time.Duration, erro
 }
 
 // miss reads key through the inner strategy, appends its value to dst and
-// stores it if it may. The TTL is the key's on the server (UnknownTTL
-// when not read).
+// stores it if it may — or, while another read of the key is in flight
+// whose reply may still be stored, waits for that reply (see flight). The
+// TTL is the key's on the server (UnknownTTL when not read).
 func (n *near) miss(ctx context.Context, dst []byte, key string) ([]byte, time.Duration, error) {
 	cache := n.cacheable(key)
 	var t ticket
 	if cache {
-		t = n.s.reserve(key)
+		var f *flight
+		if t, f = n.s.reserveOrJoin(key); f != nil {
+			// Another read of the key is in flight: its reply is this one's.
+			out, ttl, ok, err := f.wait(ctx, dst)
+			if ok {
+				return out, ttl, err
+			}
+			t = n.s.reserve(key) // it failed: read alone
+		}
 	}
 	out, ttl, err := n.read(ctx, dst, key, cache)
 	if cache {
@@ -488,4 +497,3 @@ func (n *near) Close() error {
 	n.s.close()
 	return err
 }
-

@@ -148,8 +148,9 @@ type resStripe struct {
 }
 
 type reservation struct {
-	refs int    // reads in flight for the key
-	ver  uint64 // bumped by each invalidation of the key
+	refs int     // reads in flight for the key
+	ver  uint64  // bumped by each invalidation of the key
+	lead *flight // the read later misses may wait for (see flight), or nil
 }
 
 // ticket is what a read carries from reserve to settle.
@@ -157,6 +158,7 @@ type ticket struct {
 	key      string
 	rs       *resStripe
 	ver, gen uint64
+	f        *flight // the flight this read leads, or nil
 }
 
 // entryOverhead approximates the bytes an entry costs besides its key and
@@ -275,27 +277,71 @@ func (s *store) reserve(key string) ticket {
 	return t
 }
 
+// reserveOrJoin is reserve for a read that others may wait for: when the
+// key's flight may still store its reply (no invalidation of the key and
+// no flush since it was reserved, and the store healthy), it returns that
+// flight to wait for and no ticket; otherwise a ticket that leads a new
+// flight, which settle or release ends.
+func (s *store) reserveOrJoin(key string) (ticket, *flight) {
+	rs := s.stripe(key)
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	r := rs.pending[key]
+	if r == nil {
+		r = &reservation{}
+		rs.pending[key] = r
+	}
+	gen := s.gen.Load()
+	if f := r.lead; f != nil && f.ver == r.ver && f.gen == gen && s.healthy.Load() {
+		f.waiters++
+		return ticket{}, f
+	}
+	r.refs++
+	f := &flight{done: make(chan struct{}), ver: r.ver, gen: gen}
+	r.lead = f
+	return ticket{key: key, rs: rs, ver: r.ver, gen: gen, f: f}, nil
+}
+
 // settle ends the read of t. When found or remembered misses are on, the
 // reply is stored — but only if no invalidation of the key and no flush
 // happened since reserve, and the store is healthy. The value is copied:
-// the caller keeps the one it was handed.
+// the caller keeps the one it was handed. The reply lands t's flight,
+// stored or not.
 func (s *store) settle(t ticket, val []byte, found bool, keyTTL time.Duration) {
-	var e *entry
+	e := s.entryOf(t, val, found, keyTTL)
+	rs := t.rs
+	rs.mu.Lock()
+	r := rs.unref(t.key)
+	if e != nil && r.ver == t.ver && t.gen == s.gen.Load() && s.healthy.Load() && !s.closed {
+		// Under the stripe's lock, as remove's deletion from the index is:
+		// an invalidation of the key either voided the reservation before
+		// this (r.ver) or deletes this entry after it.
+		s.put(e)
+	}
+	if t.f != nil {
+		t.f.land(r, true, found, val, keyTTL, e)
+	}
+	rs.mu.Unlock()
+}
+
+// entryOf returns the entry the reply of t is to be stored as, or nil when
+// it is not to be stored: a miss when misses are not remembered, a key
+// whose TTL is unknown or about to end.
+func (s *store) entryOf(t ticket, val []byte, found bool, keyTTL time.Duration) *entry {
 	ttl := s.ttl
 	switch {
 	case keyTTL == strategy.UnknownTTL && s.ttlKnown:
 		// The key vanished or its TTL could not be read: do not guess.
-		s.release(t)
-		return
+		return nil
 	case keyTTL >= 0 && keyTTL < ttl:
 		// Never outlive the key on the server: its expiry reaches us
 		// only when the server gets round to deleting it.
 		ttl = keyTTL
 		if ttl < time.Millisecond {
-			s.release(t)
-			return
+			return nil
 		}
 	}
+	var e *entry
 	switch {
 	case found:
 		e = &entry{key: t.key, val: append(make([]byte, 0, len(val)), val...), gen: t.gen}
@@ -305,22 +351,15 @@ func (s *store) settle(t ticket, val []byte, found bool, keyTTL time.Duration) {
 	case s.negTTL > 0:
 		e = &entry{key: t.key, neg: true, gen: t.gen}
 		ttl = min(ttl, s.negTTL)
+	default:
+		return nil
 	}
 	if s.jitter > 0 {
 		ttl -= time.Duration(rand.Float64() * s.jitter * float64(ttl))
 	}
-	rs := t.rs
-	rs.mu.Lock()
-	r := rs.unref(t.key)
-	if e != nil && r.ver == t.ver && t.gen == s.gen.Load() && s.healthy.Load() && !s.closed {
-		// Under the stripe's lock, as remove's deletion from the index is:
-		// an invalidation of the key either voided the reservation before
-		// this (r.ver) or deletes this entry after it.
-		e.deadline = int64(time.Since(s.start) + ttl - clockTick)
-		e.cost = int64(len(t.key) + len(e.val) + entryOverhead)
-		s.put(e)
-	}
-	rs.mu.Unlock()
+	e.deadline = int64(time.Since(s.start) + ttl - clockTick)
+	e.cost = int64(len(t.key) + len(e.val) + entryOverhead)
+	return e
 }
 
 // put makes e visible in the index and hands it to ristretto; under the
@@ -363,10 +402,14 @@ func (rs *resStripe) unref(key string) *reservation {
 	return r
 }
 
-// release ends the read of t without storing anything.
+// release ends the read of t without storing anything: the read failed,
+// and the waiters of its flight read for themselves.
 func (s *store) release(t ticket) {
 	t.rs.mu.Lock()
-	t.rs.unref(t.key)
+	r := t.rs.unref(t.key)
+	if t.f != nil {
+		t.f.land(r, false, false, nil, 0, nil)
+	}
 	t.rs.mu.Unlock()
 }
 

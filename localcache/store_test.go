@@ -1,6 +1,8 @@
 package localcache
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -168,5 +170,84 @@ func TestStoreCountsEveryLookup(t *testing.T) {
 	wg.Wait()
 	if h, m := s.hits(), s.misses(); h != goroutines*lookups || m != goroutines*lookups {
 		t.Errorf("hits %d, misses %d; want %d each", h, m, goroutines*lookups)
+	}
+}
+
+// TestStoreFlights: a miss joins the key's read in flight while that
+// read's reply may still be stored, and gets that reply, found or not, in
+// a copy of its own; it leads a new flight instead after an invalidation
+// of the key, a flush, or while the store is down; a failed flight sends
+// its waiters to read for themselves.
+func TestStoreFlights(t *testing.T) {
+	s := openTestStore(t, 1<<20)
+	ctx := context.Background()
+	lead := func(key string) ticket {
+		t.Helper()
+		tk, f := s.reserveOrJoin(key)
+		if f != nil {
+			t.Fatalf("reserveOrJoin(%q) joined a flight, want to lead one", key)
+		}
+		return tk
+	}
+	join := func(key string) *flight {
+		t.Helper()
+		_, f := s.reserveOrJoin(key)
+		if f == nil {
+			t.Fatalf("reserveOrJoin(%q) leads a flight, want to join the one in flight", key)
+		}
+		return f
+	}
+
+	// Joined: the leader's reply, in the joiner's own buffer.
+	tk := lead("a")
+	f := join("a")
+	val := []byte("value")
+	s.settle(tk, val, true, strategy.NoTTL)
+	val[0] = 'X' // the leader's caller owns its value
+	if got, _, ok, err := f.wait(ctx, []byte("dst:")); !ok || err != nil || string(got) != "dst:value" {
+		t.Fatalf("joined flight: wait = %q, ok %v, %v; want \"dst:value\"", got, ok, err)
+	}
+	tk = lead("missing")
+	f = join("missing")
+	s.settle(tk, nil, false, strategy.NoTTL)
+	if _, _, ok, err := f.wait(ctx, nil); !ok || !errors.Is(err, strategy.ErrNotFound) {
+		t.Fatalf("joined flight of a missing key: wait = ok %v, %v; want ErrNotFound", ok, err)
+	}
+
+	// Not joined once the flight's reply can no longer be stored.
+	for name, void := range map[string]func(key string){
+		"invalidation": func(key string) { s.invalidate(key) },
+		"flush":        func(string) { s.flush() },
+		"loss":         func(string) { s.down(); s.up() },
+	} {
+		key := "b:" + name
+		old := lead(key)
+		void(key)
+		fresh := lead(key) // fails the test if it joins old's flight
+		s.settle(old, []byte("old"), true, strategy.NoTTL)
+		s.settle(fresh, []byte("fresh"), true, strategy.NoTTL)
+		if e, ok := s.get(key); !ok || string(e.val) != "fresh" {
+			t.Errorf("after %s: get = %v, %v; want the fresh read's reply stored", name, e, ok)
+		}
+	}
+	s.down()
+	lead("c")
+	lead("c") // down: no joining
+	s.up()
+
+	// A failed flight: its waiters read for themselves.
+	tk = lead("d")
+	f = join("d")
+	s.release(tk)
+	if _, _, ok, err := f.wait(ctx, nil); ok || err != nil {
+		t.Fatalf("failed flight: wait = ok %v, %v; want not ok, no error", ok, err)
+	}
+	// A done context ends the wait, with its error.
+	lead("e")
+	f = join("e")
+	done, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, _, ok, err := f.wait(done, nil); !ok || !errors.Is(err, context.Canceled) {
+		t.Fatalf("wait with a done context = ok %v, %v; want context.Canceled", ok, err)
 	}
 }
