@@ -369,15 +369,17 @@ func (n *near) fetch(ctx context.Context, keys []string) ([][]byte, []time.Durat
 	return vs, ttls, nil
 }
 
-// Set implements strategy.Backend. The local copy is dropped before the
-// write is sent, and again once the write returns (acknowledged or
-// failed), voiding every read of the key still in flight: this process
-// reads its own write at once.
+// Set implements strategy.Backend. Once the write returns (acknowledged
+// or failed) the local copy is dropped and every read of the key still in
+// flight voided, before Set returns: this process reads its own write at
+// once. While the write is in flight the old copy is still served, as a
+// read concurrent with the write may be; dropping it before the write is
+// sent would only turn those reads into misses (a hot key written often
+// would hardly ever be served locally) and order nothing more.
 func (n *near) Set(ctx context.Context, key string, value []byte, ttl time.Duration) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	n.s.drop(key)
 	err := n.inner.Set(ctx, key, value, ttl)
 	n.s.invalidate(key)
 	return err
@@ -388,7 +390,6 @@ func (n *near) Del(ctx context.Context, keys ...string) (int64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	n.s.drop(keys...)
 	c, err := n.inner.Del(ctx, keys...)
 	n.s.invalidate(keys...)
 	return c, err
@@ -403,7 +404,6 @@ func (n *near) MSet(ctx context.Context, kv map[string][]byte, ttl time.Duration
 	for k := range kv {
 		keys = append(keys, k)
 	}
-	n.s.drop(keys...)
 	var err error
 	if n.mset != nil {
 		err = n.mset.MSet(ctx, kv, ttl)
@@ -420,8 +420,7 @@ func (n *near) MSet(ctx context.Context, kv map[string][]byte, ttl time.Duration
 
 // Do implements strategy.Doer. A command that may write a key (told by
 // the server's own key specifications, internal/command) invalidates its
-// keys as Set does: dropped before it is sent, invalidated once it
-// returns. FLUSHALL, FLUSHDB and SWAPDB flush the local cache before they
+// keys as Set does, once it returns. FLUSHALL, FLUSHDB and SWAPDB flush the local cache before they
 // are sent and again before Do returns, and so does a write whose keys
 // cannot be told — a command the table does not know, SORT … STORE, a
 // malformed key count: correct first. Read-only commands touch nothing.
@@ -440,7 +439,6 @@ func (n *near) Do(ctx context.Context, args ...any) (any, error) {
 		n.s.flush() // nor of a read that overtook it
 		return v, err
 	case len(keys) > 0:
-		n.s.drop(keys...)
 		v, err := n.do.Do(ctx, args...)
 		n.s.invalidate(keys...)
 		return v, err

@@ -415,17 +415,10 @@ func (s *store) release(t ticket) {
 
 // invalidate drops keys and voids the reservations of reads in flight;
 // ristretto is told too, so that it frees their bytes. Nothing waits for
-// ristretto's buffer: what it still holds of a key is never served.
+// ristretto's buffer: what it still holds of a key is never served (and
+// its Del, applied late, can only take a newer entry out of the index: a
+// lost hit, never a stale one).
 func (s *store) invalidate(keys ...string) {
-	s.remove(keys, true)
-	s.invalidations.Add(int64(len(keys)))
-}
-
-// drop is invalidate before a write is sent, leaving ristretto to the
-// invalidation after it.
-func (s *store) drop(keys ...string) { s.remove(keys, false) }
-
-func (s *store) remove(keys []string, tell bool) {
 	for _, k := range keys {
 		rs := s.stripe(k)
 		rs.mu.Lock()
@@ -435,9 +428,6 @@ func (s *store) remove(keys []string, tell bool) {
 		s.index.Delete(k)
 		rs.mu.Unlock()
 	}
-	if !tell {
-		return
-	}
 	s.closeMu.RLock()
 	if !s.closed {
 		for _, k := range keys {
@@ -445,6 +435,7 @@ func (s *store) remove(keys []string, tell bool) {
 		}
 	}
 	s.closeMu.RUnlock()
+	s.invalidations.Add(int64(len(keys)))
 }
 
 // flush voids every entry and every read in flight, at once, and counts
