@@ -81,8 +81,9 @@ type store struct {
 
 	// closeMu keeps close from closing ristretto under a call that uses it
 	// (held shared around its Del and Get): ristretto panics on a Del
-	// after Close and may on a Get during it.
-	closeMu sync.RWMutex
+	// after Close and may on a Get during it. Reader-biased: feed takes
+	// it on the hit path, and its readers write no shared cache line.
+	closeMu *xsync.RBMutex
 	closed  bool // set under closeMu and every reservation stripe's lock
 	wasUp   bool // under every reservation stripe's lock: up was called before
 
@@ -167,7 +168,7 @@ type ticket struct {
 const entryOverhead = 200
 
 func newStore(maxBytes int64, ttl, negTTL time.Duration, jitter float64) (*store, error) {
-	s := &store{index: xsync.NewMap[string, *entry](), ttl: ttl, negTTL: negTTL, jitter: jitter, seed: maphash.MakeSeed(),
+	s := &store{index: xsync.NewMap[string, *entry](), closeMu: xsync.NewRBMutex(), ttl: ttl, negTTL: negTTL, jitter: jitter, seed: maphash.MakeSeed(),
 		start: time.Now(), stopClock: make(chan struct{}), clockDone: make(chan struct{})}
 	for i := range s.res {
 		s.res[i].pending = map[string]*reservation{}
@@ -236,11 +237,11 @@ func (s *store) get(key string) (*entry, bool) {
 // feed shows a lookup of key to ristretto's admission policy; the value
 // its Get returns is never served (the index is).
 func (s *store) feed(key string) {
-	s.closeMu.RLock()
+	tk := s.closeMu.RLock()
 	if !s.closed {
 		s.c.Get(key)
 	}
-	s.closeMu.RUnlock()
+	s.closeMu.RUnlock(tk)
 }
 
 // hits and misses sum the counter stripes.
@@ -428,13 +429,13 @@ func (s *store) invalidate(keys ...string) {
 		s.index.Delete(k)
 		rs.mu.Unlock()
 	}
-	s.closeMu.RLock()
+	tk := s.closeMu.RLock()
 	if !s.closed {
 		for _, k := range keys {
 			s.c.Del(k)
 		}
 	}
-	s.closeMu.RUnlock()
+	s.closeMu.RUnlock(tk)
 	s.invalidations.Add(int64(len(keys)))
 }
 
