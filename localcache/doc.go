@@ -38,10 +38,13 @@
 // back — flushing it once more first, so that no read begun before can
 // store its reply. A process's own writes (Set, MSet, Del, and any write
 // command sent through Do, its keys told by the server's own key
-// specifications) drop the local copy before they are sent and invalidate
-// it again once they return, so it always reads its own writes; FLUSHALL,
-// FLUSHDB, SWAPDB, and a write whose keys cannot be told, flush the whole
-// cache.
+// specifications) invalidate the local copy once they return, before the
+// call does, so it always reads its own writes; FLUSHALL, FLUSHDB, SWAPDB,
+// and a write whose keys cannot be told, flush the whole cache.
+//
+// Concurrent misses of one key share one read: while a read of the key is
+// in flight whose reply may still be stored, a miss waits for that reply
+// instead of sending its own.
 //
 // Every entry also carries a TTL no longer than Near.TTL, a bound on
 // staleness should everything else fail.

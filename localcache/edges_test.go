@@ -374,7 +374,7 @@ func TestNearDoReadsItsOwnWrites(t *testing.T) {
 			for i := range iterations {
 				key := fmt.Sprintf("near:do:%s:%d", tc.name, i)
 				old := fmt.Appendf(nil, "old-%d", i)
-				h.otherSet(ctx, key, string(old))
+				h.otherSetSeen(ctx, key, string(old))
 				h.warm(ctx, key, old)
 				var want []byte
 				if !tc.del {
@@ -401,7 +401,7 @@ func TestNearDoReadsItsOwnWrites(t *testing.T) {
 	}
 	t.Run("read-only", func(t *testing.T) {
 		key := "near:do:readonly"
-		h.otherSet(ctx, key, "v")
+		h.otherSetSeen(ctx, key, "v")
 		h.warm(ctx, key, []byte("v"))
 		st := h.stats()
 		for _, args := range [][]any{{"GET", key}, {"STRLEN", key}, {"EXISTS", key}, {"TTL", key}, {"PING"}} {

@@ -370,8 +370,7 @@ func (l *listener) session(c redis.Conn) (next redis.Conn, err error) {
 		stopPinger()
 	}()
 	// A receiver goroutine parses messages; this one applies them, folding
-	// every message that queued up meanwhile into one invalidation, so a
-	// burst of writes costs one wait on ristretto's buffer, not one each.
+	// every message that queued up meanwhile into one invalidation.
 	msgs := make(chan invalidation, 256)
 	recvErr := make(chan error, 1)
 	go func() {

@@ -29,7 +29,7 @@ type Near struct {
 	// strategy.GoRedis, Options.Addrs must still name the server(s): the
 	// invalidation connections are Near's own.
 	Inner strategy.Strategy
-	// MaxBytes bounds the cache: keys, values and about 100 bytes of
+	// MaxBytes bounds the cache: keys, values and about 200 bytes of
 	// bookkeeping per entry. Zero: 64 MiB.
 	MaxBytes int64
 	// TTL is the longest an entry is served locally, a bound on staleness
@@ -134,7 +134,16 @@ func (n *near) cacheable(key string) bool {
 // Get implements strategy.Backend. A local hit returns a copy of the
 // cached value.
 func (n *near) Get(ctx context.Context, key string) ([]byte, error) {
-	v, _, err := n.get(ctx, key)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if e, ok := n.s.get(key); ok {
+		if e.neg {
+			return nil, strategy.ErrNotFound
+		}
+		return bytes.Clone(e.val), nil
+	}
+	v, _, err := n.miss(ctx, nil, key)
 	return v, err
 }
 
@@ -200,13 +209,22 @@ func (n *near) get(ctx context.Context, key string) ([]byte, time.Duration, erro
 }
 
 // miss reads key through the inner strategy, appends its value to dst and
-// stores it if it may. The TTL is the key's on the server (UnknownTTL
-// when not read).
+// stores it if it may — or, while another read of the key is in flight
+// whose reply may still be stored, waits for that reply (see flight). The
+// TTL is the key's on the server (UnknownTTL when not read).
 func (n *near) miss(ctx context.Context, dst []byte, key string) ([]byte, time.Duration, error) {
 	cache := n.cacheable(key)
 	var t ticket
 	if cache {
-		t = n.s.reserve(key)
+		var f *flight
+		if t, f = n.s.reserveOrJoin(key); f != nil {
+			// Another read of the key is in flight: its reply is this one's.
+			out, ttl, ok, err := f.wait(ctx, dst)
+			if ok {
+				return out, ttl, err
+			}
+			t = n.s.reserve(key) // it failed: read alone
+		}
 	}
 	out, ttl, err := n.read(ctx, dst, key, cache)
 	if cache {
@@ -351,15 +369,17 @@ func (n *near) fetch(ctx context.Context, keys []string) ([][]byte, []time.Durat
 	return vs, ttls, nil
 }
 
-// Set implements strategy.Backend. The local copy is dropped before the
-// write is sent, and again, waiting for ristretto's buffer this time, once
-// the write returns (acknowledged or failed), voiding every read of the
-// key still in flight: this process reads its own write at once.
+// Set implements strategy.Backend. Once the write returns (acknowledged
+// or failed) the local copy is dropped and every read of the key still in
+// flight voided, before Set returns: this process reads its own write at
+// once. While the write is in flight the old copy is still served, as a
+// read concurrent with the write may be; dropping it before the write is
+// sent would only turn those reads into misses (a hot key written often
+// would hardly ever be served locally) and order nothing more.
 func (n *near) Set(ctx context.Context, key string, value []byte, ttl time.Duration) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	n.s.drop(key)
 	err := n.inner.Set(ctx, key, value, ttl)
 	n.s.invalidate(key)
 	return err
@@ -370,7 +390,6 @@ func (n *near) Del(ctx context.Context, keys ...string) (int64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	n.s.drop(keys...)
 	c, err := n.inner.Del(ctx, keys...)
 	n.s.invalidate(keys...)
 	return c, err
@@ -385,7 +404,6 @@ func (n *near) MSet(ctx context.Context, kv map[string][]byte, ttl time.Duration
 	for k := range kv {
 		keys = append(keys, k)
 	}
-	n.s.drop(keys...)
 	var err error
 	if n.mset != nil {
 		err = n.mset.MSet(ctx, kv, ttl)
@@ -402,8 +420,7 @@ func (n *near) MSet(ctx context.Context, kv map[string][]byte, ttl time.Duration
 
 // Do implements strategy.Doer. A command that may write a key (told by
 // the server's own key specifications, internal/command) invalidates its
-// keys as Set does: dropped before it is sent, invalidated once it
-// returns. FLUSHALL, FLUSHDB and SWAPDB flush the local cache before they
+// keys as Set does, once it returns. FLUSHALL, FLUSHDB and SWAPDB flush the local cache before they
 // are sent and again before Do returns, and so does a write whose keys
 // cannot be told — a command the table does not know, SORT … STORE, a
 // malformed key count: correct first. Read-only commands touch nothing.
@@ -422,7 +439,6 @@ func (n *near) Do(ctx context.Context, args ...any) (any, error) {
 		n.s.flush() // nor of a read that overtook it
 		return v, err
 	case len(keys) > 0:
-		n.s.drop(keys...)
 		v, err := n.do.Do(ctx, args...)
 		n.s.invalidate(keys...)
 		return v, err
@@ -459,8 +475,8 @@ func (n *near) Stats() strategy.Stats {
 		s = st.Stats()
 	}
 	s.Strategy = "near/" + s.Strategy
-	s.LocalHits = n.s.hits.Load()
-	s.LocalMisses = n.s.misses.Load()
+	s.LocalHits = n.s.hits()
+	s.LocalMisses = n.s.misses()
 	s.Invalidations = n.s.invalidations.Load()
 	s.LocalFlushes = n.s.flushes.Load()
 	s.Evictions = n.s.evictions.Load()

@@ -114,6 +114,20 @@ func (h *harness) otherSet(ctx context.Context, key, val string) {
 	}
 }
 
+// otherSetSeen is otherSet that returns once the near-cache has seen the
+// write's invalidation: a read that stores the key right after would
+// otherwise lose its entry to the invalidation arriving later.
+func (h *harness) otherSetSeen(ctx context.Context, key, val string) {
+	h.t.Helper()
+	inv := h.stats().Invalidations
+	h.otherSet(ctx, key, val)
+	for deadline := time.Now().Add(2 * time.Second); h.stats().Invalidations == inv; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			h.t.Fatalf("no invalidation of %q reached the near-cache within 2 s", key)
+		}
+	}
+}
+
 // same reports whether a Get's result is want; a nil want stands for
 // ErrNotFound.
 func same(v []byte, err error, want []byte) bool {
@@ -132,8 +146,9 @@ func show(v []byte, err error) string {
 
 // warm reads key until a read of it is served locally and returns how
 // many reads that took. Every read must return want (nil: ErrNotFound).
-// Ristretto admits entries asynchronously, so the read after the one that
-// filled the cache is usually, not always, the first local hit.
+// The read after the one that filled the cache is a local hit unless the
+// invalidation of an earlier write of the key, still on its way, deletes
+// what that read stored (otherSetSeen waits for it).
 func (h *harness) warm(ctx context.Context, key string, want []byte) int {
 	h.t.Helper()
 	deadline := time.Now().Add(2 * time.Second)
@@ -218,7 +233,7 @@ func measureInvalidation(t *testing.T, h *harness, prefix string, del bool) {
 	for i := range trials {
 		key := fmt.Sprintf("%s:%s:%d", prefix, op, i)
 		old := fmt.Appendf(nil, "old-%d", i)
-		h.otherSet(ctx, key, string(old))
+		h.otherSetSeen(ctx, key, string(old))
 		if h.warm(ctx, key, old) == 2 {
 			secondReadLocal++
 		}
@@ -296,7 +311,7 @@ func TestNearInvalidationConnectionKilled(t *testing.T) {
 			h := openHarness(t, []string{srv.Addr()}, v.s, false)
 			ctx := testCtx(t, 15*time.Second)
 			key := "near:killinv:" + v.name
-			h.otherSet(ctx, key, "old")
+			h.otherSetSeen(ctx, key, "old")
 			h.warm(ctx, key, []byte("old"))
 			flushes := h.stats().LocalFlushes
 			id := invalidationConn(t, ctx, srv)
@@ -359,7 +374,7 @@ func TestNearDataConnectionKilled(t *testing.T) {
 			h := openHarness(t, []string{srv.Addr()}, v.s, false)
 			ctx := testCtx(t, 15*time.Second)
 			key := "near:killdata:" + v.name
-			h.otherSet(ctx, key, "old")
+			h.otherSetSeen(ctx, key, "old")
 			h.warm(ctx, key, []byte("old"))
 			flushes := h.stats().LocalFlushes
 			inv := invalidationConn(t, ctx, srv)
@@ -423,7 +438,7 @@ func TestNearFlushAllEmptiesLocalCache(t *testing.T) {
 			keys := make([]string, 8)
 			for i := range keys {
 				keys[i] = fmt.Sprintf("near:flushall:%s:%d", v.name, i)
-				h.otherSet(ctx, keys[i], keys[i])
+				h.otherSetSeen(ctx, keys[i], keys[i])
 				h.warm(ctx, keys[i], []byte(keys[i]))
 			}
 			flushes := h.stats().LocalFlushes
@@ -455,7 +470,7 @@ func TestNearServerEvictionInvalidates(t *testing.T) {
 				t.Fatalf("FLUSHALL: %v", err)
 			}
 			key := "near:evict:A:" + v.name
-			h.otherSet(ctx, key, "A")
+			h.otherSetSeen(ctx, key, "A")
 			h.warm(ctx, key, []byte("A"))
 
 			big := strings.Repeat("x", 32<<10)
@@ -546,7 +561,7 @@ func TestNearHotReadsServedLocally(t *testing.T) {
 			h := openHarness(t, []string{srv.Addr()}, v.s, false)
 			ctx := testCtx(t, 15*time.Second)
 			key := "near:hot:" + v.name
-			h.otherSet(ctx, key, "hot")
+			h.otherSetSeen(ctx, key, "hot")
 			h.warm(ctx, key, []byte("hot"))
 			before, hits := commandCalls(t, ctx, srv), h.stats().LocalHits
 			const reads = 10_000
@@ -564,6 +579,98 @@ func TestNearHotReadsServedLocally(t *testing.T) {
 			}
 			if local < reads-10 {
 				t.Errorf("LocalHits grew by %d over %d reads, want ≥ %d", local, reads, reads-10)
+			}
+		})
+	}
+}
+
+// TestNearReadOnceIsHitAtOnce: a key read once — a miss whose reply was
+// stored, a value or (NegativeTTL) a missing key — is a local hit on the
+// very next read from any goroutine, with no pause in between: a stored
+// reply is visible at once, not when ristretto gets round to applying its
+// buffered Set, and is not lost to its admission.
+func TestNearReadOnceIsHitAtOnce(t *testing.T) {
+	srv := launcher.Standalone(t, launcher.Options{})
+	for _, v := range nearVariants(localcache.Near{NegativeTTL: time.Minute}) {
+		t.Run(v.name, func(t *testing.T) {
+			h := openHarness(t, []string{srv.Addr()}, v.s, false)
+			ctx := testCtx(t, 15*time.Second)
+			const keys, readers, reads = 20, 8, 50
+			for i := range keys {
+				key := fmt.Sprintf("near:once:%s:%d", v.name, i)
+				var want []byte // odd keys stay missing
+				if i%2 == 0 {
+					want = fmt.Appendf(nil, "value-%d", i)
+					// The invalidation of this write must have arrived
+					// before the read: arriving after it, it would rightly
+					// delete what the read stored.
+					h.otherSetSeen(ctx, key, string(want))
+				}
+				before := h.stats()
+				if got, err := h.c.Get(ctx, key); !same(got, err, want) {
+					t.Fatalf("first Get(%q) = %s, want %s", key, show(got, err), show(want, nil))
+				}
+				first := h.stats()
+				if first.LocalMisses != before.LocalMisses+1 || first.LocalHits != before.LocalHits {
+					t.Fatalf("first Get(%q): LocalMisses +%d, LocalHits +%d; want a miss", key,
+						first.LocalMisses-before.LocalMisses, first.LocalHits-before.LocalHits)
+				}
+				var wg sync.WaitGroup
+				var wrong atomic.Int64
+				for range readers {
+					wg.Go(func() {
+						for range reads {
+							if got, err := h.c.Get(ctx, key); !same(got, err, want) {
+								wrong.Add(1)
+							}
+						}
+					})
+				}
+				wg.Wait()
+				after := h.stats()
+				if n := wrong.Load(); n > 0 {
+					t.Fatalf("%d reads of %q after the first returned something else than %s", n, key, show(want, nil))
+				}
+				if hits, misses := after.LocalHits-first.LocalHits, after.LocalMisses-first.LocalMisses; hits != readers*reads || misses != 0 {
+					t.Errorf("key %q: %d reads from %d goroutines right after the first: %d local hits, %d misses; want every one a hit",
+						key, readers*reads, readers, hits, misses)
+				}
+			}
+		})
+	}
+}
+
+// TestNearConcurrentMissesShareOneRead: misses of one key while a read of
+// it is in flight wait for that read instead of sending their own — the
+// server paused (CLIENT PAUSE), 50 goroutines reading a key not cached
+// cost it one GET — and every one of them gets the value.
+func TestNearConcurrentMissesShareOneRead(t *testing.T) {
+	srv := launcher.Standalone(t, launcher.Options{})
+	for _, v := range nearVariants(localcache.Near{}) {
+		t.Run(v.name, func(t *testing.T) {
+			h := openHarness(t, []string{srv.Addr()}, v.s, false)
+			ctx := testCtx(t, 15*time.Second)
+			key := "near:shared:" + v.name
+			h.otherSet(ctx, key, "shared")
+			before := commandCalls(t, ctx, srv)["get"]
+			if err := h.other.Do(ctx, "CLIENT", "PAUSE", 300, "ALL").Err(); err != nil {
+				t.Fatalf("CLIENT PAUSE: %v", err)
+			}
+			const readers = 50
+			var wg sync.WaitGroup
+			var wrong atomic.Int64
+			for range readers {
+				wg.Go(func() {
+					if got, err := h.c.Get(ctx, key); !same(got, err, []byte("shared")) {
+						if wrong.Add(1) == 1 {
+							t.Errorf("Get(%q) = %s, want \"shared\"", key, show(got, err))
+						}
+					}
+				})
+			}
+			wg.Wait()
+			if n := commandCalls(t, ctx, srv)["get"] - before; n != 1 {
+				t.Errorf("%d concurrent reads of %q while the server was paused sent %d GETs, want 1", readers, key, n)
 			}
 		})
 	}
@@ -636,7 +743,7 @@ func TestNearMGetFetchesOnlyMisses(t *testing.T) {
 			keys := make([]string, 10)
 			for i := range keys {
 				keys[i] = fmt.Sprintf("near:mget:%s:%d", v.name, i)
-				h.otherSet(ctx, keys[i], "value-"+strconv.Itoa(i))
+				h.otherSetSeen(ctx, keys[i], "value-"+strconv.Itoa(i))
 			}
 			for i := 0; i < len(keys); i += 2 {
 				h.warm(ctx, keys[i], []byte("value-"+strconv.Itoa(i)))
@@ -753,7 +860,7 @@ func TestNearOptionsValidation(t *testing.T) {
 
 	// In range: Jitter just under 1, NegativeTTL over TTL (capped to it).
 	h := openHarness(t, []string{srv.Addr()}, localcache.Near{Jitter: 0.99, TTL: time.Second, NegativeTTL: time.Hour}, false)
-	h.otherSet(ctx, "near:valid", "ok")
+	h.otherSetSeen(ctx, "near:valid", "ok")
 	h.warm(ctx, "near:valid", []byte("ok"))
 }
 
