@@ -27,14 +27,18 @@ import (
 // queues the only call of an idle connection leads at once: it writes,
 // reads its reply and returns with no goroutine hand-off at all, as a
 // pooled connection would. A reader that has read a reply looks at the
-// next call: when its reply is already buffered, it reads it and delivers
-// it; otherwise it passes the read side to that call's caller, who is
-// waiting anyway (one wake-up, the one the delivery would have cost), or to
-// the drainer when that caller cannot lead (it left, or it is a pipeline
-// awaited later). A leading caller whose context ends before its reply
-// begins leaves the reply to the drainer, which reads and drops it: no
-// reply ever reaches the wrong caller, and a cancelled call never costs
-// the connection.
+// next call: when its reply is already whole in the buffer, it reads it
+// and delivers it; otherwise it passes the read side to that call's
+// caller, who is waiting anyway (one wake-up, the one the delivery would
+// have cost), or to the drainer when that caller cannot lead (it left, or
+// it is a pipeline awaited later) or when the reply has begun but is not
+// whole. A caller never blocks on I/O it cannot abandon when its context
+// can end: a leading caller whose context ends before its reply begins
+// leaves the reply to the drainer, which reads and drops it; one whose
+// reply is not whole when it begins leaves the reading to the drainer and
+// waits for it as any other caller; a write of more than a chunk is left to
+// the writer goroutine. No reply ever reaches the wrong caller, and a
+// cancelled call never costs the connection.
 //
 // The read side's holder owns rbatch and ri; the hand-offs (a channel send
 // to the next leader or the drainer) order its accesses. No lock is held
@@ -215,8 +219,11 @@ func (c *muxConn) push(cl *call, commands int64, lead bool) (leads bool) {
 		}
 	}
 	write, handOff := !c.writing, false
-	if write && c.busy() {
-		write, handOff = false, true // the writer goroutine batches better under load
+	if write && (c.busy() || len(c.out.full) > 0) {
+		// The writer goroutine batches better under load; and a write of
+		// more than a chunk (a big value, a slow link) could keep this
+		// caller past its context, which a write cannot heed.
+		write, handOff = false, true
 	}
 	c.writing = true
 	c.mu.Unlock()

@@ -53,6 +53,15 @@ func (c *muxConn) lead(ctx context.Context, cl *call) error {
 			return err
 		}
 	}
+	if ctx.Done() != nil && !c.r.Whole() {
+		// The reply has begun but is not all here (a big value, a slow
+		// link): reading it could outlast ctx, which a parse cannot
+		// heed. The drainer reads it; this caller waits for it as any
+		// other, and may leave.
+		cl.state.Store(callWaiting)
+		c.toDrainer()
+		return wait(ctx, cl)
+	}
 	if err := cl.read(c.r); err != nil {
 		c.failRead(err, cl)
 		return c.failure()
@@ -140,18 +149,25 @@ func (c *muxConn) toDrainer() {
 	signal(c.drainSig)
 }
 
-// pass hands the read side on, after its holder read a reply: replies
-// already buffered are read and delivered at once; then the read side goes
-// to the caller of the next call, who will read its own reply, or to the
-// drainer when that caller cannot, or nowhere when nothing is queued.
+// pass hands the read side on, after a leading caller read its own reply:
+// replies already whole in the buffer are read and delivered at once (that
+// cannot block); then the read side goes to the caller of the next call,
+// who will read its own reply; or to the drainer when that caller cannot
+// lead, or when the next reply has begun but is not whole (it may take
+// any time to come whole, and would keep this caller, whose own reply is
+// in, past its context); or nowhere when nothing is queued.
 func (c *muxConn) pass() {
 	for c.nextBatch() {
 		next := c.rbatch[c.ri]
-		if c.r.Buffered() == 0 {
+		switch {
+		case c.r.Buffered() == 0:
 			if !c.busy() && next.lead && next.state.CompareAndSwap(callWaiting, callLeading) {
 				next.done <- struct{}{}
 				return
 			}
+			c.toDrainer()
+			return
+		case !c.r.Whole():
 			c.toDrainer()
 			return
 		}

@@ -2,6 +2,7 @@ package resp
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -486,4 +487,57 @@ func (r *Reader) anyBody(t byte, p []byte, depth int) (any, error) {
 func (r *Reader) Wait() error {
 	_, err := r.br.Peek(1)
 	return err
+}
+
+// Whole reports whether a complete reply is at the head of the read
+// buffer, so that reading it cannot block. It reads nothing from the
+// stream; a malformed header counts as whole (reading it fails at once).
+func (r *Reader) Whole() bool {
+	b, _ := r.br.Peek(r.br.Buffered())
+	_, ok := wholeReply(b, 0)
+	return ok
+}
+
+// wholeReply returns the length of the complete reply at the start of b,
+// and false when b ends before it does.
+func wholeReply(b []byte, depth int) (int, bool) {
+	i := bytes.IndexByte(b, '\n')
+	if i < 0 {
+		return 0, false
+	}
+	if i < 2 || depth > maxDepth {
+		return 0, true // malformed: the reader reports it
+	}
+	line, n := b[1:i-1], i+1
+	switch b[0] {
+	case '$', '=', '!':
+		size, err := parseInt(line)
+		if err != nil || size < 0 {
+			return n, true
+		}
+		if int64(len(b)-n) < size+2 {
+			return 0, false
+		}
+		return n + int(size) + 2, true
+	case '*', '~', '>', '%', '|':
+		count, err := parseInt(line)
+		if err != nil || count < 0 {
+			return n, true
+		}
+		if b[0] == '%' || b[0] == '|' {
+			count *= 2
+		}
+		if b[0] == '|' {
+			count++
+		}
+		for range count {
+			m, ok := wholeReply(b[n:], depth+1)
+			if !ok {
+				return 0, false
+			}
+			n += m
+		}
+		return n, true
+	}
+	return n, true
 }

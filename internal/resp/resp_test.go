@@ -1040,3 +1040,38 @@ func TestWaitDoesNotConsume(t *testing.T) {
 		t.Fatalf("Wait() at end of stream = %v, want io.EOF", err)
 	}
 }
+
+func TestReaderWhole(t *testing.T) {
+	for _, tc := range []struct {
+		in    string
+		whole bool
+	}{
+		{"", false},
+		{"+OK", false},
+		{"+OK\r\n", true},
+		{":12\r\n", true},
+		{"$5\r\nhel", false},
+		{"$5\r\nhello\r", false},
+		{"$5\r\nhello\r\n", true},
+		{"$-1\r\n", true},
+		{"*2\r\n$1\r\na\r\n", false},
+		{"*2\r\n$1\r\na\r\n$-1\r\n", true},
+		{"*2\r\n*1\r\n:1\r\n+x\r\n", true},
+		{"%1\r\n+k\r\n", false},
+		{"%1\r\n+k\r\n+v\r\n", true},
+		{"*-1\r\n", true},
+	} {
+		r := resp.NewReader(strings.NewReader(tc.in), 64)
+		if tc.in != "" {
+			r.Wait() // fills the buffer: a strings.Reader gives all at once
+		}
+		if got := r.Whole(); got != tc.whole {
+			t.Errorf("Whole() of %q = %v, want %v", tc.in, got, tc.whole)
+		}
+		if tc.whole {
+			if err := r.Skip(); err != nil {
+				t.Errorf("Skip after Whole of %q: %v", tc.in, err)
+			}
+		}
+	}
+}
