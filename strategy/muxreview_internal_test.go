@@ -481,7 +481,6 @@ func TestMuxReviewServerKilledMidStorm(t *testing.T) {
 	}
 }
 
-
 // TestMuxReviewLeaderNotHeldByOthersReplies: a leading caller whose reply
 // has come returns, even when the reply behind its own — another caller's
 // big value — has begun to arrive in the same read and takes long to
