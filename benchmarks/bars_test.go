@@ -14,7 +14,7 @@ import (
 	"github.com/redisx-go/kit/strategy"
 )
 
-// TestBars measures the performance bars of DESIGN.md (P1–P5) as ratios
+// TestBars measures the performance bars of docs/DESIGN.md (P1–P10) as ratios
 // of configurations run side by side: rounds alternate between the
 // configurations compared, and the median of the rounds is reported. It
 // is opt-in (REDISX_BARS=1, or `make bars`) because it takes minutes and
@@ -37,8 +37,39 @@ func TestBars(t *testing.T) {
 			return err
 		}
 	}
-	// compare runs the named targets in alternating rounds at each level
-	// and returns the median QPS per target and level.
+	// compareOp runs the targets in alternating rounds at each level, each
+	// running the op mk builds for it, and returns the median QPS and the
+	// median p50 latency (of the rounds' p50s, in seconds) per target and
+	// level.
+	type median struct{ qps, p50 float64 }
+	compareOp := func(what string, levels []int, mk func(tg target) benchmarks.Op, ts []target) map[string]map[int]median {
+		med := map[string]map[int]median{}
+		for _, g := range levels {
+			qps := make([][]float64, len(ts))
+			p50 := make([][]float64, len(ts))
+			for r := 0; r < rounds; r++ {
+				for i, tg := range ts {
+					op, lat := timed(g, mk(tg))
+					res, err := benchmarks.ClosedLoop(context.Background(), g, d, op)
+					if res.Errors > 0 {
+						t.Fatalf("%s %s at %d goroutines: %d errors, first: %v", what, tg.name, g, res.Errors, err)
+					}
+					qps[i] = append(qps[i], res.QPS())
+					p50[i] = append(p50[i], lat())
+				}
+			}
+			for i, tg := range ts {
+				if med[tg.name] == nil {
+					med[tg.name] = map[int]median{}
+				}
+				m := median{benchmarks.Median(qps[i]), benchmarks.Median(p50[i])}
+				med[tg.name][g] = m
+				t.Logf("%s %-16s goroutines=%-5d median %8.0f ops/s, p50 %6.1f µs  rounds %s", what, tg.name, g, m.qps, m.p50*1e6, fmtQPS(qps[i]))
+			}
+		}
+		return med
+	}
+	// compare is compareOp for GETs of the benchmark keys, returning QPS.
 	compare := func(levels []int, open ...func() target) map[string]map[int]float64 {
 		ts := make([]target, len(open))
 		for i, o := range open {
@@ -46,27 +77,15 @@ func TestBars(t *testing.T) {
 			defer ts[i].close()
 		}
 		seed(t, ts[0])
-		med := map[string]map[int]float64{}
-		for _, g := range levels {
-			samples := make([][]float64, len(ts))
-			for r := 0; r < rounds; r++ {
-				for i, tg := range ts {
-					res, err := benchmarks.ClosedLoop(context.Background(), g, d, get(tg))
-					if res.Errors > 0 {
-						t.Fatalf("%s at %d goroutines: %d errors, first: %v", tg.name, g, res.Errors, err)
-					}
-					samples[i] = append(samples[i], res.QPS())
-				}
-			}
-			for i, tg := range ts {
-				if med[tg.name] == nil {
-					med[tg.name] = map[int]float64{}
-				}
-				med[tg.name][g] = benchmarks.Median(samples[i])
-				t.Logf("GET %-16s goroutines=%-5d median %8.0f ops/s  rounds %s", tg.name, g, med[tg.name][g], fmtQPS(samples[i]))
+		m := compareOp("GET", levels, get, ts)
+		out := map[string]map[int]float64{}
+		for name, byLevel := range m {
+			out[name] = map[int]float64{}
+			for g, v := range byLevel {
+				out[name][g] = v.qps
 			}
 		}
-		return med
+		return out
 	}
 	var report []string
 	bar := func(id string, ratio, want float64, what string) {
@@ -176,6 +195,105 @@ func TestBars(t *testing.T) {
 		bar("P6", hit/par, 1.5, fmt.Sprintf("near-cache hits on %d goroutines / on one (throughput)", runtime.GOMAXPROCS(0)))
 		bar("P6", get/hit, 1000, "Redis GET time / near-cache hit time")
 	})
+	t.Run("P8", func(t *testing.T) {
+		// Lone callers: Multiplexed{} GET and SET (64 B) at 1 and 4
+		// goroutines against rueidis and Pool{Size: 8}, throughput and p50.
+		ts := []target{
+			openRedisx(t, "multiplexed-1", strategy.Multiplexed{}, 1),
+			openRedisx(t, "pool-8", strategy.Pool{Size: 8}, 8),
+			openRueidis(t),
+		}
+		for _, tg := range ts {
+			defer tg.close()
+		}
+		seed(t, ts[0])
+		v := make([]byte, valueBytes)
+		set := func(tg target) benchmarks.Op {
+			return func(ctx context.Context, w, i int) error {
+				return tg.set(ctx, keys[(w*7919+i)%benchKeys], v)
+			}
+		}
+		for _, op := range []struct {
+			name string
+			mk   func(target) benchmarks.Op
+		}{{"GET", get}, {"SET", set}} {
+			m := compareOp(op.name, []int{1, 4}, op.mk, ts)
+			for _, g := range []int{1, 4} {
+				mux := m["multiplexed-1"][g]
+				for _, peer := range []struct {
+					name string
+					want float64
+				}{{"rueidis", 1.0}, {"pool-8", 0.95}} {
+					o := m[peer.name][g]
+					bar("P8", mux.qps/o.qps, peer.want, fmt.Sprintf("multiplexed / %s %s at %d goroutines", peer.name, op.name, g))
+					bar("P8", o.p50/mux.p50, peer.want, fmt.Sprintf("%s p50 / multiplexed p50, %s at %d", peer.name, op.name, g))
+				}
+			}
+		}
+	})
+	t.Run("P9", func(t *testing.T) {
+		// Values of 4 KiB and 32 KiB, SET and GET, at 10 and 100
+		// goroutines: the best redisx strategy against every peer,
+		// Multiplexed{} against rueidis, and Multiplexed{} at 100 against
+		// its own rate at 10 (no collapse). The heap after a burst of big
+		// values is a unit test: strategy.TestMuxHeapAfterBurstOfBigValues.
+		redisxNames := []string{"multiplexed-1", "pool-32"}
+		peers := []string{"rueidis", "redigo-pool-100", "go-redis"}
+		gr, _ := openGoRedis(t)
+		ts := []target{
+			openRedisx(t, "multiplexed-1", strategy.Multiplexed{}, 1),
+			openRedisx(t, "pool-32", strategy.Pool{Size: 32}, 32),
+			openRueidis(t),
+			openRedigoPool(t, 100),
+			gr,
+		}
+		for _, tg := range ts {
+			defer tg.close()
+		}
+		for _, size := range []int{4 << 10, 32 << 10} {
+			v := make([]byte, size)
+			vkeys := make([]string, 256)
+			for i := range vkeys {
+				vkeys[i] = fmt.Sprintf("bench:v%d:%d", size, i)
+				if err := ts[0].set(context.Background(), vkeys[i], v); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ops := []struct {
+				name string
+				mk   func(target) benchmarks.Op
+			}{
+				{"SET", func(tg target) benchmarks.Op {
+					return func(ctx context.Context, w, i int) error { return tg.set(ctx, vkeys[(w*31+i)%len(vkeys)], v) }
+				}},
+				{"GET", func(tg target) benchmarks.Op {
+					return func(ctx context.Context, w, i int) error {
+						_, err := tg.get(ctx, vkeys[(w*31+i)%len(vkeys)])
+						return err
+					}
+				}},
+			}
+			for _, op := range ops {
+				what := fmt.Sprintf("%s-%dKiB", op.name, size>>10)
+				m := compareOp(what, []int{10, 100}, op.mk, ts)
+				for _, g := range []int{10, 100} {
+					best, bestName := 0.0, ""
+					for _, n := range redisxNames {
+						if q := m[n][g].qps; q > best {
+							best, bestName = q, n
+						}
+					}
+					for _, p := range peers {
+						bar("P9", best/m[p][g].qps, 1.0, fmt.Sprintf("best redisx (%s) / %s %s at %d", bestName, p, what, g))
+					}
+					bar("P9", m["multiplexed-1"][g].qps/m["rueidis"][g].qps, 1.0, fmt.Sprintf("multiplexed / rueidis %s at %d", what, g))
+				}
+				if size == 32<<10 {
+					bar("P9", m["multiplexed-1"][100].qps/m["multiplexed-1"][10].qps, 0.8, fmt.Sprintf("multiplexed %s at 100 / at 10 goroutines", what))
+				}
+			}
+		}
+	})
 	t.Run("P10", func(t *testing.T) {
 		// The near-cache over Multiplexed against Multiplexed alone on the
 		// harness's near/wN workload: Zipf reads (s = 1.1 over 10,000
@@ -192,6 +310,25 @@ func TestBars(t *testing.T) {
 		}
 	})
 	t.Logf("bars (%d alternating rounds of %v, medians):\n%s", rounds, d, strings.Join(report, "\n"))
+}
+
+// timed wraps op so that each call's latency is recorded, per worker, and
+// returns it with a function giving the median (p50) of the calls made.
+func timed(workers int, op benchmarks.Op) (benchmarks.Op, func() float64) {
+	lat := make([][]float64, workers)
+	wrapped := func(ctx context.Context, w, i int) error {
+		start := time.Now()
+		err := op(ctx, w, i)
+		lat[w] = append(lat[w], time.Since(start).Seconds())
+		return err
+	}
+	return wrapped, func() float64 {
+		var all []float64
+		for _, l := range lat {
+			all = append(all, l...)
+		}
+		return benchmarks.Median(all)
+	}
 }
 
 func fmtNs(xs []float64) string {

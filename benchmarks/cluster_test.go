@@ -20,7 +20,7 @@ import (
 	"github.com/redisx-go/kit/strategy"
 )
 
-// The cross-slot workload of DESIGN.md section 4 and bar P5: one MGET of
+// The cross-slot workload of docs/DESIGN.md section 4 and bar P5: one MGET of
 // 50 keys lying in 50 different slots of a 3-master cluster.
 
 // mgetKeys is the number of keys of one cross-slot MGET.

@@ -296,7 +296,7 @@ func TestRenderReportJSONIsTheReport(t *testing.T) {
 		t.Errorf("report.json does not read back as the report:\n%s", renderFirstDiff(
 			bytes.ReplaceAll(a, []byte(","), []byte(",\n")), bytes.ReplaceAll(b, []byte(","), []byte(",\n"))))
 	}
-	// The contract's names (DESIGN.md §4).
+	// The contract's names (docs/DESIGN.md §4).
 	var raw struct {
 		Cells           []map[string]any `json:"cells"`
 		Recommendations []map[string]any `json:"recommendations"`

@@ -11,7 +11,7 @@ import (
 	"github.com/redisx-go/kit/redisx"
 )
 
-// Sizes of the workloads, after the source documents (DESIGN.md
+// Sizes of the workloads, after the source documents (docs/DESIGN.md
 // section 4).
 const (
 	hotKeys      = 1024 // get: the hot key set

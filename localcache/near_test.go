@@ -21,7 +21,7 @@ import (
 	"go.uber.org/goleak"
 )
 
-// The tests of this file check Near's coherence (DESIGN.md section 3
+// The tests of this file check Near's coherence (docs/DESIGN.md section 3
 // "Near", bar R4) against real servers: an independent go-redis client
 // plays the other process that writes, and the near-cache must stop
 // serving what it replaced within 100 ms.
