@@ -81,7 +81,7 @@ func renderSummary(b *strings.Builder, r *Report) {
 				b.WriteString("  " + line + "  " + note + "\n")
 			default:
 				b.WriteString("  " + line + "\n")
-				b.WriteString(renderTrunc("      "+note, renderWidth) + "\n")
+				renderWrap(b, "      "+note, "        ") // the whole tie-break: it is the reason
 			}
 		}
 	}
