@@ -2,19 +2,10 @@ package strategy_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
-	"math/big"
-	"net"
 	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -24,89 +15,12 @@ import (
 	"github.com/redisx-go/kit/strategy"
 )
 
-// tlsFiles are a throwaway CA and a server certificate for 127.0.0.1
-// signed by it, as PEM files, and the CA as a pool for clients.
-type tlsFiles struct {
-	caFile, certFile, keyFile string
-	roots                     *x509.CertPool
-}
-
-// newTLSFiles generates an ECDSA P-256 CA and server certificate valid for
-// 127.0.0.1 and localhost, and writes them to a temporary directory.
-func newTLSFiles(t *testing.T) tlsFiles {
-	t.Helper()
-	now := time.Now()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	caTmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "redisx test CA"},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(24 * time.Hour),
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	srvKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srvTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(2),
-		Subject:      pkix.Name{CommonName: "127.0.0.1"},
-		NotBefore:    now.Add(-time.Hour),
-		NotAfter:     now.Add(24 * time.Hour),
-		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
-		DNSNames:     []string{"localhost"},
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	srvDER, err := x509.CreateCertificate(rand.Reader, srvTmpl, ca, &srvKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalPKCS8PrivateKey(srvKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	dir := t.TempDir()
-	f := tlsFiles{
-		caFile:   filepath.Join(dir, "ca.crt"),
-		certFile: filepath.Join(dir, "server.crt"),
-		keyFile:  filepath.Join(dir, "server.key"),
-		roots:    x509.NewCertPool(),
-	}
-	f.roots.AddCert(ca)
-	for path, block := range map[string]*pem.Block{
-		f.caFile:   {Type: "CERTIFICATE", Bytes: caDER},
-		f.certFile: {Type: "CERTIFICATE", Bytes: srvDER},
-		f.keyFile:  {Type: "PRIVATE KEY", Bytes: keyDER},
-	} {
-		if err := os.WriteFile(path, pem.EncodeToMemory(block), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return f
-}
-
-// startTLSServer starts a redis-server with a TLS port next to its plain
-// one and returns the TLS address. The plain port stays open because the
-// launcher's readiness check speaks plain RESP to it (with --port 0 Start
-// would wait for a port that never opens). It skips the test when
-// redis-server was built without TLS.
-func startTLSServer(t *testing.T, f tlsFiles) string {
+// startTLSServer starts a redis-server with a TLS port (a throwaway CA
+// and a certificate for 127.0.0.1 from launcher.NewTLS) next to its plain
+// one, and returns the TLS address and the CA for clients. The plain port
+// stays open because the launcher's readiness check speaks plain RESP to
+// it. It skips the test when redis-server was built without TLS.
+func startTLSServer(t *testing.T) (string, *x509.CertPool) {
 	t.Helper()
 	if err := launcher.Available(); err != nil {
 		if launcher.External() || os.Getenv("REDISX_SKIP_NO_REDIS") == "1" {
@@ -114,49 +28,31 @@ func startTLSServer(t *testing.T, f tlsFiles) string {
 		}
 		t.Fatal(err)
 	}
-	var lastErr error
-	for attempt := 0; attempt < 3; attempt++ {
-		// The TLS port is picked here, so another process may take it
-		// before redis-server binds it: retry with another.
-		port, err := launcher.FreePort()
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		srv, err := launcher.Start(ctx, launcher.Options{Args: []string{
-			"--tls-port", strconv.Itoa(port),
-			"--tls-cert-file", f.certFile,
-			"--tls-key-file", f.keyFile,
-			"--tls-ca-cert-file", f.caFile,
-			"--tls-auth-clients", "no",
-		}})
-		cancel()
-		if err == nil {
-			t.Cleanup(func() {
-				if err := srv.Stop(); err != nil {
-					t.Error(err)
-				}
-			})
-			return net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-		}
-		lastErr = err
-		msg := err.Error()
-		switch {
-		case strings.Contains(msg, "TLS") && (strings.Contains(msg, "not available") ||
-			strings.Contains(msg, "not supported") || strings.Contains(msg, "Bad directive")):
-			t.Skipf("redis-server was built without TLS support: %v", err)
-		case strings.Contains(msg, "in use"):
-			continue
-		}
-		break
+	creds, err := launcher.NewTLS(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatalf("start redis-server with TLS: %v", lastErr)
-	return ""
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	srv, err := launcher.Start(ctx, launcher.Options{TLS: creds})
+	if err != nil {
+		msg := err.Error()
+		if strings.Contains(msg, "TLS") && (strings.Contains(msg, "not available") ||
+			strings.Contains(msg, "not supported") || strings.Contains(msg, "Bad directive")) {
+			t.Skipf("redis-server was built without TLS support: %v", err)
+		}
+		t.Fatalf("start redis-server with TLS: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := srv.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	return srv.TLSAddr(), creds.Roots
 }
 
 func TestTLS(t *testing.T) {
-	f := newTLSFiles(t)
-	addr := startTLSServer(t, f)
+	addr, roots := startTLSServer(t)
 	for _, tc := range []struct {
 		name string
 		s    strategy.Strategy
@@ -171,7 +67,7 @@ func TestTLS(t *testing.T) {
 			c, err := redisx.New(ctx, redisx.Options{
 				Addrs:    []string{addr},
 				Strategy: tc.s,
-				TLS:      &tls.Config{RootCAs: f.roots},
+				TLS:      &tls.Config{RootCAs: roots},
 			})
 			if err != nil {
 				t.Fatalf("New over TLS: %v", err)
@@ -200,8 +96,7 @@ func TestTLS(t *testing.T) {
 }
 
 func TestTLSUnknownAuthority(t *testing.T) {
-	f := newTLSFiles(t)
-	addr := startTLSServer(t, f)
+	addr, _ := startTLSServer(t)
 	for _, tc := range []struct {
 		name string
 		s    strategy.Strategy
