@@ -12,7 +12,7 @@ import (
 )
 
 // Concurrency levels of the sweep.
-var levels = []int{10, 100, 1000}
+var levels = []int{1, 4, 10, 100, 1000}
 
 const (
 	benchKeys  = 1024
