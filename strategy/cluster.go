@@ -181,10 +181,11 @@ func (c *clusterBackend) moved(slot int, addr string) {
 
 // route runs op on the master of slot, following redirects and retrying
 // transient failures within ctx. ask runs the command on an importing node
-// after ASKING. retryConn allows a retry after a connection failure, for
-// commands that are safe to repeat. The node is held (acquire) for the
+// after ASKING. retry says when a connection failure is retried: reads
+// always, writes only when the request provably never reached the server
+// (Unsent), other commands never. The node is held (acquire) for the
 // length of each call, so that it is not closed under it.
-func (c *clusterBackend) route(ctx context.Context, slot int, retryConn bool, op, ask func(node) error) error {
+func (c *clusterBackend) route(ctx context.Context, slot int, retry connRetry, op, ask func(node) error) error {
 	if c.closed.Load() {
 		return ErrClosed
 	}
@@ -242,7 +243,7 @@ func (c *clusterBackend) route(ctx context.Context, slot int, retryConn bool, op
 				return err
 			}
 		case errors.Is(err, errSlotUnserved):
-		case retryConn && errors.Is(err, ErrConnection) && !errors.Is(err, ErrClosed):
+		case retry.allows(err):
 		default:
 			if errors.Is(err, ErrConnection) && !errors.Is(err, ErrClosed) {
 				// Not retried (the command may have run), but a refused or
@@ -267,6 +268,22 @@ func (c *clusterBackend) route(ctx context.Context, slot int, retryConn bool, op
 		backoff = min(2*backoff, 200*time.Millisecond)
 	}
 	return err
+}
+
+// connRetry is when route retries a command after a connection failure.
+type connRetry uint8
+
+const (
+	retryNever  connRetry = iota // the command may have run: Do
+	retryUnsent                  // a write: only when it was never sent
+	retryReads                   // a read: reading again changes nothing
+)
+
+func (r connRetry) allows(err error) bool {
+	if !errors.Is(err, ErrConnection) || errors.Is(err, ErrClosed) {
+		return false
+	}
+	return r == retryReads || r == retryUnsent && Unsent(err)
 }
 
 var errSlotUnserved = errors.New("redisx: slot served by no master (cluster down or topology changing)")

@@ -66,7 +66,7 @@ func (c *clusterBackend) Do(ctx context.Context, args ...any) (any, error) {
 // doSlot runs args on the master of slot; key picks the connection.
 func (c *clusterBackend) doSlot(ctx context.Context, slot int, key string, args []any) (any, error) {
 	var v any
-	err := c.route(ctx, slot, false,
+	err := c.route(ctx, slot, retryNever,
 		func(n node) (err error) { v, err = n.Do(ctx, args...); return err },
 		func(n node) error {
 			rp := reply{kind: replyAny}

@@ -32,7 +32,7 @@ func askExec(ctx context.Context, n node, key string, rp *reply, enc func([]byte
 // Get implements Backend.
 func (c *clusterBackend) Get(ctx context.Context, key string) ([]byte, error) {
 	var v []byte
-	err := c.route(ctx, cluster.Slot(key), true,
+	err := c.route(ctx, cluster.Slot(key), retryReads,
 		func(n node) (err error) { v, err = n.Get(ctx, key); return err },
 		func(n node) error {
 			rp := reply{kind: replyBulk}
@@ -51,7 +51,7 @@ func (c *clusterBackend) Get(ctx context.Context, key string) ([]byte, error) {
 
 // Set implements Backend.
 func (c *clusterBackend) Set(ctx context.Context, key string, value []byte, ttl time.Duration) error {
-	return c.route(ctx, cluster.Slot(key), true,
+	return c.route(ctx, cluster.Slot(key), retryUnsent,
 		func(n node) error { return n.Set(ctx, key, value, ttl) },
 		func(n node) error {
 			rp := reply{kind: replyOK}
@@ -87,9 +87,9 @@ func groupBySlot(keys []string) []slotGroup {
 // Del implements Backend: one DEL per slot, one after another.
 func (c *clusterBackend) Del(ctx context.Context, keys ...string) (int64, error) {
 	var total int64
-	for _, g := range groupBySlot(keys) {
+	for i, g := range groupBySlot(keys) {
 		var n64 int64
-		err := c.route(ctx, g.slot, true,
+		err := c.route(ctx, g.slot, retryUnsent,
 			func(n node) (err error) { n64, err = n.Del(ctx, g.keys...); return err },
 			func(n node) error {
 				rp := reply{kind: replyInt}
@@ -98,6 +98,9 @@ func (c *clusterBackend) Del(ctx context.Context, keys ...string) (int64, error)
 				return err
 			})
 		if err != nil {
+			if i > 0 {
+				return total, &partialError{err} // the slots before were deleted
+			}
 			return total, err
 		}
 		total += n64
@@ -108,7 +111,7 @@ func (c *clusterBackend) Del(ctx context.Context, keys ...string) (int64, error)
 // mgetSlot reads one slot's keys into vs at their positions.
 func (c *clusterBackend) mgetSlot(ctx context.Context, g slotGroup, vs [][]byte) error {
 	var got [][]byte
-	err := c.route(ctx, g.slot, true,
+	err := c.route(ctx, g.slot, retryReads,
 		func(n node) (err error) { got, err = n.MGet(ctx, g.keys); return err },
 		func(n node) error {
 			rp := reply{kind: replyBulks, vals: make([][]byte, len(g.keys))}
@@ -143,7 +146,7 @@ func (c *clusterBackend) msetSlot(ctx context.Context, slot int, kv map[string][
 		first = k
 		break
 	}
-	return c.route(ctx, slot, true,
+	return c.route(ctx, slot, retryUnsent,
 		func(n node) error { return n.MSet(ctx, kv, ttl) },
 		func(n node) error {
 			rp := reply{kind: replyOK}
@@ -169,8 +172,11 @@ func (c *clusterBackend) MSet(ctx context.Context, kv map[string][]byte, ttl tim
 		}
 		m[k] = v
 	}
-	for _, s := range order {
+	for i, s := range order {
 		if err := c.msetSlot(ctx, s, bySlot[s], ttl); err != nil {
+			if i > 0 {
+				return &partialError{err} // the slots before were written
+			}
 			return err
 		}
 	}

@@ -46,8 +46,10 @@ var (
 // node's part of a multi-node call, whose other parts may have been
 // applied.
 func Unsent(err error) bool {
+	// A *NodeError or a partialError reports a call of several parts, some
+	// of which may have been applied: never unsent as a whole.
 	switch e := err.(type) {
-	case nil, *NodeError:
+	case nil, *NodeError, *partialError:
 		return false
 	case *unsentError:
 		return true
@@ -295,3 +297,12 @@ type Config struct {
 	// empty.
 	ClientName string
 }
+
+// partialError is the failure of a call made of parts sent one after
+// another (a cluster's per-slot MSET or DEL) after an earlier part was
+// applied: retrying the call would apply that part again, so it is never
+// Unsent, whatever the failing part's own error says.
+type partialError struct{ err error }
+
+func (e *partialError) Error() string { return e.err.Error() }
+func (e *partialError) Unwrap() error { return e.err }

@@ -114,7 +114,7 @@ func (n *poolNode) MGetWithTTL(ctx context.Context, keys []string) ([][]byte, []
 func (c *clusterBackend) GetWithTTL(ctx context.Context, key string) ([]byte, time.Duration, error) {
 	var v []byte
 	var ttl time.Duration
-	err := c.route(ctx, cluster.Slot(key), true,
+	err := c.route(ctx, cluster.Slot(key), retryReads,
 		func(n node) (err error) { v, ttl, err = nodeGetWithTTL(ctx, n, key); return err },
 		func(n node) error {
 			rp := reply{kind: replyBulk}
@@ -139,7 +139,7 @@ func (c *clusterBackend) MGetWithTTL(ctx context.Context, keys []string) ([][]by
 	for _, g := range groupBySlot(keys) {
 		var gv [][]byte
 		var gt []time.Duration
-		err := c.route(ctx, g.slot, true,
+		err := c.route(ctx, g.slot, retryReads,
 			func(n node) (err error) { gv, gt, err = nodeMGetWithTTL(ctx, n, g.keys); return err },
 			func(n node) error {
 				rp := reply{kind: replyBulks, vals: make([][]byte, len(g.keys))}
