@@ -196,6 +196,10 @@ func (n *poolNode) destruct(c *pconn) {
 // puddle's Acquire never waits on its semaphore. The token is returned by
 // done.
 //
+// A connection idle for peekIdle or longer is looked at before it is
+// lent, and destroyed when the server has closed it meanwhile: another is
+// taken instead.
+//
 // A caller whose context ends while every connection is lent gets an
 // exhaustedError; one whose acquire fails to create a connection, an
 // Unsent error.
@@ -222,6 +226,13 @@ func (n *poolNode) acquire(ctx context.Context) (*puddle.Resource[*pconn], error
 		}
 	}
 	res, err := n.p.Acquire(ctx)
+	for err == nil && res.IdleDuration() >= peekIdle && (res.Value().r.Buffered() > 0 || peerGone(res.Value().nc)) {
+		// Closed by the server while idle: never lend it (its call would
+		// fail, after its request was sent), take another.
+		res.Destroy()
+		n.broken.Add(1)
+		res, err = n.p.Acquire(ctx)
+	}
 	if err != nil {
 		<-n.gate
 		switch {
@@ -236,6 +247,11 @@ func (n *poolNode) acquire(ctx context.Context) (*puddle.Resource[*pconn], error
 	}
 	return res, nil
 }
+
+// peekIdle is how long a connection must have been idle for acquire to
+// check, before lending it, that the server has not closed it meanwhile
+// (peerGone: one system call, which a connection in steady use is spared).
+const peekIdle = 10 * time.Millisecond
 
 // exhaustedError is the error of a caller whose context ended while it
 // waited for one of a pool's connections, all lent: it wraps the
