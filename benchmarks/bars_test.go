@@ -96,6 +96,11 @@ func TestBars(t *testing.T) {
 		}
 		report = append(report, fmt.Sprintf("%s  %-58s %.2fx (bar %.2fx) %s", id, what, ratio, want, verdict))
 	}
+	// aside is a ratio reported beside the bars, to explain one, that
+	// is not a bar itself and cannot fail.
+	aside := func(id string, ratio float64, what string) {
+		report = append(report, fmt.Sprintf("%s  %-58s %.2fx (context, not a bar)", id, what, ratio))
+	}
 
 	t.Run("P1+P4", func(t *testing.T) {
 		sweep := []int{10, 50, 100, 500, 1000}
@@ -198,8 +203,12 @@ func TestBars(t *testing.T) {
 	t.Run("P8", func(t *testing.T) {
 		// Lone callers: Multiplexed{} GET and SET (64 B) at 1 and 4
 		// goroutines against rueidis and Pool{Size: 8}, throughput and p50.
+		// Multiplexed{Conns: 2} runs beside them, as an aside: rueidis
+		// pipelines over GOMAXPROCS connections (rounded down to a power
+		// of two, at most 4: 2 on two cores), Multiplexed{} over one.
 		ts := []target{
 			openRedisx(t, "multiplexed-1", strategy.Multiplexed{}, 1),
+			openRedisx(t, "multiplexed-2", strategy.Multiplexed{Conns: 2}, 2),
 			openRedisx(t, "pool-8", strategy.Pool{Size: 8}, 8),
 			openRueidis(t),
 		}
@@ -227,6 +236,7 @@ func TestBars(t *testing.T) {
 					o := m[peer.name][g]
 					bar("P8", mux.qps/o.qps, peer.want, fmt.Sprintf("multiplexed / %s %s at %d goroutines", peer.name, op.name, g))
 					bar("P8", o.p50/mux.p50, peer.want, fmt.Sprintf("%s p50 / multiplexed p50, %s at %d", peer.name, op.name, g))
+					aside("P8", m["multiplexed-2"][g].qps/o.qps, fmt.Sprintf("multiplexed-2 / %s %s at %d goroutines", peer.name, op.name, g))
 				}
 			}
 		}
@@ -237,11 +247,12 @@ func TestBars(t *testing.T) {
 		// Multiplexed{} against rueidis, and Multiplexed{} at 100 against
 		// its own rate at 10 (no collapse). The heap after a burst of big
 		// values is a unit test: strategy.TestMuxHeapAfterBurstOfBigValues.
-		redisxNames := []string{"multiplexed-1", "pool-32"}
+		redisxNames := []string{"multiplexed-1", "multiplexed-4", "pool-32"}
 		peers := []string{"rueidis", "redigo-pool-100", "go-redis"}
 		gr, _ := openGoRedis(t)
 		ts := []target{
 			openRedisx(t, "multiplexed-1", strategy.Multiplexed{}, 1),
+			openRedisx(t, "multiplexed-4", strategy.Multiplexed{Conns: 4}, 4),
 			openRedisx(t, "pool-32", strategy.Pool{Size: 32}, 32),
 			openRueidis(t),
 			openRedigoPool(t, 100),
