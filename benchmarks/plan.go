@@ -81,6 +81,13 @@ type Target struct {
 	// Only, when set, names the workload families the target runs in
 	// ("near"); nil: every family.
 	Only []string
+	// Isolated targets are open only while they are measured: opened
+	// for each sample, warmed up (discarded) and closed after it, so
+	// that nothing of theirs weighs on the other targets' samples. A
+	// near-cache is: while it is open, the server tracks the keys it read
+	// and sends it an invalidation for each write another target makes
+	// to them. StrategyTarget and URLTarget set it for localcache.Near.
+	Isolated bool
 	// URL configures the target through redisx.ParseURL; its host is
 	// replaced by the measured server's in recommendations. Go is the
 	// strategy as a Go expression ("strategy.Pool{Size: 32}"). Both are
@@ -244,6 +251,23 @@ func (p *Plan) RemovePeers() {
 	p.Targets = slices.DeleteFunc(slices.Clone(p.Targets), func(t Target) bool { return t.Peer })
 }
 
+// SelectTargets keeps the targets named, peers included, in the plan's
+// order; a name the plan does not have is an error that lists those it
+// has.
+func (p *Plan) SelectTargets(names []string) error {
+	for _, n := range names {
+		if !slices.ContainsFunc(p.Targets, func(t Target) bool { return t.Name == n }) {
+			var known []string
+			for _, t := range p.Targets {
+				known = append(known, t.Name)
+			}
+			return fmt.Errorf("benchmarks: unknown target %q (known: %s)", n, strings.Join(known, ", "))
+		}
+	}
+	p.Targets = slices.DeleteFunc(slices.Clone(p.Targets), func(t Target) bool { return !slices.Contains(names, t.Name) })
+	return nil
+}
+
 // SelectWorkloads keeps the workloads named: a family ("values") keeps
 // all its variants, a full name ("values/get-4KiB") one.
 func (p *Plan) SelectWorkloads(names []string) error {
@@ -346,10 +370,16 @@ func (p Plan) Estimate(standalone, cluster bool) Estimate {
 		if (w.Cluster && !cluster) || (!w.Cluster && !standalone) {
 			continue
 		}
-		n := len(p.targetsOf(w)) * len(p.LevelsOf(w))
-		e.Cells += n
-		e.Samples += n * (p.Repeats + 1)
-		e.Duration += time.Duration(n) * (p.Warmup + sampleOverhead + time.Duration(p.Repeats)*(p.Duration+sampleOverhead))
+		levels := len(p.LevelsOf(w))
+		for _, t := range p.targetsOf(w) {
+			e.Cells += levels
+			warmups := 1
+			if t.Isolated {
+				warmups = p.Repeats // one before each sample
+			}
+			e.Samples += levels * (p.Repeats + warmups)
+			e.Duration += time.Duration(levels) * (time.Duration(warmups)*(p.Warmup+sampleOverhead) + time.Duration(p.Repeats)*(p.Duration+sampleOverhead))
+		}
 	}
 	return e
 }

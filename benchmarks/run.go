@@ -257,11 +257,16 @@ func (r *runner) open(ctx context.Context, t Target, d *deployment) opened {
 // runWorkload measures w at each of its levels on every target that
 // applies. The targets are opened for w and stay open across its levels
 // (so a pool keeps the connections an earlier level made it open, as a
-// service's would), then closed.
+// service's would), then closed; isolated ones are opened for each of
+// their samples only (see Target.Isolated).
 func (r *runner) runWorkload(ctx context.Context, w Workload) error {
 	d := r.deps[w.Cluster]
 	var ts []opened
 	for _, t := range r.plan.targetsOf(w) {
+		if t.Isolated {
+			ts = append(ts, opened{t: t})
+			continue
+		}
 		ts = append(ts, r.open(ctx, t, d))
 	}
 	defer func() {
@@ -305,6 +310,8 @@ func (r *runner) runLevel(ctx context.Context, d *deployment, w Workload, level 
 			accs[i].fail(o.err)
 		case setupErr != nil:
 			accs[i].fail(setupErr)
+		case o.t.Isolated:
+			live = append(live, i) // opened for each sample
 		default:
 			ops[i] = w.Op(o.c, level)
 			live = append(live, i)
@@ -322,6 +329,9 @@ func (r *runner) runLevel(ctx context.Context, d *deployment, w Workload, level 
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		if ts[i].t.Isolated {
+			continue // warmed up before each sample
+		}
 		r.measure(ctx, d, ts[i], ops[i], level, r.plan.Warmup, r.plan.Rate, false)
 		r.note(false, "%s %s ×%d warm-up", w.Name, ts[i].t.Name, level)
 	}
@@ -330,9 +340,25 @@ func (r *runner) runLevel(ctx context.Context, d *deployment, w Workload, level 
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			s, h := r.measure(ctx, d, ts[i], ops[i], level, r.plan.Duration, r.plan.Rate, true)
+			if accs[i].cell.Failed {
+				continue // an isolated target that failed to open
+			}
+			o, op := ts[i], ops[i]
+			if o.t.Isolated {
+				if o = r.open(ctx, o.t, d); o.err != nil {
+					accs[i].fail(o.err)
+					continue
+				}
+				op = w.Op(o.c, level)
+				r.measure(ctx, d, o, op, level, r.plan.Warmup, r.plan.Rate, false)
+				r.note(false, "%s %s ×%d r%d/%d warm-up", w.Name, o.t.Name, level, rep, r.plan.Repeats)
+			}
+			s, h := r.measure(ctx, d, o, op, level, r.plan.Duration, r.plan.Rate, true)
 			accs[i].add(s, h)
-			r.note(false, "%s %s ×%d r%d/%d: %s ops/s", w.Name, ts[i].t.Name, level, rep, r.plan.Repeats, si(s.qps))
+			if o.t.Isolated {
+				_ = o.c.Close()
+			}
+			r.note(false, "%s %s ×%d r%d/%d: %s ops/s", w.Name, o.t.Name, level, rep, r.plan.Repeats, si(s.qps))
 		}
 	}
 	r.cell += len(ts)
@@ -444,50 +470,64 @@ func si(x float64) string {
 
 // searchSLO finds, for every target of w, the highest open-loop rate its
 // SLO percentile stays under the bound, at w's highest level of workers.
+// An isolated target is open for its own search only.
 func (r *runner) searchSLO(ctx context.Context, w Workload, ts []opened) error {
-	slo := *r.plan.SLO
-	levels := r.plan.LevelsOf(w)
-	workers := slices.Max(levels)
 	d := r.deps[w.Cluster]
 	for _, o := range ts {
+		if o.t.Isolated && o.err == nil {
+			o = r.open(ctx, o.t, d)
+		}
 		if o.c == nil {
 			continue
 		}
-		peak := 0.0
-		failed := false
-		for _, c := range r.report.Cells {
-			if c.Workload == w.Name && c.Target == o.t.Name {
-				peak = max(peak, c.QPS)
-				failed = failed || c.Failed
-			}
+		err := r.searchTargetSLO(ctx, w, o)
+		if o.t.Isolated {
+			_ = o.c.Close()
 		}
-		if failed {
-			continue
+		if err != nil {
+			return err
 		}
-		start := 1000.0
-		if peak > 0 {
-			start = peak / 4
-		}
-		op := w.Op(o.c, workers)
-		var probeErr error
-		best, lat := searchRate(start, r.plan.SLOSteps, r.plan.SLOBisects, func(rate float64) probeResult {
-			if probeErr = ctx.Err(); probeErr != nil {
-				return probeResult{}
-			}
-			s, h := r.measure(ctx, d, o, op, workers, r.plan.Duration, rate, false)
-			got := time.Duration(h.ValueAtQuantile(slo.Percentile))
-			ok := s.errs == 0 && s.behind == 0 && got <= slo.Bound
-			r.note(true, "SLO %s %s %s ×%d at %s/s: %s %v", slo, w.Name, o.t.Name, workers, si(rate), map[bool]string{true: "pass", false: "fail"}[ok], got.Round(time.Microsecond))
-			return probeResult{latency: got, ok: ok}
-		})
-		if probeErr != nil {
-			return probeErr
-		}
-		r.report.SLO = append(r.report.SLO, SLOResult{
-			Workload: w.Name, Target: o.t.Name, Concurrency: workers,
-			Rate: best, Latency: float64(lat) / 1e6,
-		})
 	}
+	return nil
+}
+
+// searchTargetSLO is searchSLO for one open target.
+func (r *runner) searchTargetSLO(ctx context.Context, w Workload, o opened) error {
+	slo := *r.plan.SLO
+	workers := slices.Max(r.plan.LevelsOf(w))
+	d := r.deps[w.Cluster]
+	peak := 0.0
+	for _, c := range r.report.Cells {
+		if c.Workload == w.Name && c.Target == o.t.Name {
+			if c.Failed {
+				return nil
+			}
+			peak = max(peak, c.QPS)
+		}
+	}
+	start := 1000.0
+	if peak > 0 {
+		start = peak / 4
+	}
+	op := w.Op(o.c, workers)
+	var probeErr error
+	best, lat := searchRate(start, r.plan.SLOSteps, r.plan.SLOBisects, func(rate float64) probeResult {
+		if probeErr = ctx.Err(); probeErr != nil {
+			return probeResult{}
+		}
+		s, h := r.measure(ctx, d, o, op, workers, r.plan.Duration, rate, false)
+		got := time.Duration(h.ValueAtQuantile(slo.Percentile))
+		ok := s.errs == 0 && s.behind == 0 && got <= slo.Bound
+		r.note(true, "SLO %s %s %s ×%d at %s/s: %s %v", slo, w.Name, o.t.Name, workers, si(rate), map[bool]string{true: "pass", false: "fail"}[ok], got.Round(time.Microsecond))
+		return probeResult{latency: got, ok: ok}
+	})
+	if probeErr != nil {
+		return probeErr
+	}
+	r.report.SLO = append(r.report.SLO, SLOResult{
+		Workload: w.Name, Target: o.t.Name, Concurrency: workers,
+		Rate: best, Latency: float64(lat) / 1e6,
+	})
 	return nil
 }
 

@@ -42,8 +42,21 @@ func TestPlanEstimateCountsCellsAndSamples(t *testing.T) {
 	if all.Cells-noCluster.Cells != 9 {
 		t.Errorf("mget cells = %d; want 9", all.Cells-noCluster.Cells)
 	}
-	if all.Samples != all.Cells*(p.Repeats+1) {
-		t.Errorf("samples = %d for %d cells; want (repeats + a warm-up) each", all.Samples, all.Cells)
+	// Every cell has its repeats and a warm-up; an isolated target's
+	// (the near-caches') have a warm-up before each repeat.
+	isolated := 0
+	for _, w := range p.Workloads {
+		for _, tg := range p.targetsOf(w) {
+			if tg.Isolated {
+				isolated += len(p.LevelsOf(w))
+			}
+		}
+	}
+	if isolated == 0 {
+		t.Fatal("the quick plan has no isolated target: the near workload lost its near-caches")
+	}
+	if want := all.Cells*(p.Repeats+1) + isolated*(p.Repeats-1); all.Samples != want {
+		t.Errorf("samples = %d for %d cells, %d of them isolated; want %d", all.Samples, all.Cells, isolated, want)
 	}
 	if all.Duration > 100e9 {
 		t.Errorf("quick plan estimated at %v; it must fit in 2 minutes with the servers' start", all.Duration)

@@ -209,3 +209,82 @@ func TestRunTargetThatFailsToOpen(t *testing.T) {
 		t.Errorf("cells %+v; want the broken one failed, the 2 others measured", rep.Cells)
 	}
 }
+
+// watchedClient is a Client whose calls check, while the other targets
+// run, that no isolated target is open.
+type watchedClient struct {
+	benchmarks.Client
+	isolated     bool
+	openIsolated *atomic.Int64 // isolated clients open now
+	overlaps     *atomic.Int64 // calls of a target made while an isolated one was open
+}
+
+func (c *watchedClient) Get(ctx context.Context, key string) ([]byte, error) {
+	if !c.isolated && c.openIsolated.Load() > 0 {
+		c.overlaps.Add(1)
+	}
+	return c.Client.Get(ctx, key)
+}
+
+func (c *watchedClient) Close() error {
+	if c.isolated {
+		c.openIsolated.Add(-1)
+	}
+	return c.Client.Close()
+}
+
+func TestRunOpensIsolatedTargetsForTheirOwnSamplesOnly(t *testing.T) {
+	srv := launcher.Standalone(t, launcher.Options{})
+	p := tinyPlan("get")
+	var openIsolated, overlaps, opens atomic.Int64
+	watch := func(tg benchmarks.Target, isolated bool) benchmarks.Target {
+		open := tg.Open
+		tg.Isolated = isolated
+		tg.Open = func(ctx context.Context, env benchmarks.Env) (benchmarks.Client, error) {
+			c, err := open(ctx, env)
+			if err != nil {
+				return nil, err
+			}
+			if isolated {
+				opens.Add(1)
+				openIsolated.Add(1)
+			}
+			return &watchedClient{Client: c, isolated: isolated, openIsolated: &openIsolated, overlaps: &overlaps}, nil
+		}
+		return tg
+	}
+	p.Targets = []benchmarks.Target{
+		watch(p.Targets[0], false),
+		watch(benchmarks.StrategyTarget("isolated", strategy.Multiplexed{}), true),
+	}
+	rep, err := benchmarks.Run(context.Background(), p, benchmarks.Servers{Standalone: srv.Addr()}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range rep.Cells {
+		if c.Failed || c.Samples != p.Repeats {
+			t.Errorf("cell %s/%d: failed %v, %d samples; want %d", c.Target, c.Concurrency, c.Failed, c.Samples, p.Repeats)
+		}
+	}
+	if want := int64(len(p.Levels) * p.Repeats); opens.Load() != want {
+		t.Errorf("the isolated target was opened %d times; want once per sample, %d", opens.Load(), want)
+	}
+	if openIsolated.Load() != 0 || overlaps.Load() != 0 {
+		t.Errorf("%d isolated clients left open, %d calls of the other target made while one was open; want 0 and 0", openIsolated.Load(), overlaps.Load())
+	}
+}
+
+func TestNearTargetsAreIsolated(t *testing.T) {
+	for _, tg := range benchmarks.DefaultTargets() {
+		if want := strings.HasPrefix(tg.Name, "near-"); tg.Isolated != want {
+			t.Errorf("%s: Isolated = %v; want %v", tg.Name, tg.Isolated, want)
+		}
+	}
+	u, err := benchmarks.URLTarget("mine", "redis://127.0.0.1:6379?strategy=pool&size=4&near=1MiB")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !u.Isolated {
+		t.Error("a URL target with a near-cache is not isolated")
+	}
+}

@@ -54,14 +54,23 @@ func DefaultTargets() []Target {
 func StrategyTarget(name string, s strategy.Strategy) Target {
 	d := describe(s)
 	return Target{
-		Name:  name,
-		Conns: d.conns,
-		URL:   d.url(),
-		Go:    d.goExpr,
+		Name:     name,
+		Conns:    d.conns,
+		URL:      d.url(),
+		Go:       d.goExpr,
+		Isolated: isNear(s),
 		Open: func(ctx context.Context, env Env) (Client, error) {
 			return openRedisx(ctx, env.options(s))
 		},
 	}
+}
+
+// isNear reports whether s is a near-cache, whose tracking costs the
+// server work for other clients' writes while it is open (see
+// Target.Isolated).
+func isNear(s strategy.Strategy) bool {
+	_, ok := s.(localcache.Near)
+	return ok
 }
 
 // URLTarget measures redisx configured by a redis:// URL, parsed with
@@ -75,10 +84,11 @@ func URLTarget(name, rawURL string) (Target, error) {
 	}
 	d := describe(o.Strategy)
 	return Target{
-		Name:  name,
-		Conns: d.conns,
-		URL:   redactURL(rawURL),
-		Go:    d.goExpr,
+		Name:     name,
+		Conns:    d.conns,
+		URL:      redactURL(rawURL),
+		Go:       d.goExpr,
+		Isolated: isNear(o.Strategy),
 		Open: func(ctx context.Context, env Env) (Client, error) {
 			opts := env.options(o.Strategy)
 			if opts.Password == "" {

@@ -29,6 +29,7 @@
 //	redisx-bench -target mine='redis://x?strategy=pool&size=16' -peers=false
 //	redisx-bench -slo p99=2ms -quick
 //	redisx-bench -baseline old/report.json
+//	redisx-bench -only multiplexed-1,pool-32,rueidis -workloads values
 package main
 
 import (
@@ -40,6 +41,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -72,7 +74,8 @@ const (
 type options struct {
 	addr, cluster, user, password, url string
 	tls, peers, quick, force, pin      bool
-	levels, workloads, slo, out, base  string
+	levels, workloads, only, slo, out  string
+	base                               string
 	targets                            []string
 	duration, warmup                   time.Duration
 	repeats                            int
@@ -97,6 +100,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		o.targets = append(o.targets, s)
 		return nil
 	})
+	fs.StringVar(&o.only, "only", "", "measure only these targets, comma-separated names, e.g. multiplexed-1,pool-32,rueidis (-target ones are always kept)")
 	fs.BoolVar(&o.peers, "peers", true, "measure the peers rueidis, redigo-pool-100 and go-redis")
 	fs.DurationVar(&o.duration, "duration", 0, "length of one sample (default 500ms; -quick 100ms)")
 	fs.DurationVar(&o.warmup, "warmup", 0, "warm-up of each target at each level, discarded (default half a sample)")
@@ -156,6 +160,12 @@ func (o *options) plan() (benchmarks.Plan, error) {
 	if !o.peers {
 		p.RemovePeers()
 	}
+	var only []string
+	for _, n := range strings.Split(o.only, ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			only = append(only, n)
+		}
+	}
 	for _, t := range o.targets {
 		name, raw, ok := strings.Cut(t, "=")
 		if !ok || name == "" || raw == "" {
@@ -166,6 +176,14 @@ func (o *options) plan() (benchmarks.Plan, error) {
 			return p, err
 		}
 		p.AddTarget(tg)
+		if !slices.Contains(only, name) {
+			only = append(only, name)
+		}
+	}
+	if o.only != "" {
+		if err := p.SelectTargets(only); err != nil {
+			return p, fmt.Errorf("-only: %w", err)
+		}
 	}
 	if o.set["duration"] {
 		p.Duration = o.duration

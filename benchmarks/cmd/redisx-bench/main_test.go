@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -137,6 +138,7 @@ func TestCLIRejectsBadFlags(t *testing.T) {
 		{"-target", "noequals"},
 		{"-target", "bad=http://x"},
 		{"-repeats", "0"},
+		{"-only", "multiplexed-1,nope"},
 		{"extra"},
 	} {
 		var stdout, stderr bytes.Buffer
@@ -155,5 +157,23 @@ func TestCommandLineHidesPasswords(t *testing.T) {
 	}
 	if want := "redisx-bench -password xxxxx -password=xxxxx -url redis://u:xxxxx@h:1/0 -target x=redis://:xxxxx@h?strategy=pool -levels 1"; got != want {
 		t.Errorf("commandLine = %q; want %q", got, want)
+	}
+}
+
+func TestOnlyKeepsTheTargetsNamedAndTheUsersOwn(t *testing.T) {
+	o, err := parseFlags([]string{"-only", "multiplexed-1, rueidis", "-target", "mine=redis://h?strategy=pool&size=4"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := o.plan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tg := range p.Targets {
+		names = append(names, tg.Name)
+	}
+	if got := strings.Join(names, ","); got != "multiplexed-1,rueidis,mine" {
+		t.Errorf("targets = %s; want multiplexed-1,rueidis,mine", got)
 	}
 }
