@@ -82,7 +82,8 @@ type Target struct {
 	// ("near"); nil: every family.
 	Only []string
 	// Isolated targets are open only while they are measured: opened
-	// for each sample, warmed up (discarded) and closed after it, so
+	// for each sample, primed (Workload.Prime), warmed up (discarded)
+	// and closed after it, so
 	// that nothing of theirs weighs on the other targets' samples. A
 	// near-cache is: while it is open, the server tracks the keys it read
 	// and sends it an invalidation for each write another target makes
@@ -134,6 +135,12 @@ type Workload struct {
 	// It is called for every target and level, so per-worker state
 	// (a random source, a key list) can be allocated here for workers.
 	Op func(c Client, workers int) Op
+	// Prime, when set, brings an isolated target (see Target.Isolated),
+	// opened afresh for each sample, to the state of a client that has
+	// run the workload for long, before its warm-up: the near workloads
+	// read every key once, so that a near-cache holds what a long-lived
+	// one would. Nil: the warm-up alone.
+	Prime func(ctx context.Context, c Client) error
 }
 
 // Family is the part of the name before the first "/".

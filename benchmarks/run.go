@@ -349,6 +349,11 @@ func (r *runner) runLevel(ctx context.Context, d *deployment, w Workload, level 
 					accs[i].fail(o.err)
 					continue
 				}
+				if err := r.prime(ctx, w, o); err != nil {
+					_ = o.c.Close()
+					accs[i].fail(err)
+					continue
+				}
 				op = w.Op(o.c, level)
 				r.measure(ctx, d, o, op, level, r.plan.Warmup, r.plan.Rate, false)
 				r.note(false, "%s %s ×%d r%d/%d warm-up", w.Name, o.t.Name, level, rep, r.plan.Repeats)
@@ -468,6 +473,19 @@ func si(x float64) string {
 	return fmt.Sprintf("%.0f", x)
 }
 
+// prime runs w's Prime, if any, on o, an isolated target just opened.
+func (r *runner) prime(ctx context.Context, w Workload, o opened) error {
+	if w.Prime == nil {
+		return nil
+	}
+	pctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := w.Prime(pctx, o.c); err != nil {
+		return fmt.Errorf("priming %s for %s: %w", o.t.Name, w.Name, err)
+	}
+	return nil
+}
+
 // searchSLO finds, for every target of w, the highest open-loop rate its
 // SLO percentile stays under the bound, at w's highest level of workers.
 // An isolated target is open for its own search only.
@@ -475,7 +493,13 @@ func (r *runner) searchSLO(ctx context.Context, w Workload, ts []opened) error {
 	d := r.deps[w.Cluster]
 	for _, o := range ts {
 		if o.t.Isolated && o.err == nil {
-			o = r.open(ctx, o.t, d)
+			if o = r.open(ctx, o.t, d); o.c != nil {
+				if err := r.prime(ctx, w, o); err != nil {
+					fmt.Fprintf(r.out, "SLO %s %s: %v\n", w.Name, o.t.Name, err)
+					_ = o.c.Close()
+					continue
+				}
+			}
 		}
 		if o.c == nil {
 			continue

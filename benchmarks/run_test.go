@@ -257,6 +257,14 @@ func TestRunOpensIsolatedTargetsForTheirOwnSamplesOnly(t *testing.T) {
 		watch(p.Targets[0], false),
 		watch(benchmarks.StrategyTarget("isolated", strategy.Multiplexed{}), true),
 	}
+	var primes atomic.Int64
+	p.Workloads[0].Prime = func(ctx context.Context, c benchmarks.Client) error {
+		if wc, ok := c.(*watchedClient); !ok || !wc.isolated {
+			t.Errorf("Prime ran on %T, not on the isolated target", c)
+		}
+		primes.Add(1)
+		return nil
+	}
 	rep, err := benchmarks.Run(context.Background(), p, benchmarks.Servers{Standalone: srv.Addr()}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -268,6 +276,9 @@ func TestRunOpensIsolatedTargetsForTheirOwnSamplesOnly(t *testing.T) {
 	}
 	if want := int64(len(p.Levels) * p.Repeats); opens.Load() != want {
 		t.Errorf("the isolated target was opened %d times; want once per sample, %d", opens.Load(), want)
+	}
+	if primes.Load() != opens.Load() {
+		t.Errorf("Prime ran %d times for %d opens; want once after each", primes.Load(), opens.Load())
 	}
 	if openIsolated.Load() != 0 || overlaps.Load() != 0 {
 		t.Errorf("%d isolated clients left open, %d calls of the other target made while one was open; want 0 and 0", openIsolated.Load(), overlaps.Load())

@@ -214,6 +214,18 @@ func valuesWorkload(op, sizeName string, size int) Workload {
 	return w
 }
 
+// readAll reads every key once, 100 to an MGET.
+func readAll(ctx context.Context, c Client, keys []string) error {
+	for len(keys) > 0 {
+		n := min(len(keys), 100)
+		if _, err := c.MGet(ctx, keys[:n]...); err != nil {
+			return err
+		}
+		keys = keys[n:]
+	}
+	return nil
+}
+
 func nearWorkload(writePct int) Workload {
 	keys := keyNames("near", zipfKeys)
 	v := value(smallValue)
@@ -224,6 +236,9 @@ func nearWorkload(writePct int) Workload {
 		Targets: []string{"near-multiplexed", "near-pool-32", "multiplexed-1", "pool-32", "rueidis"},
 		Setup: func(ctx context.Context, c *redisx.Client) error {
 			return seed(ctx, c, keys, v)
+		},
+		Prime: func(ctx context.Context, c Client) error {
+			return readAll(ctx, c, keys)
 		},
 		Op: func(c Client, workers int) Op {
 			type source struct {
