@@ -2,6 +2,7 @@ package benchmarks
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"slices"
 	"strconv"
@@ -103,4 +104,73 @@ func markSLOWinners(results []SLOResult, peers map[string]bool) {
 			win.Headroom = ratio(win.Rate, results[idx[1]].Rate)
 		}
 	}
+}
+
+// searchSLO finds, for every target of w, the highest open-loop rate its
+// SLO percentile stays under the bound, at w's highest level of workers.
+// An isolated target is open for its own search only.
+func (r *runner) searchSLO(ctx context.Context, w Workload, ts []opened) error {
+	d := r.deps[w.Cluster]
+	for _, o := range ts {
+		if o.t.Isolated && o.err == nil {
+			if o = r.open(ctx, o.t, d); o.c != nil {
+				if err := r.prime(ctx, w, o); err != nil {
+					fmt.Fprintf(r.out, "SLO %s %s: %v\n", w.Name, o.t.Name, err)
+					_ = o.c.Close()
+					continue
+				}
+			}
+		}
+		if o.c == nil {
+			continue
+		}
+		err := r.searchTargetSLO(ctx, w, o)
+		if o.t.Isolated {
+			_ = o.c.Close()
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// searchTargetSLO is searchSLO for one open target.
+func (r *runner) searchTargetSLO(ctx context.Context, w Workload, o opened) error {
+	slo := *r.plan.SLO
+	workers := slices.Max(r.plan.LevelsOf(w))
+	d := r.deps[w.Cluster]
+	peak := 0.0
+	for _, c := range r.report.Cells {
+		if c.Workload == w.Name && c.Target == o.t.Name {
+			if c.Failed {
+				return nil
+			}
+			peak = max(peak, c.QPS)
+		}
+	}
+	start := 1000.0
+	if peak > 0 {
+		start = peak / 4
+	}
+	op := w.Op(o.c, workers)
+	var probeErr error
+	best, lat := searchRate(start, r.plan.SLOSteps, r.plan.SLOBisects, func(rate float64) probeResult {
+		if probeErr = ctx.Err(); probeErr != nil {
+			return probeResult{}
+		}
+		s, h := r.measure(ctx, d, o, op, workers, r.plan.Duration, rate, false)
+		got := time.Duration(h.ValueAtQuantile(slo.Percentile))
+		ok := s.errs == 0 && s.behind == 0 && got <= slo.Bound
+		r.note(true, "SLO %s %s %s ×%d at %s/s: %s %v", slo, w.Name, o.t.Name, workers, si(rate), map[bool]string{true: "pass", false: "fail"}[ok], got.Round(time.Microsecond))
+		return probeResult{latency: got, ok: ok}
+	})
+	if probeErr != nil {
+		return probeErr
+	}
+	r.report.SLO = append(r.report.SLO, SLOResult{
+		Workload: w.Name, Target: o.t.Name, Concurrency: workers,
+		Rate: best, Latency: float64(lat) / 1e6,
+	})
+	return nil
 }

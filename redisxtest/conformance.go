@@ -283,20 +283,31 @@ func (s *suite) mgetOrder(t *testing.T) {
 	}
 }
 
+// commandCalls sums the calls of cmd over every server.
 func (s *suite) commandCalls(ctx context.Context, t *testing.T, cmd string) int64 {
+	return s.infoSum(ctx, t, "commandstats", "cmdstat_"+cmd+":calls=")
+}
+
+// infoSum sums, over every server, the number that follows prefix at the
+// start of a line of INFO section ("blocked_clients:" in clients).
+func (s *suite) infoSum(ctx context.Context, t *testing.T, section, prefix string) int64 {
 	var total atomic.Int64
 	err := s.eachServer(ctx, func(ctx context.Context, c *goredis.Client) error {
-		info, err := c.Info(ctx, "commandstats").Result()
+		info, err := c.Info(ctx, section).Result()
 		for _, line := range strings.Split(info, "\n") {
-			if rest, ok := strings.CutPrefix(line, "cmdstat_"+cmd+":calls="); ok {
-				n, _ := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
+			if rest, ok := strings.CutPrefix(line, prefix); ok {
+				digits := strings.IndexFunc(rest, func(r rune) bool { return r < '0' || r > '9' })
+				if digits < 0 {
+					digits = len(rest)
+				}
+				n, _ := strconv.ParseInt(rest[:digits], 10, 64)
 				total.Add(n)
 			}
 		}
 		return err
 	})
 	if err != nil {
-		t.Fatalf("INFO commandstats: %v", err)
+		t.Fatalf("INFO %s: %v", section, err)
 	}
 	return total.Load()
 }

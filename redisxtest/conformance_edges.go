@@ -3,14 +3,11 @@ package redisxtest
 import (
 	"context"
 	"errors"
-	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/gomodule/redigo/redis"
-	goredis "github.com/redis/go-redis/v9"
 	"github.com/redisx-go/kit/redisx"
 )
 
@@ -82,21 +79,7 @@ func (s *suite) closeWithBlockedCommand(t *testing.T) {
 
 // blockedClients sums the clients blocked on a command over every server.
 func (s *suite) blockedClients(ctx context.Context, t *testing.T) int64 {
-	var total atomic.Int64
-	err := s.eachServer(ctx, func(ctx context.Context, c *goredis.Client) error {
-		info, err := c.Info(ctx, "clients").Result()
-		for _, line := range strings.Split(info, "\n") {
-			if rest, ok := strings.CutPrefix(line, "blocked_clients:"); ok {
-				n, _ := strconv.ParseInt(strings.TrimSpace(rest), 10, 64)
-				total.Add(n)
-			}
-		}
-		return err
-	})
-	if err != nil {
-		t.Fatalf("INFO clients: %v", err)
-	}
-	return total.Load()
+	return s.infoSum(ctx, t, "clients", "blocked_clients:")
 }
 
 // errorsHaveOnePrefix checks that an error says "redisx:" once, however
