@@ -16,7 +16,6 @@ import (
 	"github.com/gomodule/redigo/redis"
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/redisx-go/kit/redisx"
-	"go.uber.org/goleak"
 )
 
 // RunConformance checks that the client redisx.New builds from opts
@@ -559,54 +558,5 @@ func (s *suite) serverError(t *testing.T) {
 	}
 	if v, err := c.Get(ctx, k); err != nil || string(v) != "not a number" {
 		t.Fatalf("Get after a server error = %q, %v", v, err)
-	}
-}
-
-func (s *suite) useAfterClose(t *testing.T) {
-	c, ctx := s.client(t), ctxT(t)
-	if err := c.Close(); err != nil {
-		t.Fatalf("Close: %v", err)
-	}
-	if err := c.Close(); err != nil {
-		t.Fatalf("second Close: %v", err)
-	}
-	k := s.key(t, "k")
-	checks := map[string]error{}
-	_, checks["Get"] = c.Get(ctx, k)
-	checks["Set"] = c.Set(ctx, k, []byte("v"), 0)
-	_, checks["MGet"] = c.MGet(ctx, k)
-	checks["MSet"] = c.MSet(ctx, map[string][]byte{k: nil}, 0)
-	_, checks["Del"] = c.Del(ctx, k)
-	_, checks["Do"] = c.Do(ctx, "PING")
-	_, checks["GetOrLoad"] = c.GetOrLoad(ctx, k, 0, func(context.Context) ([]byte, error) { return nil, nil })
-	for name, err := range checks {
-		if !errors.Is(err, redisx.ErrClosed) {
-			t.Errorf("%s after Close: error = %v, want ErrClosed", name, err)
-		}
-	}
-}
-
-func (s *suite) closeLeavesNoGoroutine(t *testing.T) {
-	before := goleak.IgnoreCurrent()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, err := redisx.New(ctx, s.opts)
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
-	k := s.key(t, "k")
-	for i := 0; i < 100; i++ {
-		if err := c.Set(ctx, k, []byte("v"), time.Minute); err != nil {
-			t.Fatalf("Set: %v", err)
-		}
-	}
-	if _, err := c.Do(ctx, "BLPOP", s.key(t, "list"), "0.01"); err != nil {
-		t.Fatalf("BLPOP: %v", err)
-	}
-	if err := c.Close(); err != nil {
-		t.Fatalf("Close: %v", err)
-	}
-	if err := goleak.Find(before, goleak.IgnoreTopFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).reaper")); err != nil {
-		t.Fatalf("goroutines left after Close: %v", err)
 	}
 }

@@ -9,10 +9,12 @@ import (
 
 	"github.com/gomodule/redigo/redis"
 	"github.com/redisx-go/kit/redisx"
+	"go.uber.org/goleak"
 )
 
 // The checks of issue #7, "correct at the edges": what Close does to a
-// call in flight, and what errors look like.
+// call in flight and to the calls after it, what it leaves running, and
+// what errors look like.
 
 // closeWithBlockedCommand checks that Close returns promptly while a BLPOP
 // with no timeout (block 0) waits on the server under a context without
@@ -122,5 +124,54 @@ func (s *suite) errorsHaveOnePrefix(t *testing.T) {
 		case strings.Count(err.Error(), "redisx:") != 1:
 			t.Errorf("%s: error %q has %d \"redisx:\" prefixes, want 1", tc.name, err, strings.Count(err.Error(), "redisx:"))
 		}
+	}
+}
+
+func (s *suite) useAfterClose(t *testing.T) {
+	c, ctx := s.client(t), ctxT(t)
+	if err := c.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	k := s.key(t, "k")
+	checks := map[string]error{}
+	_, checks["Get"] = c.Get(ctx, k)
+	checks["Set"] = c.Set(ctx, k, []byte("v"), 0)
+	_, checks["MGet"] = c.MGet(ctx, k)
+	checks["MSet"] = c.MSet(ctx, map[string][]byte{k: nil}, 0)
+	_, checks["Del"] = c.Del(ctx, k)
+	_, checks["Do"] = c.Do(ctx, "PING")
+	_, checks["GetOrLoad"] = c.GetOrLoad(ctx, k, 0, func(context.Context) ([]byte, error) { return nil, nil })
+	for name, err := range checks {
+		if !errors.Is(err, redisx.ErrClosed) {
+			t.Errorf("%s after Close: error = %v, want ErrClosed", name, err)
+		}
+	}
+}
+
+func (s *suite) closeLeavesNoGoroutine(t *testing.T) {
+	before := goleak.IgnoreCurrent()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := redisx.New(ctx, s.opts)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	k := s.key(t, "k")
+	for i := 0; i < 100; i++ {
+		if err := c.Set(ctx, k, []byte("v"), time.Minute); err != nil {
+			t.Fatalf("Set: %v", err)
+		}
+	}
+	if _, err := c.Do(ctx, "BLPOP", s.key(t, "list"), "0.01"); err != nil {
+		t.Fatalf("BLPOP: %v", err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if err := goleak.Find(before, goleak.IgnoreTopFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).reaper")); err != nil {
+		t.Fatalf("goroutines left after Close: %v", err)
 	}
 }

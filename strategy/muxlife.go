@@ -1,0 +1,205 @@
+package strategy
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// The life of a node's connections: dialled on demand, one dial per slot;
+// redialled after a failure; retired for their age; failed by the
+// watchdog when a reply is overdue.
+
+// conn returns slot i's live connection, dialling one if needed. Only one
+// dial runs per slot, so a dead server does not cause a dial storm; it
+// runs on its own goroutine under the node's context and DialTimeout, not
+// under any caller's context, and every caller — the one that started it
+// included — waits for it within its own context: a caller with a short
+// deadline gives up alone and leaves the dial to the others.
+func (n *muxNode) conn(ctx context.Context, i int) (*muxConn, error) {
+	s := &n.slots[i]
+	if c := s.cur.Load(); c != nil && !c.broken.Load() {
+		return c, nil
+	}
+	s.mu.Lock()
+	if c := s.cur.Load(); c != nil && !c.broken.Load() {
+		s.mu.Unlock()
+		return c, nil
+	}
+	if n.closed.Load() {
+		s.mu.Unlock()
+		return nil, ErrClosed
+	}
+	d := s.dialing
+	if d == nil {
+		d = &muxDial{done: make(chan struct{})}
+		s.dialing = d
+		n.wg.Add(1) // under s.mu, before Close (which takes s.mu) can wait
+		go n.redial(s, d)
+	}
+	s.mu.Unlock()
+	select {
+	case <-d.done:
+		return d.c, d.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// redial opens slot s's connection and reports it to d's waiters. The
+// connection it replaces, when still alive (a replacement for age), is
+// retired.
+func (n *muxNode) redial(s *muxSlot, d *muxDial) {
+	defer n.wg.Done()
+	nc, err := dial(n.life, &n.cfg, n.addr)
+	n.dials.Add(1)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.dialing = nil
+	switch {
+	case n.closed.Load():
+		if nc != nil {
+			nc.Close()
+		}
+		err = ErrClosed
+	case err != nil:
+		n.dialErrors.Add(1)
+		if c := s.cur.Load(); c != nil && !c.broken.Load() {
+			// A replacement for age failed: the old connection serves on.
+			n.age(s, c, min(n.cfg.MaxConnAge, time.Second))
+		}
+	default:
+		d.c = n.startConn(nc)
+		if old := s.cur.Swap(d.c); old != nil && !old.broken.Load() {
+			n.wg.Add(1)
+			go n.retire(old)
+		}
+		n.age(s, d.c, n.cfg.MaxConnAge)
+	}
+	d.err = err
+	close(d.done)
+}
+
+// age arranges, when MaxConnAge is set, for slot s's connection c to be
+// replaced after d: a timer, so that a call pays nothing for the check.
+// s.mu is held.
+func (n *muxNode) age(s *muxSlot, c *muxConn, d time.Duration) {
+	if n.cfg.MaxConnAge <= 0 {
+		return
+	}
+	if s.aging != nil {
+		s.aging.Stop()
+	}
+	s.aging = time.AfterFunc(d, func() { n.replace(s, c) })
+}
+
+// replace starts the dial of a replacement for c, slot s's connection,
+// unless c is no longer the slot's or a dial already runs. Callers keep
+// using c meanwhile: the dial is theirs only if c breaks.
+func (n *muxNode) replace(s *muxSlot, c *muxConn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n.closed.Load() || s.cur.Load() != c || c.broken.Load() || s.dialing != nil {
+		return
+	}
+	s.dialing = &muxDial{done: make(chan struct{})}
+	n.wg.Add(1)
+	go n.redial(s, s.dialing)
+}
+
+// errRetired is what callers who took a connection just as it was
+// retired get from it; enqueue then takes the slot's new connection. It
+// wraps ErrClosed so that the connection's failure is not counted as a
+// broken connection.
+var errRetired = fmt.Errorf("%w: connection retired for its age", ErrClosed)
+
+// retiredPending is the pending count of a retired connection: far above
+// any MaxPending, so that a caller still holding the connection cannot
+// reserve room on it (it waits for room, and the close wakes it).
+const retiredPending = 1 << 62
+
+// retire closes c, replaced for its age, once no call is in flight on it:
+// when its pending count is zero, which retire swaps for retiredPending
+// in one step, so that no call can slip in between the check and the
+// close. Until then it applies the ReadTimeout rule the watchdog applies
+// to current connections, and Close fails c's calls with ErrClosed.
+func (n *muxNode) retire(c *muxConn) {
+	defer n.wg.Done()
+	timeout := n.cfg.ReadTimeout
+	received, quiet := c.received.Load(), time.Now()
+	wait := time.Millisecond
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	for !c.pending.CompareAndSwap(0, retiredPending) {
+		if c.broken.Load() {
+			return
+		}
+		select {
+		case <-n.stop:
+			c.fail(ErrClosed)
+			return
+		case now := <-t.C:
+			if r := c.received.Load(); r != received {
+				received, quiet = r, now
+			} else if timeout > 0 && c.overdue(now, quiet, timeout) {
+				c.fail(fmt.Errorf("no reply for %v (ReadTimeout)", now.Sub(quiet).Round(time.Millisecond)))
+				return
+			}
+		}
+		wait = min(2*wait, 50*time.Millisecond)
+		t.Reset(wait)
+	}
+	c.fail(errRetired)
+}
+
+// watchdog fails a connection whose awaited reply is overdue (see
+// muxConn.overdue) while nothing at all arrives: a hung or unreachable
+// server is noticed even by callers without a deadline. It looks every
+// quarter of the read timeout, so a late reply is noticed within about
+// half a read timeout more. It also has the drainer watch a connection
+// that stayed idle for a whole tick (see muxConn.watchIdle), so that a
+// server closing it is noticed before the next call. A negative timeout:
+// no overdue replies, idle connections watched every second.
+func (n *muxNode) watchdog(timeout time.Duration) {
+	defer n.wg.Done()
+	tick := time.Second
+	if timeout > 0 {
+		tick = max(timeout/4, 10*time.Millisecond)
+	}
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	type progress struct {
+		c        *muxConn
+		received int64
+		quiet    time.Time // since when nothing arrived, as first seen
+	}
+	last := make([]progress, len(n.slots))
+	for {
+		select {
+		case <-n.stop:
+			return
+		case now := <-t.C:
+			for i := range n.slots {
+				c := n.slots[i].cur.Load()
+				p := &last[i]
+				if c == nil || c.broken.Load() {
+					*p = progress{}
+					continue
+				}
+				c.watchIdle()
+				if timeout <= 0 || c.pending.Load() <= 0 {
+					*p = progress{}
+					continue
+				}
+				r := c.received.Load()
+				if p.c != c || p.received != r {
+					*p = progress{c: c, received: r, quiet: now}
+					continue
+				}
+				if c.overdue(now, p.quiet, timeout) {
+					c.fail(fmt.Errorf("no reply for %v (ReadTimeout)", now.Sub(p.quiet).Round(time.Millisecond)))
+				}
+			}
+		}
+	}
+}
