@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -33,25 +33,27 @@ func seed(b testing.TB, t target) []string {
 	return keys
 }
 
-// parallel runs op on exactly goroutines goroutines (b.SetParallelism
-// multiplies by GOMAXPROCS) and reports ops/s and errors.
+// parallel runs op b.N times in all on exactly goroutines goroutines and
+// reports ops/s and errors. (b.RunParallel would not do: it runs a
+// multiple of GOMAXPROCS goroutines, so 1 would be 2 on two cores.)
 func parallel(b *testing.B, goroutines int, op func(ctx context.Context, i int) error) {
 	b.ReportAllocs()
-	p := max(goroutines/runtime.GOMAXPROCS(0), 1)
-	b.SetParallelism(p)
-	var errs atomic.Int64
-	var seq atomic.Int64
-	ctx := context.Background()
+	var errs, claimed atomic.Int64
+	ctx, n := context.Background(), int64(b.N)
+	var wg sync.WaitGroup
 	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		i := int(seq.Add(1)) * 7919
-		for pb.Next() {
-			i++
-			if err := op(ctx, i); err != nil {
-				errs.Add(1)
+	for g := range goroutines {
+		wg.Go(func() {
+			i := g * 7919
+			for claimed.Add(1) <= n {
+				i++
+				if err := op(ctx, i); err != nil {
+					errs.Add(1)
+				}
 			}
-		}
-	})
+		})
+	}
+	wg.Wait()
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "ops/s")
 	if n := errs.Load(); n > 0 {
