@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -283,25 +282,6 @@ func connCounter(tb testing.TB) func(testing.TB) float64 {
 	}
 }
 
-// parallelN is parallel with exactly goroutines calls of op in flight.
-// parallel starts max(goroutines/GOMAXPROCS, 1)×GOMAXPROCS goroutines,
-// which is more than asked below GOMAXPROCS (2 for 1 on two cores); a
-// semaphore then holds the extra goroutines back. (Above GOMAXPROCS, a
-// level that is not a multiple of it gets parallel's rounding down.)
-func parallelN(b *testing.B, goroutines int, op func(ctx context.Context, i int) error) {
-	procs := runtime.GOMAXPROCS(0)
-	if max(goroutines/procs, 1)*procs <= goroutines {
-		parallel(b, goroutines, op)
-		return
-	}
-	sem := make(chan struct{}, goroutines)
-	parallel(b, goroutines, func(ctx context.Context, i int) error {
-		sem <- struct{}{}
-		defer func() { <-sem }()
-		return op(ctx, i)
-	})
-}
-
 // mgetTargets lists the configurations of the cross-slot MGET sweep.
 func mgetTargets(tb testing.TB) []func() clusterTarget {
 	named := func(t clusterTarget, name string) clusterTarget { t.name = name; return t }
@@ -327,7 +307,7 @@ func BenchmarkClusterMGet(b *testing.B) {
 		t := open()
 		for _, g := range mgetLevels {
 			b.Run(fmt.Sprintf("strategy=%s/goroutines=%d", t.name, g), func(b *testing.B) {
-				parallelN(b, g, func(ctx context.Context, i int) error { return t.mget(ctx, keys) })
+				parallel(b, g, func(ctx context.Context, i int) error { return t.mget(ctx, keys) })
 				b.ReportMetric(float64(b.N*len(keys))/b.Elapsed().Seconds(), "keys/s")
 			})
 		}
@@ -356,7 +336,7 @@ func BenchmarkClusterGet(b *testing.B) {
 		t := open()
 		for _, g := range clusterGetLevels {
 			b.Run(fmt.Sprintf("strategy=%s/goroutines=%d", t.name, g), func(b *testing.B) {
-				parallelN(b, g, func(ctx context.Context, i int) error {
+				parallel(b, g, func(ctx context.Context, i int) error {
 					v, err := t.get(ctx, keys[i%benchKeys])
 					if err == nil && len(v) != valueBytes {
 						err = errShortValue
