@@ -246,12 +246,17 @@ func (q *query) strategy(s strategy.Strategy) error {
 	return nil
 }
 
-func (q *query) multiplexed(m strategy.Multiplexed, transport bool) error {
+// kind names the strategy, or the transport under SlotGrouped or Near.
+func (q *query) kind(name string, transport bool) {
 	if transport {
-		q.add("transport", kindMultiplexed, true)
+		q.add("transport", name, true)
 	} else {
-		q.add("strategy", kindMultiplexed, true)
+		q.add("strategy", name, true)
 	}
+}
+
+func (q *query) multiplexed(m strategy.Multiplexed, transport bool) error {
+	q.kind(kindMultiplexed, transport)
 	if err := q.count("conns", m.Conns); err != nil {
 		return err
 	}
@@ -262,11 +267,7 @@ func (q *query) multiplexed(m strategy.Multiplexed, transport bool) error {
 }
 
 func (q *query) pool(p strategy.Pool, transport bool) error {
-	if transport {
-		q.add("transport", kindPool, true)
-	} else {
-		q.add("strategy", kindPool, true)
-	}
+	q.kind(kindPool, transport)
 	if err := q.count("size", p.Size); err != nil {
 		return err
 	}
