@@ -292,25 +292,20 @@ func (e errNilPointer) err() error {
 func deref(s strategy.Strategy) any {
 	switch p := s.(type) {
 	case *strategy.Multiplexed:
-		if p == nil {
-			return errNilPointer{"*strategy.Multiplexed"}
-		}
-		return *p
+		return value(p, "*strategy.Multiplexed")
 	case *strategy.Pool:
-		if p == nil {
-			return errNilPointer{"*strategy.Pool"}
-		}
-		return *p
+		return value(p, "*strategy.Pool")
 	case *strategy.SlotGrouped:
-		if p == nil {
-			return errNilPointer{"*strategy.SlotGrouped"}
-		}
-		return *p
+		return value(p, "*strategy.SlotGrouped")
 	case *localcache.Near:
-		if p == nil {
-			return errNilPointer{"*localcache.Near"}
-		}
-		return *p
+		return value(p, "*localcache.Near")
 	}
 	return s
+}
+
+func value[T any](p *T, name string) any {
+	if p == nil {
+		return errNilPointer{name}
+	}
+	return *p
 }
