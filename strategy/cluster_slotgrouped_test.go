@@ -16,6 +16,9 @@ import (
 	"github.com/redisx-go/kit/strategy"
 )
 
+// SlotGrouped on a real cluster: one round trip per node, and a partial
+// failure reported per node.
+
 // TestSlotGroupedOneRoundTripPerNode checks SlotGrouped's promise: a
 // 50-key MGet over 50 slots on 3 masters is one write per node, where the
 // plain transport writes one MGET per slot, one after another; the values

@@ -18,6 +18,9 @@ import (
 	"go.uber.org/goleak"
 )
 
+// A cluster's topology changing under traffic: a slot migrated and back,
+// a master refusing connections.
+
 // TestClusterSlotMigrationUnderTraffic moves one slot to another master
 // and back while 20 goroutines read and write keys of that slot: the
 // MOVED and ASK redirects and the TRYAGAIN replies of the migration are

@@ -14,6 +14,8 @@ import (
 	"github.com/redisx-go/kit/internal/resp"
 )
 
+// Encoding commands, and round trips through the reader.
+
 func TestAppendArrayWritesHeader(t *testing.T) {
 	tests := []struct {
 		n    int

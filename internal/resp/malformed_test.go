@@ -11,6 +11,9 @@ import (
 	"github.com/redisx-go/kit/internal/resp"
 )
 
+// Input that is not valid RESP: protocol errors, nesting bounds,
+// truncation, and lengths that claim more than the stream holds.
+
 func TestMalformedInputIsProtocolError(t *testing.T) {
 	tests := []struct{ name, in string }{
 		{"LF without CR", "+OK\n"},

@@ -8,6 +8,8 @@ import (
 	"github.com/gomodule/redigo/redis"
 )
 
+// ReadAny: replies in redigo's types, for Do.
+
 func TestReadAnyUsesRedigoTypes(t *testing.T) {
 	tests := []struct {
 		name string
