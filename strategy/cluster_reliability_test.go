@@ -61,6 +61,25 @@ func crelNew(t *testing.T, cl *launcher.Cluster, s strategy.Strategy) *redisx.Cl
 	return c
 }
 
+// crelClients opens a client of cl for each case (closed when the test
+// ends, if not before) and stores keys through the first one, with
+// relValue's values.
+func crelClients(ctx context.Context, t *testing.T, cl *launcher.Cluster, cases []crelCase, keys []string) []*redisx.Client {
+	t.Helper()
+	clients := make([]*redisx.Client, len(cases))
+	for i, tc := range cases {
+		c := crelNew(t, cl, tc.s)
+		t.Cleanup(func() { c.Close() })
+		clients[i] = c
+	}
+	for i, k := range keys {
+		if err := clients[0].Set(ctx, k, []byte(relValue(k, i)), time.Minute); err != nil {
+			t.Fatalf("Set(%q): %v", k, err)
+		}
+	}
+	return clients
+}
+
 // crelCheckLeaks fails t when goroutines other than those of before (and
 // the launcher's reapers of restarted servers) are still running.
 func crelCheckLeaks(t *testing.T, before goleak.Option) {

@@ -146,16 +146,7 @@ func TestSlotGroupedPartialFailureReportsNode(t *testing.T) {
 		{"pool-size=16", strategy.Pool{Size: 16}},
 	}
 	before := goleak.IgnoreCurrent()
-	clients := make([]*redisx.Client, len(cases))
-	for i, tc := range cases {
-		clients[i] = crelNew(t, cl, tc.s)
-		defer clients[i].Close()
-	}
-	for i, k := range keys {
-		if err := clients[0].Set(ctx, k, []byte(relValue(k, i)), time.Minute); err != nil {
-			t.Fatalf("Set(%q): %v", k, err)
-		}
-	}
+	clients := crelClients(ctx, t, cl, cases, keys)
 	for i, c := range clients { // every node connected
 		if _, err := c.MGet(ctx, keys...); err != nil {
 			t.Fatalf("%s: MGet before the kill: %v", cases[i].name, err)

@@ -244,16 +244,7 @@ func TestClusterRefusedMasterTriggersRefresh(t *testing.T) {
 
 	cases := crelStrategies()
 	before := goleak.IgnoreCurrent()
-	clients := make([]*redisx.Client, len(cases))
-	for i, tc := range cases {
-		clients[i] = crelNew(t, cl, tc.s)
-		defer clients[i].Close()
-	}
-	for i, k := range keys {
-		if err := clients[0].Set(ctx, k, []byte(relValue(k, i)), time.Minute); err != nil {
-			t.Fatalf("Set(%q): %v", k, err)
-		}
-	}
+	clients := crelClients(ctx, t, cl, cases, keys)
 	refreshes := make([]int64, len(clients))
 	for i, c := range clients { // every client routes to the victim
 		for _, k := range keys {
