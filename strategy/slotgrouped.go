@@ -184,26 +184,38 @@ func (g *slotGrouped) plan(keys []string) ([]*member, [][]batchGroup) {
 
 // runPipelines sends bufs[i] to nodes[i], decoding into rps[i], all nodes
 // at once: pipelines on Multiplexed nodes are queued from this goroutine
-// and awaited together; other nodes get a goroutine each. errs[i] is node
+// and awaited together, the last one sent awaited first (so that this
+// caller may read its reply itself); other nodes get a goroutine each. errs[i] is node
 // i's connection or context failure; a nil node fails with errSlotUnserved.
 func runPipelines(ctx context.Context, nodes []node, keys []string, bufs [][]byte, rps [][]reply) []error {
 	errs := make([]error, len(nodes))
 	calls := make([]*call, len(nodes))
 	var blocking []int
+	last := -1 // the last multiplexed node: its pipeline is sent last, and awaited first
 	for i, n := range nodes {
-		switch n := n.(type) {
+		switch n.(type) {
 		case nil:
 			errs[i] = errSlotUnserved
 		case *muxNode:
-			calls[i], errs[i] = n.send(ctx, keys[i], bufs[i], rps[i])
+			last = i
 		default:
 			blocking = append(blocking, i)
+		}
+	}
+	for i, n := range nodes {
+		if n, ok := n.(*muxNode); ok && i != last {
+			calls[i], errs[i] = n.send(ctx, keys[i], bufs[i], rps[i])
 		}
 	}
 	fanOut(len(blocking), func(j int) {
 		i := blocking[j]
 		errs[i] = nodes[i].exec(ctx, keys[i], bufs[i], rps[i])
 	})
+	if last >= 0 {
+		// Awaited at once, it may lead: its caller reads the reply itself,
+		// as a lone caller does, with no hand-off.
+		errs[last] = nodes[last].exec(ctx, keys[last], bufs[last], rps[last])
+	}
 	for i, cl := range calls {
 		if cl != nil {
 			errs[i] = nodes[i].(*muxNode).await(ctx, cl)
@@ -242,9 +254,10 @@ func (f *failures) err() error {
 
 // grouped runs a multi-key command the SlotGrouped way: keys planned into
 // per-slot groups, each node's groups encoded by enc into one pipeline,
-// all nodes at once (runPipelines). Then, per node in parallel, ok receives
-// each group that succeeded and retry runs each that failed, one slot at a
-// time through the cluster's redirect handling (see nodeFailure). The
+// all nodes at once (runPipelines). Then ok receives each group that
+// succeeded, and retry runs each that failed, per node in parallel, one
+// slot at a time through the cluster's redirect handling (see
+// nodeFailure). The
 // error joins one *NodeError per node with keys that still failed.
 func (g *slotGrouped) grouped(ctx context.Context, keys []string, cmd string,
 	enc func(buf []byte, bg batchGroup) ([]byte, reply),
@@ -297,8 +310,22 @@ func (g *slotGrouped) run(ctx context.Context, nodes []node, perNode [][]batchGr
 		bufs[i], rps[i] = buf, all[start:len(all):len(all)]
 	}
 	errs := runPipelines(ctx, nodes, first, bufs, rps)
+	// Most often every group succeeded, and handing the replies over needs
+	// no goroutine; the nodes with a failed group retry in parallel, since
+	// each retry is a round trip or a wait for the cluster.
+	var retrying []int
+	for i, groups := range perNode {
+		if errs[i] != nil || slices.ContainsFunc(rps[i], func(rp reply) bool { return rp.err != nil }) {
+			retrying = append(retrying, i)
+			continue
+		}
+		for j, bg := range groups {
+			ok(bg, &rps[i][j])
+		}
+	}
 	var fail failures
-	fanOut(len(perNode), func(i int) {
+	fanOut(len(retrying), func(k int) {
+		i := retrying[k]
 		f := nodeFailure{g: g, n: nodes[i]}
 		for j, bg := range perNode[i] {
 			e := errs[i]
