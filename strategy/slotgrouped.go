@@ -183,10 +183,11 @@ func (g *slotGrouped) plan(keys []string) ([]*member, [][]batchGroup) {
 }
 
 // runPipelines sends bufs[i] to nodes[i], decoding into rps[i], all nodes
-// at once: pipelines on Multiplexed nodes are queued from this goroutine
-// and awaited together, the last one sent awaited first (so that this
-// caller may read its reply itself); other nodes get a goroutine each. errs[i] is node
-// i's connection or context failure; a nil node fails with errSlotUnserved.
+// at once: pipelines on Multiplexed nodes are queued from this goroutine,
+// the last one sent and awaited at once (so that this caller may read its
+// reply itself), then the others awaited; other nodes get a goroutine
+// each. errs[i] is node i's connection or context failure; a nil node
+// fails with errSlotUnserved.
 func runPipelines(ctx context.Context, nodes []node, keys []string, bufs [][]byte, rps [][]reply) []error {
 	errs := make([]error, len(nodes))
 	calls := make([]*call, len(nodes))
@@ -257,8 +258,8 @@ func (f *failures) err() error {
 // all nodes at once (runPipelines). Then ok receives each group that
 // succeeded, and retry runs each that failed, per node in parallel, one
 // slot at a time through the cluster's redirect handling (see
-// nodeFailure). The
-// error joins one *NodeError per node with keys that still failed.
+// nodeFailure). The error joins one *NodeError per node with keys that
+// still failed.
 func (g *slotGrouped) grouped(ctx context.Context, keys []string, cmd string,
 	enc func(buf []byte, bg batchGroup) ([]byte, reply),
 	ok func(bg batchGroup, rp *reply),
