@@ -117,7 +117,11 @@ func (p *Proxy) CutAfter(dir Direction, n int) {
 
 // Drop, when on, makes the proxy accept each new connection and close it
 // at once, before any byte is read: a dial succeeds and the first read
-// sees the connection closed. Open connections are left alone.
+// sees the connection closed. Open connections are left alone. "Open"
+// means accepted by the proxy: a connection whose handshake the kernel
+// completed but which the proxy had not yet accepted when Drop was turned
+// on is dropped too. A caller that needs a connection to survive Drop
+// makes one round trip on it first.
 func (p *Proxy) Drop(on bool) {
 	p.update(func(f *faults) { f.drop = on })
 }

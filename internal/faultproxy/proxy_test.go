@@ -196,6 +196,13 @@ func TestProxyBandwidth(t *testing.T) {
 func TestProxyDrop(t *testing.T) {
 	p := start(t)
 	open := dialRedis(t, p.Addr())
+	// A dial returns once the kernel has completed the handshake, which
+	// may be before the proxy accepts the connection; a connection not yet
+	// accepted when Drop is turned on is a new one. One round trip makes
+	// sure it was accepted.
+	if _, err := open.Do("PING"); err != nil {
+		t.Fatalf("PING before Drop: %v", err)
+	}
 
 	p.Drop(true)
 	fresh := dialRaw(t, p.Addr()) // the kernel completes the handshake
