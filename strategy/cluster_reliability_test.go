@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,6 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/redisx-go/kit/internal/cluster"
+	"github.com/redisx-go/kit/internal/faultproxy/faulttest"
 	"github.com/redisx-go/kit/internal/launcher"
 	"github.com/redisx-go/kit/redisx"
 	"github.com/redisx-go/kit/strategy"
@@ -218,28 +218,6 @@ func crelWaitLinkUp(ctx context.Context, t *testing.T, replica *launcher.Server)
 	}
 }
 
-// crelStopper stops worker goroutines and fails the test with every stack
-// when they do not stop: a call hangs.
-func crelStopper(t *testing.T, stop chan struct{}, wg *sync.WaitGroup) func() {
-	stopped := false
-	return func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		close(stop)
-		done := make(chan struct{})
-		go func() { wg.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			buf := make([]byte, 1<<20)
-			buf = buf[:runtime.Stack(buf, true)]
-			t.Fatalf("workers still running 5 s after stop: a call hangs\n%s", buf)
-		}
-	}
-}
-
 // crelMax raises m to v.
 func crelMax(m *atomic.Int64, v int64) {
 	for {
@@ -319,94 +297,84 @@ func testFailoverUnderLoad(t *testing.T, cl *launcher.Cluster, tc crelCase, roun
 		killedAt                         atomic.Int64
 		errsBeforeKill, errsAfterRestart int64
 	)
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for g := 0; g < workers; g++ {
-		wg.Add(1)
-		go func(g int) {
-			defer wg.Done()
-			defer func() {
-				if r := recover(); r != nil {
-					panics.Add(1)
-					firstBad.CompareAndSwap(nil, fmt.Sprintf("goroutine %d panicked: %v", g, r))
+	stopWorkers := faulttest.StartWorkers(t, workers, func(g int, r any) {
+		panics.Add(1)
+		firstBad.CompareAndSwap(nil, fmt.Sprintf("goroutine %d panicked: %v", g, r))
+	}, func(g int, stop <-chan struct{}) {
+		keys := keysOf(g)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			key := keys[0]
+			if i%5 >= 3 {
+				key = keys[1+(i/5)%otherKeys]
+			}
+			callCtx, cancel := context.WithTimeout(context.Background(), callTimeout)
+			var err error
+			var op string
+			switch i % 5 {
+			case 0, 3:
+				op = "Set"
+				err = c.Set(callCtx, key, []byte(relValue(key, i)), time.Minute)
+			case 1, 4:
+				op = "Get"
+				var v []byte
+				v, err = c.Get(callCtx, key)
+				if err == nil && !relValueBelongsTo(key, v) {
+					wrongValues.Add(1)
+					firstBad.CompareAndSwap(nil, fmt.Sprintf("Get(%q) = %q", key, v))
 				}
-			}()
-			keys := keysOf(g)
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
+			case 2:
+				op = "MGet"
+				var vs [][]byte
+				vs, err = c.MGet(callCtx, keys...)
+				if vs != nil && len(vs) != len(keys) {
+					wrongValues.Add(1)
+					firstBad.CompareAndSwap(nil, fmt.Sprintf("MGet(%q) returned %d values", keys, len(vs)))
 				}
-				key := keys[0]
-				if i%5 >= 3 {
-					key = keys[1+(i/5)%otherKeys]
-				}
-				callCtx, cancel := context.WithTimeout(context.Background(), callTimeout)
-				var err error
-				var op string
-				switch i % 5 {
-				case 0, 3:
-					op = "Set"
-					err = c.Set(callCtx, key, []byte(relValue(key, i)), time.Minute)
-				case 1, 4:
-					op = "Get"
-					var v []byte
-					v, err = c.Get(callCtx, key)
-					if err == nil && !relValueBelongsTo(key, v) {
+				for j, v := range vs {
+					if v != nil && j < len(keys) && !relValueBelongsTo(keys[j], v) {
 						wrongValues.Add(1)
-						firstBad.CompareAndSwap(nil, fmt.Sprintf("Get(%q) = %q", key, v))
+						firstBad.CompareAndSwap(nil, fmt.Sprintf("MGet(%q)[%d] = %q", keys, j, v))
 					}
-				case 2:
-					op = "MGet"
-					var vs [][]byte
-					vs, err = c.MGet(callCtx, keys...)
-					if vs != nil && len(vs) != len(keys) {
-						wrongValues.Add(1)
-						firstBad.CompareAndSwap(nil, fmt.Sprintf("MGet(%q) returned %d values", keys, len(vs)))
-					}
-					for j, v := range vs {
-						if v != nil && j < len(keys) && !relValueBelongsTo(keys[j], v) {
-							wrongValues.Add(1)
-							firstBad.CompareAndSwap(nil, fmt.Sprintf("MGet(%q)[%d] = %q", keys, j, v))
-						}
-					}
-				}
-				cancel()
-				now := time.Now().UnixNano()
-				switch {
-				case err == nil || (op == "Get" && errors.Is(err, redisx.ErrNotFound)):
-					// A write acknowledged by the old master just before the
-					// kill may not have reached its replica: a miss is fine.
-					if err != nil {
-						notFound.Add(1)
-					}
-					okCalls.Add(1)
-					if key == keys[0] {
-						victimOKOf[g].Store(now)
-					}
-				default:
-					errCalls.Add(1)
-					lastErrOf[g].Store(now)
-					crelMax(&lastErr, now)
-					switch {
-					case errors.Is(err, redisx.ErrConnection):
-						connErrs.Add(1)
-					case errors.Is(err, context.DeadlineExceeded):
-						ctxErrs.Add(1)
-					default:
-						otherErrs.Add(1)
-						firstOther.CompareAndSwap(nil, fmt.Sprintf("%s(%q): %v", op, key, err))
-					}
-					if killedAt.Load() == 0 {
-						firstBad.CompareAndSwap(nil, fmt.Sprintf("before the kill: %s(%q): %v", op, key, err))
-					}
-					time.Sleep(5 * time.Millisecond) // as a service would
 				}
 			}
-		}(g)
-	}
-	stopWorkers := crelStopper(t, stop, &wg)
+			cancel()
+			now := time.Now().UnixNano()
+			switch {
+			case err == nil || (op == "Get" && errors.Is(err, redisx.ErrNotFound)):
+				// A write acknowledged by the old master just before the
+				// kill may not have reached its replica: a miss is fine.
+				if err != nil {
+					notFound.Add(1)
+				}
+				okCalls.Add(1)
+				if key == keys[0] {
+					victimOKOf[g].Store(now)
+				}
+			default:
+				errCalls.Add(1)
+				lastErrOf[g].Store(now)
+				crelMax(&lastErr, now)
+				switch {
+				case errors.Is(err, redisx.ErrConnection):
+					connErrs.Add(1)
+				case errors.Is(err, context.DeadlineExceeded):
+					ctxErrs.Add(1)
+				default:
+					otherErrs.Add(1)
+					firstOther.CompareAndSwap(nil, fmt.Sprintf("%s(%q): %v", op, key, err))
+				}
+				if killedAt.Load() == 0 {
+					firstBad.CompareAndSwap(nil, fmt.Sprintf("before the kill: %s(%q): %v", op, key, err))
+				}
+				time.Sleep(5 * time.Millisecond) // as a service would
+			}
+		}
+	})
 	defer stopWorkers()
 
 	time.Sleep(300 * time.Millisecond)

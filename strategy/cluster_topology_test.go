@@ -7,12 +7,12 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/redisx-go/kit/internal/cluster"
+	"github.com/redisx-go/kit/internal/faultproxy/faulttest"
 	"github.com/redisx-go/kit/internal/launcher"
 	"github.com/redisx-go/kit/redisx"
 	"go.uber.org/goleak"
@@ -94,93 +94,83 @@ func testSlotMigration(t *testing.T, cl *launcher.Cluster, tc crelCase) int64 {
 		okCalls, errCalls, wrongValues atomic.Int64
 		firstErr, firstWrong           atomic.Value
 	)
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for g := 0; g < workers; g++ {
-		wg.Add(1)
-		go func(g int) {
-			defer wg.Done()
-			defer func() {
-				if r := recover(); r != nil {
-					errCalls.Add(1)
-					firstErr.CompareAndSwap(nil, fmt.Sprintf("goroutine %d panicked: %v", g, r))
-				}
-			}()
-			// The goroutine owns its keys: a read of one must return the
-			// value it last wrote. Its MGets also read others' keys.
-			last := map[string]string{}
-			mkeys := make([]string, 0, mgetKeys)
-			for j := 0; j < keysPerG; j++ {
-				mkeys = append(mkeys, keyOf(g, j))
+	stopWorkers := faulttest.StartWorkers(t, workers, func(g int, r any) {
+		errCalls.Add(1)
+		firstErr.CompareAndSwap(nil, fmt.Sprintf("goroutine %d panicked: %v", g, r))
+	}, func(g int, stop <-chan struct{}) {
+		// The goroutine owns its keys: a read of one must return the
+		// value it last wrote. Its MGets also read others' keys.
+		last := map[string]string{}
+		mkeys := make([]string, 0, mgetKeys)
+		for j := 0; j < keysPerG; j++ {
+			mkeys = append(mkeys, keyOf(g, j))
+		}
+		for h := 1; len(mkeys) < mgetKeys; h++ {
+			mkeys = append(mkeys, keyOf((g+h)%workers, h%keysPerG))
+		}
+		check := func(op, key string, v []byte) {
+			want, mine := last[key]
+			switch {
+			case v == nil && !mine:
+			case mine && string(v) != want:
+				wrongValues.Add(1)
+				firstWrong.CompareAndSwap(nil, fmt.Sprintf("%s(%q) = %q; want %q, written last", op, key, v, want))
+			case v != nil && !relValueBelongsTo(key, v):
+				wrongValues.Add(1)
+				firstWrong.CompareAndSwap(nil, fmt.Sprintf("%s(%q) = %q: a value of another key", op, key, v))
 			}
-			for h := 1; len(mkeys) < mgetKeys; h++ {
-				mkeys = append(mkeys, keyOf((g+h)%workers, h%keysPerG))
+		}
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
 			}
-			check := func(op, key string, v []byte) {
-				want, mine := last[key]
-				switch {
-				case v == nil && !mine:
-				case mine && string(v) != want:
-					wrongValues.Add(1)
-					firstWrong.CompareAndSwap(nil, fmt.Sprintf("%s(%q) = %q; want %q, written last", op, key, v, want))
-				case v != nil && !relValueBelongsTo(key, v):
-					wrongValues.Add(1)
-					firstWrong.CompareAndSwap(nil, fmt.Sprintf("%s(%q) = %q: a value of another key", op, key, v))
+			key := keyOf(g, (i/3)%keysPerG)
+			callCtx, cancel := context.WithTimeout(context.Background(), callTimeout)
+			var err error
+			var op string
+			switch i % 3 {
+			case 0:
+				op = "Set"
+				val := relValue(key, i)
+				if err = c.Set(callCtx, key, []byte(val), time.Minute); err == nil {
+					last[key] = val
 				}
-			}
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
+			case 1:
+				op = "Get"
+				var v []byte
+				v, err = c.Get(callCtx, key)
+				if errors.Is(err, redisx.ErrNotFound) {
+					err = nil
 				}
-				key := keyOf(g, (i/3)%keysPerG)
-				callCtx, cancel := context.WithTimeout(context.Background(), callTimeout)
-				var err error
-				var op string
-				switch i % 3 {
-				case 0:
-					op = "Set"
-					val := relValue(key, i)
-					if err = c.Set(callCtx, key, []byte(val), time.Minute); err == nil {
-						last[key] = val
-					}
-				case 1:
-					op = "Get"
-					var v []byte
-					v, err = c.Get(callCtx, key)
-					if errors.Is(err, redisx.ErrNotFound) {
-						err = nil
-					}
-					if err == nil {
-						check(op, key, v)
-					}
-				case 2:
-					op = "MGet"
-					var vs [][]byte
-					if vs, err = c.MGet(callCtx, mkeys...); err == nil {
-						if len(vs) != len(mkeys) {
-							wrongValues.Add(1)
-							firstWrong.CompareAndSwap(nil, fmt.Sprintf("MGet returned %d values for %d keys", len(vs), len(mkeys)))
-						} else {
-							for j, v := range vs {
-								check(op, mkeys[j], v)
-							}
+				if err == nil {
+					check(op, key, v)
+				}
+			case 2:
+				op = "MGet"
+				var vs [][]byte
+				if vs, err = c.MGet(callCtx, mkeys...); err == nil {
+					if len(vs) != len(mkeys) {
+						wrongValues.Add(1)
+						firstWrong.CompareAndSwap(nil, fmt.Sprintf("MGet returned %d values for %d keys", len(vs), len(mkeys)))
+					} else {
+						for j, v := range vs {
+							check(op, mkeys[j], v)
 						}
 					}
 				}
-				cancel()
-				if err != nil {
-					errCalls.Add(1)
-					firstErr.CompareAndSwap(nil, fmt.Sprintf("%s(%q): %v", op, key, err))
-					time.Sleep(5 * time.Millisecond)
-					continue
-				}
-				okCalls.Add(1)
 			}
-		}(g)
-	}
-	stopWorkers := crelStopper(t, stop, &wg)
+			cancel()
+			if err != nil {
+				errCalls.Add(1)
+				firstErr.CompareAndSwap(nil, fmt.Sprintf("%s(%q): %v", op, key, err))
+				time.Sleep(5 * time.Millisecond)
+				continue
+			}
+			okCalls.Add(1)
+		}
+	})
 	defer stopWorkers()
 
 	time.Sleep(200 * time.Millisecond)

@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,6 +12,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
+	"github.com/redisx-go/kit/internal/faultproxy/faulttest"
 	"github.com/redisx-go/kit/internal/launcher"
 	"github.com/redisx-go/kit/redisx"
 	"github.com/redisx-go/kit/strategy"
@@ -157,95 +156,69 @@ func testServerKilledUnderLoad(t *testing.T, rs relStrategy) {
 		firstBad.CompareAndSwap(nil, fmt.Sprintf(format, args...))
 	}
 
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for g := 0; g < workers; g++ {
-		wg.Add(1)
-		go func(g int) {
-			defer wg.Done()
-			defer func() {
-				if r := recover(); r != nil {
-					note(&badCalls, "goroutine %d panicked: %v", g, r)
-				}
-			}()
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				key := fmt.Sprintf("r2:%s:%d:%d", rs.name, g, i%keysPerG)
-				start := time.Now()
-				ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
-				var (
-					v   []byte
-					err error
-					op  = "Get"
-				)
-				if i%2 == 0 {
-					op = "Set"
-					err = c.Set(ctx, key, []byte(relValue(key, i)), time.Minute)
-				} else {
-					v, err = c.Get(ctx, key)
-				}
-				cancel()
-				took := time.Since(start)
-				for {
-					m := maxCall.Load()
-					if int64(took) <= m || maxCall.CompareAndSwap(m, int64(took)) {
-						break
-					}
-				}
-				if took > callTimeout+slack {
-					note(&slowCalls, "%s(%q) took %v, over its %v deadline + %v (err %v)", op, key, took, callTimeout, slack, err)
-				}
-				switch {
-				case err == nil:
-					if op == "Get" && !relValueBelongsTo(key, v) {
-						note(&wrongValues, "Get(%q) = %q: a value of another key", key, v)
-					}
-					okCalls.Add(1)
-					if r := restartedAt.Load(); r != 0 && firstOKAfterRestart[g].Load() == 0 {
-						firstOKAfterRestart[g].Store(max(time.Now().UnixNano()-r, 1))
-						recoveredWorkers.Add(1)
-					}
-				case op == "Get" && errors.Is(err, redisx.ErrNotFound):
-					notFound.Add(1)
-				case errors.Is(err, redisx.ErrConnection):
-					connErrs.Add(1)
-				case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
-					ctxErrs.Add(1)
-				default:
-					note(&badCalls, "%s(%q): unexpected error %v", op, key, err)
-				}
-				if err != nil && !errors.Is(err, redisx.ErrNotFound) {
-					if down.Load() {
-						downErrs.Add(1)
-					}
-					// Back off a little, as a service would, so that 200
-					// goroutines failing fast do not starve the scheduler.
-					time.Sleep(5 * time.Millisecond)
+	stopWorkers := faulttest.StartWorkers(t, workers, func(g int, r any) {
+		note(&badCalls, "goroutine %d panicked: %v", g, r)
+	}, func(g int, stop <-chan struct{}) {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			key := fmt.Sprintf("r2:%s:%d:%d", rs.name, g, i%keysPerG)
+			start := time.Now()
+			ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+			var (
+				v   []byte
+				err error
+				op  = "Get"
+			)
+			if i%2 == 0 {
+				op = "Set"
+				err = c.Set(ctx, key, []byte(relValue(key, i)), time.Minute)
+			} else {
+				v, err = c.Get(ctx, key)
+			}
+			cancel()
+			took := time.Since(start)
+			for {
+				m := maxCall.Load()
+				if int64(took) <= m || maxCall.CompareAndSwap(m, int64(took)) {
+					break
 				}
 			}
-		}(g)
-	}
-	stopped := false
-	stopWorkers := func() {
-		if stopped {
-			return
+			if took > callTimeout+slack {
+				note(&slowCalls, "%s(%q) took %v, over its %v deadline + %v (err %v)", op, key, took, callTimeout, slack, err)
+			}
+			switch {
+			case err == nil:
+				if op == "Get" && !relValueBelongsTo(key, v) {
+					note(&wrongValues, "Get(%q) = %q: a value of another key", key, v)
+				}
+				okCalls.Add(1)
+				if r := restartedAt.Load(); r != 0 && firstOKAfterRestart[g].Load() == 0 {
+					firstOKAfterRestart[g].Store(max(time.Now().UnixNano()-r, 1))
+					recoveredWorkers.Add(1)
+				}
+			case op == "Get" && errors.Is(err, redisx.ErrNotFound):
+				notFound.Add(1)
+			case errors.Is(err, redisx.ErrConnection):
+				connErrs.Add(1)
+			case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+				ctxErrs.Add(1)
+			default:
+				note(&badCalls, "%s(%q): unexpected error %v", op, key, err)
+			}
+			if err != nil && !errors.Is(err, redisx.ErrNotFound) {
+				if down.Load() {
+					downErrs.Add(1)
+				}
+				// Back off a little, as a service would, so that 200
+				// goroutines failing fast do not starve the scheduler.
+				time.Sleep(5 * time.Millisecond)
+			}
 		}
-		stopped = true
-		close(stop)
-		done := make(chan struct{})
-		go func() { wg.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			buf := make([]byte, 1<<20)
-			buf = buf[:runtime.Stack(buf, true)]
-			t.Fatalf("workers still running 5 s after stop: a call hangs\n%s", buf)
-		}
-	}
+	})
 	defer stopWorkers()
 
 	// Warm up under load.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -39,74 +38,55 @@ func CutMidPipeline(t *testing.T, s strategy.Strategy, dir faultproxy.Direction)
 		healedAt          atomic.Int64 // UnixNano of Heal; 0 before
 		recoveredWorkers  atomic.Int64
 		recovered         = make([]atomic.Bool, workers)
-		stop              = make(chan struct{})
-		wg                sync.WaitGroup
 	)
 	note := func(format string, args ...any) {
 		bad.Add(1)
 		firstBad.CompareAndSwap(nil, fmt.Sprintf(format, args...))
 	}
-	for g := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				key := fmt.Sprintf("cut:%d:%d", g, i%keysPerG)
-				start := time.Now()
-				var (
-					v   []byte
-					err error
-					op  = "Get"
-				)
-				if i%2 == 0 {
-					op = "Set"
-					err = e.c.Set(context.Background(), key, []byte(cutValue(key, i)), time.Minute)
-				} else {
-					v, err = e.c.Get(context.Background(), key)
-				}
-				took := time.Since(start)
-				if took > bound {
-					note("%s(%q) took %v (err %v); want ≤ %v", op, key, took, err, bound)
-				}
-				switch {
-				case err == nil:
-					if op == "Get" && !cutValueOf(key, v) {
-						note("Get(%q) = %q: a value of another key", key, v)
-					}
-					okCalls.Add(1)
-					if h := healedAt.Load(); h != 0 && start.UnixNano() > h && !recovered[g].Swap(true) {
-						recoveredWorkers.Add(1)
-					}
-				case op == "Get" && errors.Is(err, redisx.ErrNotFound):
-				case errors.Is(err, redisx.ErrConnection):
-					connErrs.Add(1)
-					time.Sleep(5 * time.Millisecond) // back off, as a service would
-				default:
-					note("%s(%q): unexpected error %v", op, key, err)
-				}
+	stopWorkers := StartWorkers(t, workers, func(g int, r any) {
+		note("goroutine %d panicked: %v", g, r)
+	}, func(g int, stop <-chan struct{}) {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
 			}
-		}()
-	}
-	stopped := false
-	stopWorkers := func() {
-		if stopped {
-			return
+			key := fmt.Sprintf("cut:%d:%d", g, i%keysPerG)
+			start := time.Now()
+			var (
+				v   []byte
+				err error
+				op  = "Get"
+			)
+			if i%2 == 0 {
+				op = "Set"
+				err = e.c.Set(context.Background(), key, []byte(cutValue(key, i)), time.Minute)
+			} else {
+				v, err = e.c.Get(context.Background(), key)
+			}
+			took := time.Since(start)
+			if took > bound {
+				note("%s(%q) took %v (err %v); want ≤ %v", op, key, took, err, bound)
+			}
+			switch {
+			case err == nil:
+				if op == "Get" && !cutValueOf(key, v) {
+					note("Get(%q) = %q: a value of another key", key, v)
+				}
+				okCalls.Add(1)
+				if h := healedAt.Load(); h != 0 && start.UnixNano() > h && !recovered[g].Swap(true) {
+					recoveredWorkers.Add(1)
+				}
+			case op == "Get" && errors.Is(err, redisx.ErrNotFound):
+			case errors.Is(err, redisx.ErrConnection):
+				connErrs.Add(1)
+				time.Sleep(5 * time.Millisecond) // back off, as a service would
+			default:
+				note("%s(%q): unexpected error %v", op, key, err)
+			}
 		}
-		stopped = true
-		close(stop)
-		done := make(chan struct{})
-		go func() { wg.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			t.Fatalf("workers still running 5 s after stop: a call hangs")
-		}
-	}
+	})
 	defer stopWorkers()
 
 	waitFor(t, "a successful call before the cut", 3*time.Second, func() bool { return okCalls.Load() > 0 })
