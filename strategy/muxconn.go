@@ -65,7 +65,7 @@ type muxConn struct {
 	// as last seen by the watchdog, and whether the drainer was given the
 	// read side to watch an idle connection.
 	pushes, seen uint64
-	watching     bool
+	watching     bool // until the drainer's wait on the idle socket ends
 
 	// The write side's: the chunks of a write, for writev.
 	iov  net.Buffers
@@ -204,6 +204,12 @@ func (c *muxConn) lockForEnqueue() error {
 // side is free. It reports whether cl leads from now on: its caller must
 // then read the reply itself (await with leads set).
 func (c *muxConn) push(cl *call, commands int64, lead bool) (leads bool) {
+	if !c.reading || (c.watching && len(c.queue) == 0) {
+		// cl's reply is the next to come, and no reader has reached it:
+		// the watchdog must judge it by cl's deadline, not by the last
+		// one published (an answered call's, perhaps an hour away).
+		c.publishHead(cl)
+	}
 	c.queue = append(c.queue, cl)
 	c.out.count += commands
 	c.pushes++

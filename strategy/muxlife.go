@@ -138,8 +138,11 @@ func (n *muxNode) retire(c *muxConn) {
 		case <-n.stop:
 			c.fail(ErrClosed)
 			return
-		case now := <-t.C:
-			if r := c.received.Load(); r != received {
+		case <-t.C:
+			// Not the tick's value: that is when the tick was due, which
+			// can be well before now (see watchdog).
+			r, now := c.received.Load(), time.Now()
+			if r != received {
 				received, quiet = r, now
 			} else if timeout > 0 && c.overdue(now, quiet, timeout) {
 				c.fail(fmt.Errorf("no reply for %v (ReadTimeout)", now.Sub(quiet).Round(time.Millisecond)))
@@ -178,7 +181,7 @@ func (n *muxNode) watchdog(timeout time.Duration) {
 		select {
 		case <-n.stop:
 			return
-		case now := <-t.C:
+		case <-t.C:
 			for i := range n.slots {
 				c := n.slots[i].cur.Load()
 				p := &last[i]
@@ -191,7 +194,12 @@ func (n *muxNode) watchdog(timeout time.Duration) {
 					*p = progress{}
 					continue
 				}
-				r := c.received.Load()
+				// The time is read after pending and received, never
+				// taken from the tick: a tick's value is when it was due,
+				// and a goroutine that runs late receives it late. A quiet
+				// period dated from it could begin before the call it
+				// waits for was sent, and fail that call early.
+				r, now := c.received.Load(), time.Now()
 				if p.c != c || p.received != r {
 					*p = progress{c: c, received: r, quiet: now}
 					continue

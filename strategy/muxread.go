@@ -162,6 +162,7 @@ func (c *muxConn) pass() {
 		switch {
 		case c.r.Buffered() == 0:
 			if !c.busy() && next.lead && next.state.CompareAndSwap(callWaiting, callLeading) {
+				c.publishHead(next) // now, not once its caller runs: it may run late
 				next.done <- struct{}{}
 				return
 			}
@@ -234,18 +235,20 @@ func (c *muxConn) drainLoop() {
 func (c *muxConn) drain() {
 	c.mu.Lock()
 	watch := c.watching
-	c.watching = false
 	c.mu.Unlock()
 	if watch {
 		// An idle connection: wait for a reply to a call queued meanwhile,
-		// or for the server to close the connection.
-		if err := c.r.Wait(); err != nil {
+		// or for the server to close the connection. Until the wait ends,
+		// push publishes the deadline of the first call queued.
+		err := c.r.Wait()
+		c.mu.Lock()
+		c.watching = false
+		unsolicited := len(c.queue) == 0
+		c.mu.Unlock()
+		if err != nil {
 			c.failRead(err, nil)
 			return
 		}
-		c.mu.Lock()
-		unsolicited := len(c.queue) == 0
-		c.mu.Unlock()
 		if unsolicited {
 			c.failRead(errUnsolicited, nil)
 			return
@@ -254,6 +257,7 @@ func (c *muxConn) drain() {
 	for c.nextBatch() {
 		next := c.rbatch[c.ri]
 		if c.r.Buffered() == 0 && !c.busy() && next.lead && next.state.CompareAndSwap(callWaiting, callLeading) {
+			c.publishHead(next)
 			next.done <- struct{}{}
 			return
 		}

@@ -242,3 +242,100 @@ func TestMaxPendingWaitsForRoom(t *testing.T) {
 		}
 	})
 }
+
+// TestReadTimeoutNeverEarly is the "not sooner" half of the ReadTimeout
+// rule when the watchdog runs late. A ticker's value is the time the tick
+// was due, which can be well before the goroutine receives it; a
+// watchdog that took it for "now" could date a call's quiet period from
+// before the call was sent and fail it early (CI saw 499.97 ms for a
+// ReadTimeout of 500 ms). Busy goroutines here make ticks late, and every
+// call without a deadline, against a server whose replies are held back,
+// must fail no sooner than ReadTimeout.
+func TestReadTimeoutNeverEarly(t *testing.T) {
+	const rt = 20 * time.Millisecond // the watchdog ticks every 10 ms
+	srv := startPrivateServer(t, launcher.Options{})
+	p := startProxy(t, srv.Addr())
+	c := edgeNew(t, redisx.Options{Addrs: []string{p.addr()}, Strategy: strategy.Multiplexed{}, ReadTimeout: rt})
+
+	early := 0
+	const calls = 60
+	for i := range calls {
+		if err := c.Set(edgeCtx(t, 10*time.Second), "edge:early", []byte("v"), time.Minute); err != nil {
+			t.Fatalf("call %d: Set with replies flowing: %v", i, err)
+		}
+		release := p.holdReplies()
+		stop := spin(2 * runtime.GOMAXPROCS(0))
+		time.Sleep(3 * rt) // until the watchdog runs late
+		start := time.Now()
+		_, err := c.Get(context.Background(), "edge:early")
+		took := time.Since(start)
+		stop()
+		release()
+		if !errors.Is(err, redisx.ErrConnection) {
+			t.Fatalf("call %d: Get without deadline, replies held, ReadTimeout %v = %v after %v; want ErrConnection", i, rt, err, took)
+		}
+		if took < rt {
+			early++
+			t.Errorf("call %d: failed after %v, sooner than ReadTimeout %v: %v", i, took, rt, err)
+		}
+	}
+	t.Logf("%d of %d calls failed sooner than ReadTimeout", early, calls)
+}
+
+// spin keeps n goroutines busy until the returned function is called (and
+// has waited for them): the other goroutines of the test run late.
+func spin(n int) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				for i := 0; i < 1e5; i++ {
+				}
+			}
+		}()
+	}
+	return func() { close(done); wg.Wait() }
+}
+
+// TestReadTimeoutAfterIdle is the "not later" half of the ReadTimeout rule
+// on a connection that went idle: an earlier call's long deadline must not
+// carry over to a call without one made after a pause, when the drainer
+// watches the idle socket and no caller reads.
+func TestReadTimeoutAfterIdle(t *testing.T) {
+	const rt = 100 * time.Millisecond
+	for _, tc := range edgeTransports() {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			srv := startPrivateServer(t, launcher.Options{})
+			p := startProxy(t, srv.Addr())
+			c := edgeNew(t, redisx.Options{Addrs: []string{p.addr()}, Strategy: tc.s, ReadTimeout: rt})
+
+			long, cancel := context.WithTimeout(context.Background(), time.Hour)
+			defer cancel()
+			if _, err := c.Get(long, "edge:idle"); !errors.Is(err, redisx.ErrNotFound) {
+				t.Fatalf("Get with a 1h deadline = %v; want ErrNotFound", err)
+			}
+			time.Sleep(3 * rt) // a few watchdog ticks with nothing in flight
+
+			release := p.holdReplies()
+			defer release()
+			start := time.Now()
+			_, err := c.Get(context.Background(), "edge:idle")
+			took := time.Since(start)
+			if !errors.Is(err, redisx.ErrConnection) {
+				t.Fatalf("Get without deadline after a pause, replies held, ReadTimeout %v = %v after %v; want ErrConnection", rt, err, took)
+			}
+			if took < rt || took > 4*rt {
+				t.Errorf("Get without deadline after a pause failed after %v; want between ReadTimeout %v and %v", took, rt, 4*rt)
+			}
+		})
+	}
+}
