@@ -88,10 +88,11 @@ type muxConn struct {
 	broken  atomic.Bool
 	pending atomic.Int64 // commands enqueued and not yet answered
 
-	// What the watchdog looks at: bytes received, and the context
+	// What the watchdog looks at (see silence): progress, which counts
+	// the bytes received and the replies answered, and the context
 	// deadline of the call whose reply comes next (Unix nanoseconds, 0 for
 	// none), published by the read side as it reaches each call.
-	received     atomic.Int64
+	progress     atomic.Int64
 	headDeadline atomic.Int64
 
 	// Callers waiting for room under MaxPending sleep on room, which the
@@ -112,7 +113,7 @@ func (n *muxNode) startConn(nc net.Conn) *muxConn {
 		writeSig: make(chan struct{}, 1),
 		drainSig: make(chan struct{}, 1),
 	}
-	c.r = resp.NewReader(progressReader{nc, &c.received}, 32<<10)
+	c.r = resp.NewReader(progressReader{nc, &c.progress}, 32<<10)
 	c.out.cur = c.chunk()
 	n.wg.Add(2)
 	go c.writeLoop()
@@ -139,10 +140,12 @@ func (c *muxConn) reserve(limit int64) bool {
 	return c.pending.Add(1) <= limit
 }
 
-// release gives back n pending slots and wakes the callers waiting for
-// room, if any.
+// release gives back n pending slots, counts them as progress (in that
+// order: see silence.look), and wakes the callers waiting for room, if
+// any.
 func (c *muxConn) release(n int64) {
 	c.pending.Add(-n)
+	c.progress.Add(n)
 	if c.waiters.Load() > 0 {
 		c.roomMu.Lock()
 		if c.room != nil {
@@ -298,9 +301,9 @@ func (c *muxConn) fail(err error) {
 }
 
 // overdue reports whether the reply the read side awaits is late under
-// the rule of Config.ReadTimeout, given that nothing has been received
-// since quiet: ReadTimeout after quiet (no earlier than the call was
-// sent), or the call's context deadline when that is later. A head call
+// the rule of Config.ReadTimeout, given that c has been silent since
+// quiet (see silence): ReadTimeout after quiet (no earlier than the call
+// was sent), or the call's context deadline when that is later. A head call
 // with a short deadline thus never fails the connection sooner than
 // ReadTimeout would: the calls behind it may allow longer.
 func (c *muxConn) overdue(now, quiet time.Time, timeout time.Duration) bool {

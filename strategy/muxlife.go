@@ -126,7 +126,7 @@ const retiredPending = 1 << 62
 func (n *muxNode) retire(c *muxConn) {
 	defer n.wg.Done()
 	timeout := n.cfg.ReadTimeout
-	received, quiet := c.received.Load(), time.Now()
+	var s silence
 	wait := time.Millisecond
 	t := time.NewTimer(wait)
 	defer t.Stop()
@@ -134,20 +134,17 @@ func (n *muxNode) retire(c *muxConn) {
 		if c.broken.Load() {
 			return
 		}
+		if timeout > 0 {
+			if overdue, quiet := s.look(c, timeout); overdue {
+				c.fail(fmt.Errorf("no reply for %v (ReadTimeout)", quiet.Round(time.Millisecond)))
+				return
+			}
+		}
 		select {
 		case <-n.stop:
 			c.fail(ErrClosed)
 			return
 		case <-t.C:
-			// Not the tick's value: that is when the tick was due, which
-			// can be well before now (see watchdog).
-			r, now := c.received.Load(), time.Now()
-			if r != received {
-				received, quiet = r, now
-			} else if timeout > 0 && c.overdue(now, quiet, timeout) {
-				c.fail(fmt.Errorf("no reply for %v (ReadTimeout)", now.Sub(quiet).Round(time.Millisecond)))
-				return
-			}
 		}
 		wait = min(2*wait, 50*time.Millisecond)
 		t.Reset(wait)
@@ -156,7 +153,7 @@ func (n *muxNode) retire(c *muxConn) {
 }
 
 // watchdog fails a connection whose awaited reply is overdue (see
-// muxConn.overdue) while nothing at all arrives: a hung or unreachable
+// silence.look) while nothing at all arrives: a hung or unreachable
 // server is noticed even by callers without a deadline. It looks every
 // quarter of the read timeout, so a late reply is noticed within about
 // half a read timeout more. It also has the drainer watch a connection
@@ -171,12 +168,7 @@ func (n *muxNode) watchdog(timeout time.Duration) {
 	}
 	t := time.NewTicker(tick)
 	defer t.Stop()
-	type progress struct {
-		c        *muxConn
-		received int64
-		quiet    time.Time // since when nothing arrived, as first seen
-	}
-	last := make([]progress, len(n.slots))
+	last := make([]silence, len(n.slots))
 	for {
 		select {
 		case <-n.stop:
@@ -184,30 +176,54 @@ func (n *muxNode) watchdog(timeout time.Duration) {
 		case <-t.C:
 			for i := range n.slots {
 				c := n.slots[i].cur.Load()
-				p := &last[i]
+				s := &last[i]
 				if c == nil || c.broken.Load() {
-					*p = progress{}
+					*s = silence{}
 					continue
 				}
 				c.watchIdle()
-				if timeout <= 0 || c.pending.Load() <= 0 {
-					*p = progress{}
+				if timeout <= 0 {
 					continue
 				}
-				// The time is read after pending and received, never
-				// taken from the tick: a tick's value is when it was due,
-				// and a goroutine that runs late receives it late. A quiet
-				// period dated from it could begin before the call it
-				// waits for was sent, and fail that call early.
-				r, now := c.received.Load(), time.Now()
-				if p.c != c || p.received != r {
-					*p = progress{c: c, received: r, quiet: now}
-					continue
-				}
-				if c.overdue(now, p.quiet, timeout) {
-					c.fail(fmt.Errorf("no reply for %v (ReadTimeout)", now.Sub(p.quiet).Round(time.Millisecond)))
+				if overdue, quiet := s.look(c, timeout); overdue {
+					c.fail(fmt.Errorf("no reply for %v (ReadTimeout)", quiet.Round(time.Millisecond)))
 				}
 			}
 		}
 	}
+}
+
+// silence is what the ReadTimeout rule times on one connection: since
+// when, as first seen, it has made no progress (no byte received, no
+// reply answered) while calls were pending.
+type silence struct {
+	c        *muxConn
+	progress int64
+	since    time.Time
+}
+
+// look updates s from c now, and reports whether the reply c awaits is
+// overdue (see muxConn.overdue), with how long c has been silent. A
+// silence starts over when c makes progress, and when it is a different
+// connection or has nothing pending.
+//
+// It must never start before the call whose reply comes next was sent,
+// or that call could fail early. So progress is read before pending (a
+// release lowers pending before it counts the reply as progress: a look
+// that sees the reply counted sees pending without it), and the clock
+// after both. Never from a tick's value: that is when the tick was due,
+// and a goroutine that runs late receives it late (CI saw a call fail
+// after 499.97 ms for a ReadTimeout of 500 ms).
+func (s *silence) look(c *muxConn, timeout time.Duration) (overdue bool, quiet time.Duration) {
+	progress := c.progress.Load()
+	if c.pending.Load() <= 0 {
+		*s = silence{}
+		return false, 0
+	}
+	now := time.Now()
+	if s.c != c || s.progress != progress {
+		*s = silence{c: c, progress: progress, since: now}
+		return false, 0
+	}
+	return c.overdue(now, s.since, timeout), now.Sub(s.since)
 }

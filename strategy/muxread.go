@@ -159,10 +159,11 @@ func (c *muxConn) toDrainer() {
 func (c *muxConn) pass() {
 	for c.nextBatch() {
 		next := c.rbatch[c.ri]
+		// Now, not once the next reader runs: it may run late.
+		c.publishHead(next)
 		switch {
 		case c.r.Buffered() == 0:
 			if !c.busy() && next.lead && next.state.CompareAndSwap(callWaiting, callLeading) {
-				c.publishHead(next) // now, not once its caller runs: it may run late
 				next.done <- struct{}{}
 				return
 			}

@@ -327,8 +327,13 @@ func TestReadTimeoutAfterIdle(t *testing.T) {
 
 			release := p.holdReplies()
 			defer release()
+			// No deadline, but a cancel well past the bound: a regression
+			// fails in a second rather than hanging for an hour.
+			ctx, cancelLate := context.WithCancel(context.Background())
+			defer cancelLate()
+			time.AfterFunc(10*rt, cancelLate)
 			start := time.Now()
-			_, err := c.Get(context.Background(), "edge:idle")
+			_, err := c.Get(ctx, "edge:idle")
 			took := time.Since(start)
 			if !errors.Is(err, redisx.ErrConnection) {
 				t.Fatalf("Get without deadline after a pause, replies held, ReadTimeout %v = %v after %v; want ErrConnection", rt, err, took)
