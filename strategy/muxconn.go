@@ -84,6 +84,9 @@ type muxConn struct {
 	dmu      sync.Mutex
 	awaiting bool
 	waitGen  uint64
+	// Under dmu too: the call whose reply the drainer waits for, with
+	// nothing buffered (see drainFor).
+	drainWait *call
 
 	broken  atomic.Bool
 	pending atomic.Int64 // commands enqueued and not yet answered
@@ -207,11 +210,14 @@ func (c *muxConn) lockForEnqueue() error {
 // side is free. It reports whether cl leads from now on: its caller must
 // then read the reply itself (await with leads set).
 func (c *muxConn) push(cl *call, commands int64, lead bool) (leads bool) {
-	if !c.reading || (c.watching && len(c.queue) == 0) {
-		// cl's reply is the next to come, and no reader has reached it:
-		// the watchdog must judge it by cl's deadline, not by the last
-		// one published (an answered call's, perhaps an hour away).
-		c.publishHead(cl)
+	// When cl's reply is the next to come and no reader has reached it,
+	// the watchdog must judge it by cl's deadline, not by the last one
+	// published (an answered call's, perhaps an hour away).
+	switch {
+	case !c.reading:
+		c.publishHead(cl) // cl's caller, or the drainer, reads next
+	case c.watching && len(c.queue) == 0:
+		c.drainFor(cl) // the drainer waits on the idle socket
 	}
 	c.queue = append(c.queue, cl)
 	c.out.count += commands
@@ -303,20 +309,38 @@ func (c *muxConn) fail(err error) {
 // overdue reports whether the reply the read side awaits is late under
 // the rule of Config.ReadTimeout, given that c has been silent since
 // quiet (see silence): ReadTimeout after quiet (no earlier than the call
-// was sent), or the call's context deadline when that is later. A head call
-// with a short deadline thus never fails the connection sooner than
-// ReadTimeout would: the calls behind it may allow longer.
+// was sent), or the call's context deadline when that is later and its
+// caller still waits. A head call with a short deadline thus never fails
+// the connection sooner than ReadTimeout would: the calls behind it may
+// allow longer. One whose caller left (its context was cancelled) no
+// longer holds the connection: nobody waits for its reply, and the calls
+// behind it may not allow as long.
 func (c *muxConn) overdue(now, quiet time.Time, timeout time.Duration) bool {
-	due := quiet.Add(timeout)
-	if d := c.headDeadline.Load(); d != 0 {
-		due = maxTime(due, time.Unix(0, d))
+	if now.Before(quiet.Add(timeout)) {
+		return false
 	}
-	return !now.Before(due)
+	d := c.headDeadline.Load()
+	return d == 0 || now.UnixNano() >= d || c.drainingAbandoned()
 }
 
-func maxTime(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
+// drainFor records that the drainer waits for the first byte of cl's
+// reply (nil: it no longer does) and publishes cl's deadline, under dmu:
+// a caller that leaves meanwhile can then be seen to have left (see
+// drainingAbandoned). A call is recycled only once its reply is read,
+// after the drainer's wait, so the call recorded is never one reused.
+func (c *muxConn) drainFor(cl *call) {
+	c.dmu.Lock()
+	c.drainWait = cl
+	if cl != nil {
+		c.publishHead(cl)
 	}
-	return b
+	c.dmu.Unlock()
+}
+
+// drainingAbandoned reports whether the drainer waits for the reply of a
+// call whose caller has left.
+func (c *muxConn) drainingAbandoned() bool {
+	c.dmu.Lock()
+	defer c.dmu.Unlock()
+	return c.drainWait != nil && c.drainWait.state.Load() == callAbandoned
 }

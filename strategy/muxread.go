@@ -246,6 +246,7 @@ func (c *muxConn) drain() {
 		c.watching = false
 		unsolicited := len(c.queue) == 0
 		c.mu.Unlock()
+		c.drainFor(nil)
 		if err != nil {
 			c.failRead(err, nil)
 			return
@@ -263,8 +264,10 @@ func (c *muxConn) drain() {
 			return
 		}
 		if c.r.Buffered() == 0 {
-			c.publishHead(next)
-			if err := c.r.Wait(); err != nil {
+			c.drainFor(next)
+			err := c.r.Wait()
+			c.drainFor(nil)
+			if err != nil {
 				c.failRead(err, nil)
 				return
 			}

@@ -344,3 +344,53 @@ func TestReadTimeoutAfterIdle(t *testing.T) {
 		})
 	}
 }
+
+// TestReadTimeoutAfterAbandonedHead: on a shared connection, a call with
+// a long deadline whose caller gives up (a cancel) leaves its reply still
+// to come at the head of the stream, and nobody waits for it any more. A
+// call without a deadline queued behind it must not wait for that long
+// deadline: the connection fails under the ReadTimeout rule, as for a
+// head without one. (Pool has nothing queued behind: it discards a
+// connection whose call was cancelled mid-flight.)
+func TestReadTimeoutAfterAbandonedHead(t *testing.T) {
+	const rt = 100 * time.Millisecond
+	for _, tc := range []struct {
+		name string
+		lead bool // the abandoned call's caller reads its own reply
+	}{{"leading", true}, {"drainer-reads", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			srv := startPrivateServer(t, launcher.Options{})
+			p := startProxy(t, srv.Addr())
+			c := edgeNew(t, redisx.Options{Addrs: []string{p.addr()}, Strategy: strategy.Multiplexed{}, ReadTimeout: rt})
+			if err := c.Set(edgeCtx(t, 10*time.Second), "edge:abandon", []byte("v"), time.Minute); err != nil {
+				t.Fatalf("Set with replies flowing: %v", err)
+			}
+
+			if !tc.lead {
+				// Idle for a few watchdog ticks: the drainer watches the
+				// socket, and reads the reply of the next call.
+				time.Sleep(3 * rt)
+			}
+			release := p.holdReplies()
+			defer release()
+			long, cancel := context.WithTimeout(context.Background(), time.Hour)
+			time.AfterFunc(rt/2, cancel)
+			if _, err := c.Get(long, "edge:abandon"); !errors.Is(err, context.Canceled) {
+				t.Fatalf("Get with a 1h deadline, cancelled, replies held = %v; want context.Canceled", err)
+			}
+
+			// No deadline, but a cancel well past the bound: a regression
+			// fails in a second rather than hanging for an hour.
+			ctx, cancelLate := context.WithCancel(context.Background())
+			defer cancelLate()
+			time.AfterFunc(10*rt, cancelLate)
+			start := time.Now()
+			_, err := c.Get(ctx, "edge:abandon")
+			took := time.Since(start)
+			if !errors.Is(err, redisx.ErrConnection) || took > 4*rt {
+				t.Fatalf("Get without deadline behind an abandoned call with a 1h deadline, replies held, ReadTimeout %v = %v after %v; want ErrConnection within %v", rt, err, took, 4*rt)
+			}
+		})
+	}
+}
