@@ -96,6 +96,9 @@ type call struct {
 	// fail is the connection's failure when it failed before the reply
 	// was read; the reply is then empty.
 	fail error
+	// conn is the connection the call was queued on, which counts it
+	// while it is abandoned and unanswered (see muxConn.abandoned).
+	conn *muxConn
 }
 
 const (
@@ -134,6 +137,7 @@ func (cp *callPool) put(c *call) {
 	c.deadline = 0
 	c.fail = nil
 	c.lead = false
+	c.conn = nil
 	cp.p.Put(c)
 }
 
@@ -146,8 +150,24 @@ func (cp *callPool) deliver(c *call) {
 		return
 	}
 	if c.state.Load() == callAbandoned {
+		c.conn.countAbandoned(-1)
 		cp.put(c)
 	}
+}
+
+// abandon is a waiting call's caller leaving: it reports whether it left
+// (false: the call was delivered or handed the read side meanwhile).
+func (c *call) abandon() bool {
+	// Counted first: once abandoned, c may be read, uncounted and
+	// recycled at once, and the count must never show it answered
+	// before that.
+	conn := c.conn
+	conn.countAbandoned(1)
+	if !c.state.CompareAndSwap(callWaiting, callAbandoned) {
+		conn.countAbandoned(-1)
+		return false
+	}
+	return true
 }
 
 // wait blocks until c, a call that cannot lead, is delivered or ctx is
@@ -158,7 +178,7 @@ func wait(ctx context.Context, c *call) error {
 	case <-c.done:
 		return c.fail
 	case <-ctx.Done():
-		if c.state.CompareAndSwap(callWaiting, callAbandoned) {
+		if c.abandon() {
 			return ctx.Err()
 		}
 		<-c.done // delivered while we were leaving: take it

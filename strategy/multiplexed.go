@@ -43,8 +43,14 @@ import (
 type Multiplexed struct {
 	// Conns is the number of shared connections per node. Zero: 1. A key
 	// always maps to the same connection, so the reads and writes of one
-	// key stay in order. More than 2–4 rarely helps: batching already
-	// amortises the system calls.
+	// key stay in order. (SETs of values from 16 KiB travel on 4
+	// connections of their own, and stay in order with the key's other
+	// commands too, even after a call whose context ended before its
+	// reply: the server may still apply that one, and what the caller
+	// sends next goes behind it, on the same connection. Not covered: a
+	// connection failed or replaced for its age while such a call was on
+	// its way.) More than 2–4 rarely helps: batching already amortises
+	// the system calls.
 	Conns int
 	// MaxPending bounds the commands queued or awaiting a reply on one
 	// connection; further callers wait, within their context, for room.
@@ -128,9 +134,14 @@ type muxNode struct {
 	sideOpen atomic.Pointer[poolNode] // side, once made: for Stats
 
 	dials, dialErrors, broken, flushes, commands atomic.Int64
+
+	// bulkAbandoned counts the calls on the bulk connections whose
+	// callers left before their reply was read (see routeBig).
+	bulkAbandoned atomic.Int64
 }
 
 type muxSlot struct {
+	bulk    bool // one of the bulkConns slots, after the shared ones
 	cur     atomic.Pointer[muxConn]
 	mu      sync.Mutex
 	dialing *muxDial    // non-nil while a dial runs
@@ -154,6 +165,9 @@ type dialWait struct {
 
 func newMuxNode(cfg Config, addr string, opts Multiplexed) *muxNode {
 	n := &muxNode{cfg: cfg, addr: addr, opts: opts, slots: make([]muxSlot, opts.Conns+bulkConns), stop: make(chan struct{})}
+	for i := opts.Conns; i < len(n.slots); i++ {
+		n.slots[i].bulk = true
+	}
 	n.life, n.cancel = context.WithCancel(context.Background())
 	n.wg.Add(1)
 	go n.watchdog(cfg.ReadTimeout)
@@ -163,10 +177,26 @@ func newMuxNode(cfg Config, addr string, opts Multiplexed) *muxNode {
 // route picks the shared connection of key (FNV-1a), so a key's commands
 // stay ordered.
 func (n *muxNode) route(key string) int {
+	if n.bulkAbandoned.Load() > 0 {
+		// Rare: see routeBig.
+		if b := n.bulkRoute(key); n.slots[b].abandonedOn() {
+			return b
+		}
+	}
+	return n.sharedRoute(key)
+}
+
+// sharedRoute is key's shared connection.
+func (n *muxNode) sharedRoute(key string) int {
 	if n.opts.Conns == 1 {
 		return 0
 	}
 	return int(fnv(key) % uint32(n.opts.Conns))
+}
+
+// bulkRoute is key's connection for SETs of big values.
+func (n *muxNode) bulkRoute(key string) int {
+	return n.opts.Conns + int(fnv(key)%bulkConns)
 }
 
 // routeBig picks the connection of a SET of a big value: one of
@@ -174,10 +204,28 @@ func (n *muxNode) route(key string) int {
 // first use. The server reads a connection's requests 16 KiB at a time,
 // once per turn of its event loop: big values queued on one connection
 // wait for each other, and delay the small commands behind them; spread
-// over a few connections they are read side by side. A caller's SET
-// returns before its next command is sent, so its commands stay in order.
+// over a few connections they are read side by side.
+//
+// A caller's SET returns once its reply is read, before its next command
+// is sent, so its commands stay in order — unless it returns sooner, its
+// context ended: the server may apply it yet, after the caller's next
+// commands. Those stay behind it on the same connection: while a key's
+// bulk connection has calls whose callers left unanswered, route sends
+// all of the key's commands there; while its shared connection has, a big
+// SET goes there. Nobody waits, and only the keys of that connection
+// change their route, until those replies are read.
 func (n *muxNode) routeBig(key string) int {
-	return n.opts.Conns + int(fnv(key)%bulkConns)
+	if s := n.sharedRoute(key); n.slots[s].abandonedOn() {
+		return s
+	}
+	return n.bulkRoute(key)
+}
+
+// abandonedOn reports whether the slot's connection has calls whose
+// callers left unanswered.
+func (s *muxSlot) abandonedOn() bool {
+	c := s.cur.Load()
+	return c != nil && c.abandoned.Load() > 0
 }
 
 // bulkConns is the number of connections per node for big values; bigValue

@@ -91,6 +91,13 @@ type muxConn struct {
 	broken  atomic.Bool
 	pending atomic.Int64 // commands enqueued and not yet answered
 
+	// bulk: one of the node's connections for SETs of big values. The
+	// calls on c whose callers left before their reply was read: the
+	// server may yet apply them, after commands sent later on another of
+	// the node's connections (see muxNode.routeBig).
+	bulk      bool
+	abandoned atomic.Int64
+
 	// What the watchdog looks at (see silence): progress, which counts
 	// the bytes received and the replies answered, and the context
 	// deadline of the call whose reply comes next (Unix nanoseconds, 0 for
@@ -108,9 +115,10 @@ type muxConn struct {
 
 var errUnsolicited = errors.New("reply with no command waiting for it")
 
-func (n *muxNode) startConn(nc net.Conn) *muxConn {
+func (n *muxNode) startConn(nc net.Conn, bulk bool) *muxConn {
 	c := &muxConn{
 		node:     n,
+		bulk:     bulk,
 		nc:       nc,
 		quit:     make(chan struct{}),
 		writeSig: make(chan struct{}, 1),
@@ -135,6 +143,15 @@ func (p progressReader) Read(b []byte) (int, error) {
 	n, err := p.nc.Read(b)
 	p.n.Add(int64(n))
 	return n, err
+}
+
+// countAbandoned counts d more (or fewer) abandoned calls on c, and on its
+// node when c is a bulk connection.
+func (c *muxConn) countAbandoned(d int64) {
+	c.abandoned.Add(d)
+	if c.bulk {
+		c.node.bulkAbandoned.Add(d)
+	}
 }
 
 // reserve counts one more command on c and reports whether it fits under
@@ -210,6 +227,7 @@ func (c *muxConn) lockForEnqueue() error {
 // side is free. It reports whether cl leads from now on: its caller must
 // then read the reply itself (await with leads set).
 func (c *muxConn) push(cl *call, commands int64, lead bool) (leads bool) {
+	cl.conn = c
 	// When cl's reply is the next to come and no reader has reached it,
 	// the watchdog must judge it by cl's deadline, not by the last one
 	// published (an answered call's, perhaps an hour away).

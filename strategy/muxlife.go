@@ -69,7 +69,7 @@ func (n *muxNode) redial(s *muxSlot, d *muxDial) {
 			n.age(s, c, min(n.cfg.MaxConnAge, time.Second))
 		}
 	default:
-		d.c = n.startConn(nc)
+		d.c = n.startConn(nc, s.bulk)
 		if old := s.cur.Swap(d.c); old != nil && !old.broken.Load() {
 			n.wg.Add(1)
 			go n.retire(old)

@@ -24,7 +24,7 @@ func (c *muxConn) await(ctx context.Context, cl *call, leads bool) error {
 		select {
 		case <-cl.done:
 		case <-ctx.Done():
-			if cl.state.CompareAndSwap(callWaiting, callAbandoned) {
+			if cl.abandon() {
 				return ctx.Err()
 			}
 			<-cl.done
@@ -136,6 +136,7 @@ func (c *muxConn) interrupt(gen uint64) {
 // side goes to the drainer, which reads and drops the reply.
 func (c *muxConn) leave(ctx context.Context, cl *call) error {
 	cl.state.Store(callAbandoned)
+	c.countAbandoned(1)
 	c.toDrainer()
 	err := ctx.Err()
 	if err == nil {
