@@ -327,11 +327,7 @@ func TestReadTimeoutAfterIdle(t *testing.T) {
 
 			release := p.holdReplies()
 			defer release()
-			// No deadline, but a cancel well past the bound: a regression
-			// fails in a second rather than hanging for an hour.
-			ctx, cancelLate := context.WithCancel(context.Background())
-			defer cancelLate()
-			time.AfterFunc(10*rt, cancelLate)
+			ctx := cancelledAfter(t, 10*rt)
 			start := time.Now()
 			_, err := c.Get(ctx, "edge:idle")
 			took := time.Since(start)
@@ -380,11 +376,7 @@ func TestReadTimeoutAfterAbandonedHead(t *testing.T) {
 				t.Fatalf("Get with a 1h deadline, cancelled, replies held = %v; want context.Canceled", err)
 			}
 
-			// No deadline, but a cancel well past the bound: a regression
-			// fails in a second rather than hanging for an hour.
-			ctx, cancelLate := context.WithCancel(context.Background())
-			defer cancelLate()
-			time.AfterFunc(10*rt, cancelLate)
+			ctx := cancelledAfter(t, 10*rt)
 			start := time.Now()
 			_, err := c.Get(ctx, "edge:abandon")
 			took := time.Since(start)
@@ -393,4 +385,14 @@ func TestReadTimeoutAfterAbandonedHead(t *testing.T) {
 			}
 		})
 	}
+}
+
+// cancelledAfter is a context without a deadline that is cancelled after
+// d, well past the bound a test checks: a regression then fails in a
+// second rather than hanging for as long as an old deadline allows.
+func cancelledAfter(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	time.AfterFunc(d, cancel)
+	return ctx
 }
