@@ -63,6 +63,14 @@ func (rp *reply) read(r *resp.Reader) error {
 	return nil
 }
 
+// count is the number of replies rp decodes.
+func (rp *reply) count() int {
+	if rp.kind == replyOK {
+		return max(rp.n, 1)
+	}
+	return 1
+}
+
 // readAll decodes the replies of a pipeline in order.
 func readAll(r *resp.Reader, rps []reply) error {
 	for i := range rps {
@@ -107,6 +115,20 @@ const (
 	callLeading
 	callAbandoned
 )
+
+// replies is the number of replies the call awaits: a reader that holds
+// the read side for its caller reads them only when they are all in the
+// buffer (resp.Reader.WholeN), since parsing cannot heed a context.
+func (cl *call) replies() int {
+	if cl.kind != replyPipe {
+		return cl.reply.count()
+	}
+	n := 0
+	for i := range cl.pipe {
+		n += cl.pipe[i].count()
+	}
+	return n
+}
 
 // read decodes the call's reply or replies.
 func (cl *call) read(r *resp.Reader) error {

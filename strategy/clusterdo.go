@@ -60,17 +60,17 @@ func (c *clusterBackend) Do(ctx context.Context, args ...any) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return c.doSlot(ctx, slot, keys[0], args)
+	return c.doSlot(ctx, slot, keys, args)
 }
 
-// doSlot runs args on the master of slot; key picks the connection.
-func (c *clusterBackend) doSlot(ctx context.Context, slot int, key string, args []any) (any, error) {
+// doSlot runs args, a command on keys, on the master of slot.
+func (c *clusterBackend) doSlot(ctx context.Context, slot int, keys []string, args []any) (any, error) {
 	var v any
 	err := c.route(ctx, slot, retryNever,
 		func(n node) (err error) { v, err = n.Do(ctx, args...); return err },
 		func(n node) error {
 			rp := reply{kind: replyAny}
-			err := askExec(ctx, n, key, &rp, func(b []byte) []byte {
+			err := askExec(ctx, n, keys, &rp, func(b []byte) []byte {
 				b, _ = appendArgs(b, args) // checked by Do
 				return b
 			})
@@ -83,7 +83,7 @@ func (c *clusterBackend) doSlot(ctx context.Context, slot int, key string, args 
 // doAny runs a keyless command on one master, picked at random (weighted
 // by the slots it serves).
 func (c *clusterBackend) doAny(ctx context.Context, args []any) (any, error) {
-	return c.doSlot(ctx, rand.IntN(cluster.Slots), "", args)
+	return c.doSlot(ctx, rand.IntN(cluster.Slots), nil, args)
 }
 
 // doKeyless sends a command without keys as its request policy says.
@@ -137,7 +137,7 @@ func (c *clusterBackend) doUnknown(ctx context.Context, args []any) (any, error)
 	if err != nil {
 		return nil, err
 	}
-	return c.doSlot(ctx, slot, keys[0], args)
+	return c.doSlot(ctx, slot, keys, args)
 }
 
 // oneSlot returns the slot of keys, or an error wrapping

@@ -2,6 +2,8 @@ package strategy
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/redisx-go/kit/internal/cluster"
@@ -14,12 +16,12 @@ import (
 
 const askingCmd = "*1\r\n$6\r\nASKING\r\n"
 
-// askExec runs the command appended by enc on n right after ASKING, in
-// one round trip, decoding its reply into rp.
-func askExec(ctx context.Context, n node, key string, rp *reply, enc func([]byte) []byte) error {
+// askExec runs the command appended by enc, on keys, on n right after
+// ASKING, in one round trip, decoding its reply into rp.
+func askExec(ctx context.Context, n node, keys []string, rp *reply, enc func([]byte) []byte) error {
 	buf := enc(append(make([]byte, 0, 64), askingCmd...))
 	rps := []reply{{kind: replyOK}, *rp}
-	if err := n.exec(ctx, key, buf, rps); err != nil {
+	if err := n.exec(ctx, keys, buf, rps); err != nil {
 		return err
 	}
 	*rp = rps[1]
@@ -36,7 +38,7 @@ func (c *clusterBackend) Get(ctx context.Context, key string) ([]byte, error) {
 		func(n node) (err error) { v, err = n.Get(ctx, key); return err },
 		func(n node) error {
 			rp := reply{kind: replyBulk}
-			err := askExec(ctx, n, key, &rp, func(b []byte) []byte { return appendGet(b, key) })
+			err := askExec(ctx, n, []string{key}, &rp, func(b []byte) []byte { return appendGet(b, key) })
 			if err == nil && rp.val == nil {
 				err = ErrNotFound
 			}
@@ -55,7 +57,7 @@ func (c *clusterBackend) Set(ctx context.Context, key string, value []byte, ttl 
 		func(n node) error { return n.Set(ctx, key, value, ttl) },
 		func(n node) error {
 			rp := reply{kind: replyOK}
-			return askExec(ctx, n, key, &rp, func(b []byte) []byte { return appendSet(b, key, value, ttl) })
+			return askExec(ctx, n, []string{key}, &rp, func(b []byte) []byte { return appendSet(b, key, value, ttl) })
 		})
 }
 
@@ -93,7 +95,7 @@ func (c *clusterBackend) Del(ctx context.Context, keys ...string) (int64, error)
 			func(n node) (err error) { n64, err = n.Del(ctx, g.keys...); return err },
 			func(n node) error {
 				rp := reply{kind: replyInt}
-				err := askExec(ctx, n, g.keys[0], &rp, func(b []byte) []byte { return appendKeys(b, "DEL", g.keys) })
+				err := askExec(ctx, n, g.keys, &rp, func(b []byte) []byte { return appendKeys(b, "DEL", g.keys) })
 				n64 = rp.num
 				return err
 			})
@@ -115,7 +117,7 @@ func (c *clusterBackend) mgetSlot(ctx context.Context, g slotGroup, vs [][]byte)
 		func(n node) (err error) { got, err = n.MGet(ctx, g.keys); return err },
 		func(n node) error {
 			rp := reply{kind: replyBulks, vals: make([][]byte, len(g.keys))}
-			err := askExec(ctx, n, g.keys[0], &rp, func(b []byte) []byte { return appendKeys(b, "MGET", g.keys) })
+			err := askExec(ctx, n, g.keys, &rp, func(b []byte) []byte { return appendKeys(b, "MGET", g.keys) })
 			got = rp.vals
 			return err
 		})
@@ -141,16 +143,12 @@ func (c *clusterBackend) MGet(ctx context.Context, keys []string) ([][]byte, err
 
 // msetSlot stores one slot's pairs.
 func (c *clusterBackend) msetSlot(ctx context.Context, slot int, kv map[string][]byte, ttl time.Duration) error {
-	var first string
-	for k := range kv {
-		first = k
-		break
-	}
+	keys := slices.Collect(maps.Keys(kv))
 	return c.route(ctx, slot, retryUnsent,
 		func(n node) error { return n.MSet(ctx, kv, ttl) },
 		func(n node) error {
 			rp := reply{kind: replyOK}
-			return askExec(ctx, n, first, &rp, func(b []byte) []byte {
+			return askExec(ctx, n, keys, &rp, func(b []byte) []byte {
 				b, rp.n = appendMSet(b, kv, ttl)
 				return b
 			})

@@ -4,9 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/redisx-go/kit/internal/command"
 )
 
 // Multiplexed shares a few auto-pipelined connections per node among all
@@ -174,16 +178,129 @@ func newMuxNode(cfg Config, addr string, opts Multiplexed) *muxNode {
 	return n
 }
 
-// route picks the shared connection of key (FNV-1a), so a key's commands
-// stay ordered.
-func (n *muxNode) route(key string) int {
-	if n.bulkAbandoned.Load() > 0 {
-		// Rare: see routeBig.
-		if b := n.bulkRoute(key); n.slots[b].abandonedOn() {
-			return b
+// Routing and the order of a key's commands.
+//
+// A key's commands take its shared connection (FNV-1a of the key, so that
+// they stay in order), or, for a SET of a big value, one of bulkConns
+// connections of their own, after the shared ones, dialled on first use:
+// the server reads a connection's requests 16 KiB at a time, once per turn
+// of its event loop, so big values queued on one connection wait for each
+// other and delay the small commands behind them; spread over a few
+// connections they are read side by side.
+//
+// A caller's command returns once its reply is read, before its next one
+// is sent, so a caller's commands stay in order — unless one returns
+// sooner, its context ended: the server may apply it yet, after commands
+// sent later on another connection. The rule: while a connection a key
+// can take (its shared one, its bulk one) has calls whose callers left
+// unanswered, every command on that key goes to that connection, behind
+// them. A command on several keys (Del, MGet, MSet, Do by its key
+// positions, a pipeline) obeys it for each of its keys: it goes to the one
+// connection with such calls among all those its keys can take; when two
+// or more have some, it waits, within its context, until at most one has.
+// Nobody else waits, and only the keys of those connections change their
+// route, until those replies are read. (Not covered: a connection that
+// failed, or was replaced for its age, while such a call was on its way.)
+
+// route returns the connection for a command on keys (none: a keyless
+// command), a SET of a big value when big: see above.
+func (n *muxNode) route(ctx context.Context, keys []string, big bool) (int, error) {
+	for {
+		if i, ok := n.pick(keys, big); ok {
+			return i, nil
+		}
+		if err := n.waitAbandoned(ctx, keys, big); err != nil {
+			return 0, err
 		}
 	}
-	return n.sharedRoute(key)
+}
+
+// route1 is route for one key.
+func (n *muxNode) route1(ctx context.Context, key string, big bool) (int, error) {
+	if !big && n.bulkAbandoned.Load() == 0 {
+		return n.sharedRoute(key), nil // the hot path: see pick
+	}
+	return n.route(ctx, []string{key}, big)
+}
+
+// pick returns the connection for a command on keys under the rule above,
+// and false when two or more of the connections its keys can take have
+// abandoned calls.
+func (n *muxNode) pick(keys []string, big bool) (int, bool) {
+	pref := 0
+	if len(keys) > 0 {
+		if big {
+			pref = n.bulkRoute(keys[0])
+		} else {
+			pref = n.sharedRoute(keys[0])
+		}
+	}
+	bulk := n.bulkAbandoned.Load() > 0
+	if !bulk && !big && (len(keys) <= 1 || n.opts.Conns == 1) {
+		// No bulk connection has abandoned calls, and the keys can take one
+		// shared connection only: pref, whatever it holds.
+		return pref, true
+	}
+	found := -1
+	for _, k := range keys {
+		for j, i := range [2]int{n.sharedRoute(k), n.bulkRoute(k)} {
+			if j == 1 && !bulk {
+				break
+			}
+			if i == found || !n.slots[i].abandonedOn() {
+				continue
+			}
+			if found >= 0 {
+				return 0, false
+			}
+			found = i
+		}
+	}
+	if found >= 0 {
+		return found, true
+	}
+	return pref, true
+}
+
+// waitAbandoned waits, within ctx, for pick to find a connection for keys:
+// for replies to calls whose callers left to be read, or their
+// connections to fail. Rare enough to poll.
+func (n *muxNode) waitAbandoned(ctx context.Context, keys []string, big bool) error {
+	wait := 200 * time.Microsecond
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-n.stop:
+			return ErrClosed
+		case <-t.C:
+		}
+		if _, ok := n.pick(keys, big); ok {
+			return nil
+		}
+		wait = min(2*wait, 10*time.Millisecond)
+		t.Reset(wait)
+	}
+}
+
+// oneRoute reports whether every command but a SET of a big value goes to
+// connection 0 now, whatever its keys: the common case, which spares
+// route the keys.
+func (n *muxNode) oneRoute() bool {
+	return n.opts.Conns == 1 && n.bulkAbandoned.Load() == 0
+}
+
+// routeDo is route for a generic command, by the keys its key
+// specifications name (internal/command); a command whose keys cannot be
+// told goes to connection 0.
+func (n *muxNode) routeDo(ctx context.Context, args []any) (int, error) {
+	if n.oneRoute() {
+		return 0, nil
+	}
+	keys, _, _ := command.Keys(args)
+	return n.route(ctx, keys, false)
 }
 
 // sharedRoute is key's shared connection.
@@ -197,28 +314,6 @@ func (n *muxNode) sharedRoute(key string) int {
 // bulkRoute is key's connection for SETs of big values.
 func (n *muxNode) bulkRoute(key string) int {
 	return n.opts.Conns + int(fnv(key)%bulkConns)
-}
-
-// routeBig picks the connection of a SET of a big value: one of
-// bulkConns connections of their own, after the shared ones, dialled on
-// first use. The server reads a connection's requests 16 KiB at a time,
-// once per turn of its event loop: big values queued on one connection
-// wait for each other, and delay the small commands behind them; spread
-// over a few connections they are read side by side.
-//
-// A caller's SET returns once its reply is read, before its next command
-// is sent, so its commands stay in order — unless it returns sooner, its
-// context ended: the server may apply it yet, after the caller's next
-// commands. Those stay behind it on the same connection: while a key's
-// bulk connection has calls whose callers left unanswered, route sends
-// all of the key's commands there; while its shared connection has, a big
-// SET goes there. Nobody waits, and only the keys of that connection
-// change their route, until those replies are read.
-func (n *muxNode) routeBig(key string) int {
-	if s := n.sharedRoute(key); n.slots[s].abandonedOn() {
-		return s
-	}
-	return n.bulkRoute(key)
 }
 
 // abandonedOn reports whether the slot's connection has calls whose
@@ -300,7 +395,7 @@ func (n *muxNode) roundTripSized(ctx context.Context, i int, cmd string, rp *rep
 	c.out.cur = enc(c.out.cur)
 	cl := n.calls.get(ctx)
 	cl.reply, cl.lead = *rp, true
-	leads := c.push(cl, int64(max(rp.n, 1)), true)
+	leads := c.push(cl, int64(rp.count()), true)
 	if err := c.await(ctx, cl, leads); err != nil {
 		return err
 	}
@@ -311,8 +406,12 @@ func (n *muxNode) roundTripSized(ctx context.Context, i int, cmd string, rp *rep
 
 // Get implements Backend.
 func (n *muxNode) Get(ctx context.Context, key string) ([]byte, error) {
+	i, err := n.route1(ctx, key, false)
+	if err != nil {
+		return nil, err
+	}
 	rp := reply{kind: replyBulk}
-	if err := n.roundTrip(ctx, n.route(key), "get", &rp, func(b []byte) []byte { return appendGet(b, key) }); err != nil {
+	if err := n.roundTrip(ctx, i, "get", &rp, func(b []byte) []byte { return appendGet(b, key) }); err != nil {
 		return nil, err
 	}
 	if rp.val == nil {
@@ -323,12 +422,17 @@ func (n *muxNode) Get(ctx context.Context, key string) ([]byte, error) {
 
 // Set implements Backend.
 func (n *muxNode) Set(ctx context.Context, key string, value []byte, ttl time.Duration) error {
+	big := len(value) >= bigValue
+	i, err := n.route1(ctx, key, big)
+	if err != nil {
+		return err
+	}
 	rp := reply{kind: replyOK}
 	enc := func(b []byte) []byte { return appendSet(b, key, value, ttl) }
-	if len(value) >= bigValue {
-		return n.roundTripSized(ctx, n.routeBig(key), "set", &rp, len(key)+len(value)+64, enc)
+	if big {
+		return n.roundTripSized(ctx, i, "set", &rp, len(key)+len(value)+64, enc)
 	}
-	return n.roundTrip(ctx, n.route(key), "set", &rp, enc)
+	return n.roundTrip(ctx, i, "set", &rp, enc)
 }
 
 // Del implements Backend.
@@ -336,8 +440,12 @@ func (n *muxNode) Del(ctx context.Context, keys ...string) (int64, error) {
 	if len(keys) == 0 {
 		return 0, nil
 	}
+	i, err := n.route(ctx, keys, false)
+	if err != nil {
+		return 0, err
+	}
 	rp := reply{kind: replyInt}
-	err := n.roundTrip(ctx, n.route(keys[0]), "del", &rp, func(b []byte) []byte { return appendKeys(b, "DEL", keys) })
+	err = n.roundTrip(ctx, i, "del", &rp, func(b []byte) []byte { return appendKeys(b, "DEL", keys) })
 	return rp.num, err
 }
 
@@ -346,8 +454,12 @@ func (n *muxNode) MGet(ctx context.Context, keys []string) ([][]byte, error) {
 	if len(keys) == 0 {
 		return [][]byte{}, nil
 	}
+	i, err := n.route(ctx, keys, false)
+	if err != nil {
+		return nil, err
+	}
 	rp := reply{kind: replyBulks, vals: make([][]byte, len(keys))}
-	if err := n.roundTrip(ctx, n.route(keys[0]), "mget", &rp, func(b []byte) []byte { return appendKeys(b, "MGET", keys) }); err != nil {
+	if err := n.roundTrip(ctx, i, "mget", &rp, func(b []byte) []byte { return appendKeys(b, "MGET", keys) }); err != nil {
 		return nil, err
 	}
 	return rp.vals, nil
@@ -359,13 +471,15 @@ func (n *muxNode) MSet(ctx context.Context, kv map[string][]byte, ttl time.Durat
 	if len(kv) == 0 {
 		return nil
 	}
-	var first string
-	for k := range kv {
-		first = k
-		break
+	i := 0
+	if !n.oneRoute() {
+		var err error
+		if i, err = n.route(ctx, slices.Collect(maps.Keys(kv)), false); err != nil {
+			return err
+		}
 	}
 	rp := reply{kind: replyOK}
-	return n.roundTrip(ctx, n.route(first), "mset", &rp, func(b []byte) []byte {
+	return n.roundTrip(ctx, i, "mset", &rp, func(b []byte) []byte {
 		b, rp.n = appendMSet(b, kv, ttl)
 		return b
 	})
@@ -384,8 +498,12 @@ func (n *muxNode) Do(ctx context.Context, args ...any) (any, error) {
 		}
 		return side.Do(ctx, args...)
 	}
+	i, err := n.routeDo(ctx, args)
+	if err != nil {
+		return nil, err
+	}
 	rp := reply{kind: replyAny}
-	if err := n.roundTrip(ctx, 0, argName(args, 0), &rp, func(b []byte) []byte {
+	if err := n.roundTrip(ctx, i, argName(args, 0), &rp, func(b []byte) []byte {
 		b, _ = appendArgs(b, args) // cannot fail: checkCommand refused what it cannot encode
 		return b
 	}); err != nil {
@@ -460,18 +578,23 @@ func (n *muxNode) Close() error {
 	return nil
 }
 
-// exec sends the commands encoded in buf back to back on key's connection
-// and decodes their replies into rps, in order. Only a connection or
-// context failure is returned; each command's own error is in its reply.
-func (n *muxNode) exec(ctx context.Context, key string, buf []byte, rps []reply) error {
-	c, err := n.enqueue(ctx, n.route(key))
+// exec sends the commands encoded in buf back to back on the connection of
+// keys, the keys they name (see route), and decodes their replies into
+// rps, in order. Only a connection or context failure is returned; each
+// command's own error is in its reply.
+func (n *muxNode) exec(ctx context.Context, keys []string, buf []byte, rps []reply) error {
+	i, err := n.route(ctx, keys, false)
+	if err != nil {
+		return err
+	}
+	c, err := n.enqueue(ctx, i)
 	if err != nil {
 		return err
 	}
 	c.out.cur = append(c.out.cur, buf...)
 	cl := n.calls.get(ctx)
 	cl.kind, cl.pipe, cl.lead = replyPipe, rps, true
-	leads := c.push(cl, int64(len(rps)), true)
+	leads := c.push(cl, int64(cl.replies()), true)
 	if err := c.await(ctx, cl, leads); err != nil {
 		return err
 	}
@@ -484,15 +607,19 @@ func (n *muxNode) exec(ctx context.Context, key string, buf []byte, rps []reply)
 // goroutine per node; await waits for it. Such a call cannot lead (its
 // caller is busy elsewhere): the drainer reads for it. buf may be reused
 // when send returns.
-func (n *muxNode) send(ctx context.Context, key string, buf []byte, rps []reply) (*call, error) {
-	c, err := n.enqueue(ctx, n.route(key))
+func (n *muxNode) send(ctx context.Context, keys []string, buf []byte, rps []reply) (*call, error) {
+	i, err := n.route(ctx, keys, false)
+	if err != nil {
+		return nil, err
+	}
+	c, err := n.enqueue(ctx, i)
 	if err != nil {
 		return nil, err
 	}
 	cl := n.calls.get(ctx)
 	cl.kind, cl.pipe = replyPipe, rps
 	c.out.cur = append(c.out.cur, buf...)
-	c.push(cl, int64(len(rps)), false)
+	c.push(cl, int64(cl.replies()), false)
 	return cl, nil
 }
 

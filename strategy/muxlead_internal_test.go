@@ -90,7 +90,7 @@ func leadWorkload(t *testing.T, n *muxNode, keys []string, goroutines, ops int, 
 					buf = appendKeys(buf, "PTTL", []string{k})
 					rps := []reply{{kind: replyBulk}, {kind: replyInt}}
 					var cl *call
-					cl, err = n.send(ctx, k, buf, rps)
+					cl, err = n.send(ctx, []string{k}, buf, rps)
 					if err == nil {
 						if rng.IntN(2) == 0 {
 							time.Sleep(time.Duration(rng.IntN(50)) * time.Microsecond)

@@ -53,11 +53,12 @@ func (c *muxConn) lead(ctx context.Context, cl *call) error {
 			return err
 		}
 	}
-	if ctx.Done() != nil && !c.r.Whole() {
+	if ctx.Done() != nil && !c.r.WholeN(cl.replies()) {
 		// The reply has begun but is not all here (a big value, a slow
-		// link): reading it could outlast ctx, which a parse cannot
-		// heed. The drainer reads it; this caller waits for it as any
-		// other, and may leave.
+		// link, the later replies of a pipeline or of an MSET with a
+		// ttl): reading it could outlast ctx, which a parse cannot heed.
+		// The drainer reads it; this caller waits for it as any other,
+		// and may leave.
 		cl.state.Store(callWaiting)
 		c.toDrainer()
 		return wait(ctx, cl)
@@ -156,7 +157,8 @@ func (c *muxConn) toDrainer() {
 // who will read its own reply; or to the drainer when that caller cannot
 // lead, or when the next reply has begun but is not whole (it may take
 // any time to come whole, and would keep this caller, whose own reply is
-// in, past its context); or nowhere when nothing is queued.
+// in, past its context: a reply is whole only with all the replies of its
+// call); or nowhere when nothing is queued.
 func (c *muxConn) pass() {
 	for c.nextBatch() {
 		next := c.rbatch[c.ri]
@@ -170,7 +172,7 @@ func (c *muxConn) pass() {
 			}
 			c.toDrainer()
 			return
-		case !c.r.Whole():
+		case !c.r.WholeN(next.replies()):
 			c.toDrainer()
 			return
 		}

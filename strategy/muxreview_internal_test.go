@@ -355,7 +355,7 @@ func TestMuxReviewBigValuesAcrossChunks(t *testing.T) {
 								got, err = n.Get(ctx, k)
 							case 1:
 								buf, rps := ttlPipeline([]string{k}, true)
-								if err = n.exec(ctx, k, buf, rps); err == nil {
+								if err = n.exec(ctx, []string{k}, buf, rps); err == nil {
 									got = rps[0].val
 									if rps[1].num <= 0 {
 										t.Errorf("PTTL %s = %d after SET … PX", k, rps[1].num)
@@ -364,7 +364,7 @@ func TestMuxReviewBigValuesAcrossChunks(t *testing.T) {
 							default:
 								rps := []reply{{kind: replyBulk}}
 								var cl *call
-								if cl, err = n.send(ctx, k, appendGet(nil, k), rps); err == nil {
+								if cl, err = n.send(ctx, []string{k}, appendGet(nil, k), rps); err == nil {
 									if err = n.await(ctx, cl); err == nil {
 										got = rps[0].val
 									}
@@ -433,7 +433,7 @@ func TestMuxReviewIdleWatchToggles(t *testing.T) {
 				} else {
 					rps := []reply{{kind: replyBulk}}
 					var cl *call
-					if cl, err = n.send(ctx, k, appendGet(nil, k), rps); err == nil {
+					if cl, err = n.send(ctx, []string{k}, appendGet(nil, k), rps); err == nil {
 						err = n.await(ctx, cl)
 					}
 					if err == nil { // an abandoned pipeline's replies are still written
@@ -506,7 +506,7 @@ func TestMuxReviewWatchdogFailsHeldReadSide(t *testing.T) {
 				k := keys[i%len(keys)]
 				if i%3 == 0 {
 					rps := []reply{{kind: replyBulk}}
-					cl, err := n.send(context.Background(), k, appendGet(nil, k), rps)
+					cl, err := n.send(context.Background(), []string{k}, appendGet(nil, k), rps)
 					if err == nil {
 						err = n.await(context.Background(), cl)
 					}

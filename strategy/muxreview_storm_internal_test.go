@@ -68,7 +68,7 @@ func storm(t *testing.T, n *muxNode, goroutines, ops int) int64 {
 					buf := appendGet(nil, k)
 					rps := []reply{{kind: replyBulk}}
 					var cl *call
-					if cl, err = n.send(ctx, k, buf, rps); err == nil {
+					if cl, err = n.send(ctx, []string{k}, buf, rps); err == nil {
 						err = n.await(ctx, cl)
 					}
 					if err == nil && string(rps[0].val) != leadValue(k) {
@@ -189,7 +189,7 @@ func closeMidFlight(t *testing.T, tg muxReviewTarget, delayed bool, round int) {
 				default:
 					rps := []reply{{kind: replyBulk}}
 					var cl *call
-					if cl, err = n.send(context.Background(), k, appendGet(nil, k), rps); err == nil {
+					if cl, err = n.send(context.Background(), []string{k}, appendGet(nil, k), rps); err == nil {
 						runtime.Gosched()
 						err = n.await(context.Background(), cl)
 					}

@@ -33,9 +33,10 @@ var (
 // routes to.
 type node interface {
 	capable
-	// exec sends the commands encoded in buf back to back, on key's
-	// connection, and decodes their replies into rps.
-	exec(ctx context.Context, key string, buf []byte, rps []reply) error
+	// exec sends the commands encoded in buf back to back, on the
+	// connection of keys, the keys they name, and decodes their replies
+	// into rps.
+	exec(ctx context.Context, keys []string, buf []byte, rps []reply) error
 	address() string
 }
 

@@ -580,7 +580,7 @@ func (n *poolNode) Close() error {
 // connection and decodes their replies into rps, in order. Only a
 // connection or context failure is returned; each command's own error is
 // in its reply.
-func (n *poolNode) exec(ctx context.Context, _ string, buf []byte, rps []reply) error {
+func (n *poolNode) exec(ctx context.Context, _ []string, buf []byte, rps []reply) error {
 	x, err := n.begin(ctx, 0)
 	if err != nil {
 		return err

@@ -182,13 +182,14 @@ func (g *slotGrouped) plan(keys []string) ([]*member, [][]batchGroup) {
 	return nodes, perNode
 }
 
-// runPipelines sends bufs[i] to nodes[i], decoding into rps[i], all nodes
+// runPipelines sends bufs[i], commands on keys[i], to nodes[i], decoding
+// into rps[i], all nodes
 // at once: pipelines on Multiplexed nodes are queued from this goroutine,
 // the last one sent and awaited at once (so that this caller may read its
 // reply itself), then the others awaited; other nodes get a goroutine
 // each. errs[i] is node i's connection or context failure; a nil node
 // fails with errSlotUnserved.
-func runPipelines(ctx context.Context, nodes []node, keys []string, bufs [][]byte, rps [][]reply) []error {
+func runPipelines(ctx context.Context, nodes []node, keys [][]string, bufs [][]byte, rps [][]reply) []error {
 	errs := make([]error, len(nodes))
 	calls := make([]*call, len(nodes))
 	var blocking []int
@@ -288,14 +289,14 @@ func (g *slotGrouped) run(ctx context.Context, nodes []node, perNode [][]batchGr
 	enc func(buf []byte, bg batchGroup) ([]byte, reply),
 	ok func(bg batchGroup, rp *reply),
 	retry func(bg batchGroup) error) error {
-	first := make([]string, len(nodes))
+	nodeKeys := make([][]string, len(nodes))
 	bufs := make([][]byte, len(nodes))
 	rps := make([][]reply, len(nodes))
 	all := make([]reply, 0, len(keys))
 	for i, groups := range perNode {
-		first[i] = groups[0].keys[0]
-		size := 0
+		size, count := 0, 0
 		for _, bg := range groups {
+			count += len(bg.keys)
 			size += 16 + 8*len(bg.keys)
 			for _, k := range bg.keys {
 				size += len(k)
@@ -303,14 +304,16 @@ func (g *slotGrouped) run(ctx context.Context, nodes []node, perNode [][]batchGr
 		}
 		buf := make([]byte, 0, size)
 		start := len(all)
+		nk := make([]string, 0, count)
 		for _, bg := range groups {
+			nk = append(nk, bg.keys...)
 			var rp reply
 			buf, rp = enc(buf, bg)
 			all = append(all, rp)
 		}
-		bufs[i], rps[i] = buf, all[start:len(all):len(all)]
+		bufs[i], rps[i], nodeKeys[i] = buf, all[start:len(all):len(all)], nk
 	}
-	errs := runPipelines(ctx, nodes, first, bufs, rps)
+	errs := runPipelines(ctx, nodes, nodeKeys, bufs, rps)
 	// Most often every group succeeded, and handing the replies over needs
 	// no goroutine; the nodes with a failed group retry in parallel, since
 	// each retry is a round trip or a wait for the cluster.

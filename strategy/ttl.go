@@ -58,8 +58,9 @@ func ttlPipeline(keys []string, single bool) ([]byte, []reply) {
 }
 
 func nodeGetWithTTL(ctx context.Context, n node, key string) ([]byte, time.Duration, error) {
-	buf, rps := ttlPipeline([]string{key}, true)
-	if err := n.exec(ctx, key, buf, rps); err != nil {
+	keys := []string{key}
+	buf, rps := ttlPipeline(keys, true)
+	if err := n.exec(ctx, keys, buf, rps); err != nil {
 		return nil, 0, err
 	}
 	if rps[0].err != nil {
@@ -76,7 +77,7 @@ func nodeMGetWithTTL(ctx context.Context, n node, keys []string) ([][]byte, []ti
 		return [][]byte{}, []time.Duration{}, nil
 	}
 	buf, rps := ttlPipeline(keys, false)
-	if err := n.exec(ctx, keys[0], buf, rps); err != nil {
+	if err := n.exec(ctx, keys, buf, rps); err != nil {
 		return nil, nil, err
 	}
 	if rps[0].err != nil {
@@ -118,7 +119,7 @@ func (c *clusterBackend) GetWithTTL(ctx context.Context, key string) ([]byte, ti
 		func(n node) (err error) { v, ttl, err = nodeGetWithTTL(ctx, n, key); return err },
 		func(n node) error {
 			rp := reply{kind: replyBulk}
-			err := askExec(ctx, n, key, &rp, func(b []byte) []byte { return appendGet(b, key) })
+			err := askExec(ctx, n, []string{key}, &rp, func(b []byte) []byte { return appendGet(b, key) })
 			if err == nil && rp.val == nil {
 				err = ErrNotFound
 			}
@@ -143,7 +144,7 @@ func (c *clusterBackend) MGetWithTTL(ctx context.Context, keys []string) ([][]by
 			func(n node) (err error) { gv, gt, err = nodeMGetWithTTL(ctx, n, g.keys); return err },
 			func(n node) error {
 				rp := reply{kind: replyBulks, vals: make([][]byte, len(g.keys))}
-				err := askExec(ctx, n, g.keys[0], &rp, func(b []byte) []byte { return appendKeys(b, "MGET", g.keys) })
+				err := askExec(ctx, n, g.keys, &rp, func(b []byte) []byte { return appendKeys(b, "MGET", g.keys) })
 				gv, gt = rp.vals, make([]time.Duration, len(g.keys))
 				for i := range gt {
 					gt[i] = UnknownTTL

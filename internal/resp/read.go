@@ -492,10 +492,25 @@ func (r *Reader) Wait() error {
 // Whole reports whether a complete reply is at the head of the read
 // buffer, so that reading it cannot block. It reads nothing from the
 // stream; a malformed header counts as whole (reading it fails at once).
-func (r *Reader) Whole() bool {
+func (r *Reader) Whole() bool { return r.WholeN(1) }
+
+// WholeN reports whether n complete replies are at the head of the read
+// buffer, so that reading them cannot block: Whole for the replies of a
+// pipeline. It reads nothing from the stream; a malformed header counts
+// as whole, with every reply after it (reading it fails at once).
+func (r *Reader) WholeN(n int) bool {
 	b, _ := r.br.Peek(r.br.Buffered())
-	_, ok := wholeReply(b, 0)
-	return ok
+	for range n {
+		m, ok := wholeReply(b, 0)
+		switch {
+		case !ok:
+			return false
+		case m == 0:
+			return true
+		}
+		b = b[m:]
+	}
+	return true
 }
 
 // wholeReply returns the length of the complete reply at the start of b,
