@@ -226,8 +226,16 @@ func (c *Client) del(ctx context.Context, keys []string) (int64, error) {
 		return 0, err
 	}
 	n, err := c.b.Del(ctx, keys...)
-	if err != nil && n == 0 && writeAgain(err) { // n > 0: part of it was applied
+	switch {
+	case err == nil:
+	case n == 0 && writeAgain(err): // n > 0: part of it was applied
 		return retry(ctx, c, n, err, writeAgain, func() (int64, error) { return c.b.Del(ctx, keys...) })
+	default: // the keys of nodes that never ran their part may be sent again
+		err = c.retryParts(ctx, err, writeAgain, func(keys []string) error {
+			m, err := c.b.Del(ctx, keys...)
+			n += m
+			return err
+		})
 	}
 	return n, err
 }
@@ -264,15 +272,45 @@ func (c *Client) mgetKeys(ctx context.Context, keys []string) ([][]byte, error) 
 		return [][]byte{}, nil
 	}
 	vs, err := c.mgetOnce(ctx, keys)
-	if err != nil && vs == nil && readAgain(err) {
-		partial := false // values came back with the error: the caller's to use
-		return retry(ctx, c, vs, err, func(err error) bool { return !partial && readAgain(err) }, func() ([][]byte, error) {
-			vs, err := c.mgetOnce(ctx, keys)
-			partial = vs != nil && err != nil
+	switch {
+	case err == nil:
+	case vs == nil:
+		if readAgain(err) {
+			partial := false // values came back with the error: the caller's to use
+			vs, err = retry(ctx, c, vs, err, func(err error) bool { return !partial && readAgain(err) }, func() ([][]byte, error) {
+				vs, err := c.mgetOnce(ctx, keys)
+				partial = vs != nil && err != nil
+				return vs, err
+			})
+		}
+		if vs == nil || err == nil {
 			return vs, err
+		}
+		fallthrough
+	default: // values from some nodes: read again the keys of the others
+		err = c.retryParts(ctx, err, readAgain, func(failed []string) error {
+			got, err := c.mgetOnce(ctx, failed)
+			if got != nil {
+				fill(vs, keys, failed, got)
+			}
+			return err
 		})
 	}
 	return vs, err
+}
+
+// fill stores the values got for the keys of failed into vs, the values
+// of keys, at every position of each.
+func fill(vs [][]byte, keys, failed []string, got [][]byte) {
+	at := make(map[string]int, len(failed))
+	for i, k := range failed {
+		at[k] = i
+	}
+	for i, k := range keys {
+		if j, ok := at[k]; ok && got[j] != nil {
+			vs[i] = got[j]
+		}
+	}
 }
 
 func (c *Client) mgetOnce(ctx context.Context, keys []string) ([][]byte, error) {
@@ -327,9 +365,19 @@ func (c *Client) msetPairs(ctx context.Context, kv map[string][]byte, ttl time.D
 	}
 	if c.mset != nil {
 		err := c.mset.MSet(ctx, kv, ttl)
-		if err != nil && writeAgain(err) {
+		switch {
+		case err == nil:
+		case writeAgain(err):
 			_, err = retry(ctx, c, struct{}{}, err, writeAgain, func() (struct{}, error) {
 				return struct{}{}, c.mset.MSet(ctx, kv, ttl)
+			})
+		default: // the pairs of nodes that never ran their part may be sent again
+			err = c.retryParts(ctx, err, writeAgain, func(keys []string) error {
+				sub := make(map[string][]byte, len(keys))
+				for _, k := range keys {
+					sub[k] = kv[k]
+				}
+				return c.mset.MSet(ctx, sub, ttl)
 			})
 		}
 		return err
@@ -434,7 +482,7 @@ type Stats struct {
 	SharedLoads int64 // GetOrLoad calls answered by another caller's load
 	StoreErrors int64 // loaded values that could not be stored
 	StaleServed int64 // GetOrLoad calls served a value inside its stale-while-revalidate period
-	Retries     int64 // operations tried again after a connection failure (see Retry), one per retry
+	Retries     int64 // attempts after the first, by the Retry policy: one per retry
 }
 
 // Stats returns a snapshot of the client's statistics, at any time from

@@ -162,7 +162,7 @@ func isMiss(err error) bool {
 // also returned as status, for db.response.status_code; a prefix Redis
 // does not document is "_OTHER", the conventions' fallback, with no
 // status. Other errors are named after the sentinel they wrap: load,
-// closed, invalid_argument, unsupported, timeout (a deadline),
+// closed, auth, invalid_argument, unsupported, timeout (a deadline),
 // canceled, connection; anything else is "_OTHER".
 func errorType(err error) (typ, status string) {
 	var re redis.Error
@@ -171,6 +171,8 @@ func errorType(err error) (typ, status string) {
 		return "load", ""
 	case errors.Is(err, ErrClosed):
 		return "closed", ""
+	case errors.Is(err, ErrAuth):
+		return "auth", ""
 	case errors.Is(err, ErrInvalidArgument):
 		return "invalid_argument", ""
 	case errors.Is(err, ErrUnsupported):

@@ -183,8 +183,11 @@ func TestOperationDurationErrorTypes(t *testing.T) {
 	defer mp.Shutdown(ctx)
 	f := newFakeAppend()
 	f.do = func(args []any) (any, error) {
-		if args[0] == "MODULE.CMD" {
+		switch args[0] {
+		case "MODULE.CMD":
 			return nil, fmt.Errorf("redisx: MODULE.CMD: %w", redis.Error("WEIRDPREFIX something"))
+		case "AUTHCMD":
+			return nil, fmt.Errorf("%w: 127.0.0.1:1: WRONGPASS", redisx.ErrAuth)
 		}
 		return "OK", nil
 	}
@@ -200,6 +203,7 @@ func TestOperationDurationErrorTypes(t *testing.T) {
 	c.Set(ctx, "k", nil, -time.Second)
 	c.GetOrLoad(ctx, "k", 0, func(context.Context) ([]byte, error) { return nil, errors.New("down") })
 	c.Do(ctx, "MODULE.CMD")
+	c.Do(ctx, "AUTHCMD")
 	for i := range 200 {
 		c.Do(ctx, "CMD"+strconv.Itoa(i))
 	}
@@ -207,7 +211,7 @@ func TestOperationDurationErrorTypes(t *testing.T) {
 	_, points := durations(t, reader)
 	for _, tc := range []struct {
 		op, typ string
-	}{{"GET", "canceled"}, {"SET", "invalid_argument"}, {"GETORLOAD", "load"}, {"MODULE.CMD", "_OTHER"}} {
+	}{{"GET", "canceled"}, {"SET", "invalid_argument"}, {"GETORLOAD", "load"}, {"MODULE.CMD", "_OTHER"}, {"AUTHCMD", "auth"}} {
 		p, ok := point(t, points, tc.op, attribute.String("error.type", tc.typ))
 		if !ok || p.Count != 1 {
 			t.Errorf("%s: %d measurements with error.type=%s (found %v); want 1", tc.op, p.Count, tc.typ, ok)

@@ -133,7 +133,7 @@ type Options struct {
 	// when the call failed, error.type: for a server error reply its
 	// prefix (ERR, WRONGTYPE, MOVED… — one Redis documents, else _OTHER),
 	// also in db.response.status_code, otherwise one of load, closed,
-	// invalid_argument, unsupported, timeout, canceled, connection or
+	// auth, invalid_argument, unsupported, timeout, canceled, connection or
 	// _OTHER. A miss is not a failure. GetOrLoad is measured as a whole;
 	// its own GET and SET are not measured apart. Cost: with no SDK
 	// installed the global provider's histogram reports itself disabled,

@@ -3,6 +3,7 @@ package strategy
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"strings"
 	"sync"
@@ -17,9 +18,8 @@ import (
 // and an immutable topology (slot → master) swapped atomically. MOVED
 // patches the slot at once and refreshes the whole map in the background;
 // ASK sends ASKING and the command together to the importing node;
-// TRYAGAIN, CLUSTERDOWN, LOADING and MASTERDOWN are retried with backoff,
-// and so are connection failures of cache operations, after a refresh —
-// all within the caller's deadline and maxAttempts.
+// every other failure is returned, the map refreshed when it may be stale
+// (see route): retries are redisx.Client's, by one policy.
 //
 // The rest of the mechanism, by file: clusternodes.go, which nodes are
 // held open and when one that left the map is closed; clusterrefresh.go,
@@ -27,7 +27,7 @@ import (
 // where a generic command (Do) goes.
 
 const (
-	maxAttempts     = 8                      // tries of one command, redirects included
+	maxRedirects    = 8                      // MOVED and ASK redirects followed by one command
 	refreshCooldown = 100 * time.Millisecond // between two map refreshes
 	refreshPeriod   = 15 * time.Second       // background refresh without any trigger
 	refreshTimeout  = 2 * time.Second        // one refresh attempt
@@ -75,12 +75,6 @@ func (t *topology) master(slot int) *member {
 		return t.masters[i-1]
 	}
 	return nil
-}
-
-// serves reports whether the current map has n serve slot.
-func (c *clusterBackend) serves(slot int, n node) bool {
-	m := c.state.Load().master(slot)
-	return m != nil && n != nil && m.n == n
 }
 
 func newCluster(cfg Config, t transport, seed node, shards []cluster.Shard) (*clusterBackend, error) {
@@ -179,126 +173,93 @@ func (c *clusterBackend) moved(slot int, addr string) {
 	c.triggerRefresh()
 }
 
-// route runs op on the master of slot, following redirects and retrying
-// transient failures within ctx. ask runs the command on an importing node
-// after ASKING. retry says when a connection failure is retried: reads
-// always, writes only when the request provably never reached the server
-// (Unsent), other commands never. The node is held (acquire) for the
-// length of each call, so that it is not closed under it.
-func (c *clusterBackend) route(ctx context.Context, slot int, retry connRetry, op, ask func(node) error) error {
+// route runs op on the master of slot, following MOVED and ASK redirects
+// (at most maxRedirects of them: a redirect is routing, not a retry). ask
+// runs the command on an importing node after ASKING. Every other failure
+// is returned as it is, after a refresh of the slot map when it shows
+// the map may be stale (a refused or broken master, a slot no master
+// serves, CLUSTERDOWN…): retrying is the caller's, by one policy
+// (redisx.Retry, which Temporary and Unsent inform). The node is held
+// (acquire) for the length of each call, so that it is not closed under
+// it.
+func (c *clusterBackend) route(ctx context.Context, slot int, op, ask func(node) error) error {
 	if c.closed.Load() {
 		return ErrClosed
 	}
 	var err error
-	backoff := 5 * time.Millisecond
-	for attempt := 0; attempt < maxAttempts; attempt++ {
+	for redirects := 0; ; redirects++ {
+		if redirects > maxRedirects {
+			return err
+		}
 		m := c.state.Load().master(slot)
 		switch {
 		case m == nil:
-			err = errSlotUnserved
+			c.triggerRefresh()
+			return errSlotUnserved
 		case !m.acquire():
 			// Retired since we loaded the map: the new map is installed.
 			err = errSlotUnserved
 			continue
-		default:
-			err = op(m.n)
-			m.release()
 		}
+		err = op(m.n)
+		m.release()
 		if err == nil {
 			return nil
 		}
-		var re redis.Error
-		switch {
-		case errors.As(err, &re):
-			if rd, ok := cluster.ParseRedirect(string(re)); ok {
-				c.redirects.Add(1)
-				addr := rd.Addr
-				if strings.HasPrefix(addr, ":") && m != nil {
-					// An empty host means the host of the node that replied.
-					host, _, _ := net.SplitHostPort(m.n.address())
-					addr = net.JoinHostPort(host, addr[1:])
-				}
-				if !rd.Ask {
-					c.moved(rd.Slot, addr)
-					continue
-				}
-				target, e := c.acquireAddr(addr)
-				if e != nil {
-					return e
-				}
-				err = ask(target.n)
-				target.release()
-				if err == nil {
-					return nil
-				}
-				if errors.As(err, &re) {
-					if _, ok := cluster.ParseRedirect(string(re)); ok {
-						continue // the slot moved on meanwhile
-					}
-				}
-				if !retryable(err) {
-					return err
-				}
-			} else if !retryable(err) {
-				return err
-			}
-		case errors.Is(err, errSlotUnserved):
-		case retry.allows(err):
-		default:
-			if errors.Is(err, ErrConnection) && !errors.Is(err, ErrClosed) {
-				// Not retried (the command may have run), but a refused or
-				// broken master is a reason to look at the map again.
-				c.triggerRefresh()
-			}
+		rd, ok := redirectOf(err)
+		if !ok {
+			c.refreshAfter(err)
 			return err
 		}
-		// Transient: the map may be stale (a master died or a slot is being
-		// moved). Refresh and back off, within the caller's deadline.
-		c.triggerRefresh()
-		t := time.NewTimer(backoff)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-c.stop:
-			t.Stop()
-			return ErrClosed
-		case <-t.C:
+		c.redirects.Add(1)
+		addr := rd.Addr
+		if strings.HasPrefix(addr, ":") {
+			// An empty host means the host of the node that replied.
+			host, _, _ := net.SplitHostPort(m.n.address())
+			addr = net.JoinHostPort(host, addr[1:])
 		}
-		backoff = min(2*backoff, 200*time.Millisecond)
+		if !rd.Ask {
+			c.moved(rd.Slot, addr)
+			continue
+		}
+		target, e := c.acquireAddr(addr)
+		if e != nil {
+			return e
+		}
+		err = ask(target.n)
+		target.release()
+		if err == nil {
+			return nil
+		}
+		if _, ok := redirectOf(err); ok {
+			continue // the slot moved on meanwhile
+		}
+		c.refreshAfter(err)
+		return err
 	}
-	return err
 }
 
-// connRetry is when route retries a command after a connection failure.
-type connRetry uint8
-
-const (
-	retryNever  connRetry = iota // the command may have run: Do
-	retryUnsent                  // a write: only when it was never sent
-	retryReads                   // a read: reading again changes nothing
-)
-
-func (r connRetry) allows(err error) bool {
-	if !errors.Is(err, ErrConnection) || errors.Is(err, ErrClosed) {
-		return false
-	}
-	return r == retryReads || r == retryUnsent && Unsent(err)
-}
-
-var errSlotUnserved = errors.New("redisx: slot served by no master (cluster down or topology changing)")
-
-// retryable reports server replies that mean "not now" rather than "no":
-// the command was not executed and may be sent again.
-func retryable(err error) bool {
+// redirectOf returns the MOVED or ASK redirect err holds, if any.
+func redirectOf(err error) (cluster.Redirect, bool) {
 	var re redis.Error
 	if !errors.As(err, &re) {
-		return false
+		return cluster.Redirect{}, false
 	}
-	for _, p := range []string{"TRYAGAIN", "CLUSTERDOWN", "LOADING", "MASTERDOWN"} {
-		if strings.HasPrefix(string(re), p) {
-			return true
-		}
-	}
-	return false
+	return cluster.ParseRedirect(string(re))
 }
+
+// refreshAfter triggers a reload of the slot map when err, a failed
+// call's, shows the map may be stale: a master that refused or broke a
+// connection, or a reply such as CLUSTERDOWN or TRYAGAIN.
+func (c *clusterBackend) refreshAfter(err error) {
+	if errors.Is(err, ErrClosed) || !Temporary(err) {
+		return
+	}
+	c.triggerRefresh()
+}
+
+// errSlotUnserved is the failure of a call on a slot that no master of
+// the current map serves: the cluster is down or its topology is
+// changing. The map is reloaded meanwhile, so a later attempt may
+// succeed; nothing was sent.
+var errSlotUnserved error = &unsentError{fmt.Errorf("%w: slot served by no master (cluster down or topology changing)", ErrConnection)}

@@ -66,7 +66,7 @@ func (c *clusterBackend) Do(ctx context.Context, args ...any) (any, error) {
 // doSlot runs args, a command on keys, on the master of slot.
 func (c *clusterBackend) doSlot(ctx context.Context, slot int, keys []string, args []any) (any, error) {
 	var v any
-	err := c.route(ctx, slot, retryNever,
+	err := c.route(ctx, slot,
 		func(n node) (err error) { v, err = n.Do(ctx, args...); return err },
 		func(n node) error {
 			rp := reply{kind: replyAny}

@@ -34,7 +34,7 @@ func askExec(ctx context.Context, n node, keys []string, rp *reply, enc func([]b
 // Get implements Backend.
 func (c *clusterBackend) Get(ctx context.Context, key string) ([]byte, error) {
 	var v []byte
-	err := c.route(ctx, cluster.Slot(key), retryReads,
+	err := c.route(ctx, cluster.Slot(key),
 		func(n node) (err error) { v, err = n.Get(ctx, key); return err },
 		func(n node) error {
 			rp := reply{kind: replyBulk}
@@ -53,7 +53,7 @@ func (c *clusterBackend) Get(ctx context.Context, key string) ([]byte, error) {
 
 // Set implements Backend.
 func (c *clusterBackend) Set(ctx context.Context, key string, value []byte, ttl time.Duration) error {
-	return c.route(ctx, cluster.Slot(key), retryUnsent,
+	return c.route(ctx, cluster.Slot(key),
 		func(n node) error { return n.Set(ctx, key, value, ttl) },
 		func(n node) error {
 			rp := reply{kind: replyOK}
@@ -91,7 +91,7 @@ func (c *clusterBackend) Del(ctx context.Context, keys ...string) (int64, error)
 	var total int64
 	for i, g := range groupBySlot(keys) {
 		var n64 int64
-		err := c.route(ctx, g.slot, retryUnsent,
+		err := c.route(ctx, g.slot,
 			func(n node) (err error) { n64, err = n.Del(ctx, g.keys...); return err },
 			func(n node) error {
 				rp := reply{kind: replyInt}
@@ -113,7 +113,7 @@ func (c *clusterBackend) Del(ctx context.Context, keys ...string) (int64, error)
 // mgetSlot reads one slot's keys into vs at their positions.
 func (c *clusterBackend) mgetSlot(ctx context.Context, g slotGroup, vs [][]byte) error {
 	var got [][]byte
-	err := c.route(ctx, g.slot, retryReads,
+	err := c.route(ctx, g.slot,
 		func(n node) (err error) { got, err = n.MGet(ctx, g.keys); return err },
 		func(n node) error {
 			rp := reply{kind: replyBulks, vals: make([][]byte, len(g.keys))}
@@ -144,7 +144,7 @@ func (c *clusterBackend) MGet(ctx context.Context, keys []string) ([][]byte, err
 // msetSlot stores one slot's pairs.
 func (c *clusterBackend) msetSlot(ctx context.Context, slot int, kv map[string][]byte, ttl time.Duration) error {
 	keys := slices.Collect(maps.Keys(kv))
-	return c.route(ctx, slot, retryUnsent,
+	return c.route(ctx, slot,
 		func(n node) error { return n.MSet(ctx, kv, ttl) },
 		func(n node) error {
 			rp := reply{kind: replyOK}

@@ -40,9 +40,10 @@
 // shared connections or a pool — per master. Keys are routed by slot
 // (CRC16 with {hash tags}); MOVED updates the slot map, ASK sends ASKING
 // and the command to the importing node; the map is reloaded, single
-// flighted, on redirects, on connection failures and every 15 s; and
-// TRYAGAIN, CLUSTERDOWN, LOADING and connection failures of cache
-// operations are retried with backoff within the caller's deadline, so a
+// flighted, on redirects, on connection failures and every 15 s. Backends
+// do not retry: TRYAGAIN, CLUSTERDOWN, LOADING and connection failures
+// are returned ([Temporary] and [Unsent] tell what they allow), and
+// redisx.Client retries them by its one policy (redisx.Retry), so a
 // master failover costs the calls in its window, not an outage. A
 // cross-slot MGet, MSet or Del on a plain transport runs one command per
 // slot, one after another; SlotGrouped groups them per node instead.
@@ -61,6 +62,6 @@
 //
 // Errors returned by backends wrap the sentinels of this package
 // ([ErrNotFound], [ErrClosed], [ErrInvalidArgument], [ErrConnection],
-// [ErrUnsupported]); the redisx package re-exports them. Errors never
-// contain values or passwords.
+// [ErrUnsupported], [ErrAuth]); the redisx package re-exports them.
+// Errors never contain values or passwords.
 package strategy

@@ -1,14 +1,18 @@
 package strategy
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"testing"
+
+	"github.com/gomodule/redigo/redis"
 )
 
 // A cluster's per-slot MSET or DEL that fails after an earlier slot was
 // applied is never Unsent: the facade must not send it all again. And
-// route retries a write only when it was never sent.
+// which failures the facade may retry (Temporary), and send again when a
+// write (Unsent).
 func TestPartialFailureIsNeverUnsent(t *testing.T) {
 	notSent := connError("127.0.0.1:1", unsent(errors.New("connection refused")))
 	if !Unsent(notSent) {
@@ -22,22 +26,29 @@ func TestPartialFailureIsNeverUnsent(t *testing.T) {
 	}
 	sent := connError("127.0.0.1:1", errors.New("reset by peer"))
 	for _, tc := range []struct {
-		r    connRetry
-		err  error
-		want bool
+		err               error
+		temporary, unsent bool
 	}{
-		{retryReads, sent, true},
-		{retryReads, notSent, true},
-		{retryUnsent, sent, false},
-		{retryUnsent, notSent, true},
-		{retryUnsent, &partialError{notSent}, false},
-		{retryNever, notSent, false},
-		{retryReads, ErrClosed, false},
-		{retryReads, fmt.Errorf("%w: %w", ErrConnection, ErrClosed), false},
-		{retryReads, errors.New("WRONGTYPE"), false},
+		{sent, true, false},
+		{notSent, true, true},
+		{&partialError{notSent}, true, false},
+		{&NodeError{Node: "127.0.0.1:1", Err: notSent}, true, false},
+		{errSlotUnserved, true, true},
+		{ErrClosed, false, false},
+		{fmt.Errorf("%w: %w", ErrConnection, ErrClosed), false, false},
+		{context.DeadlineExceeded, false, false},
+		{redis.Error("WRONGTYPE Operation against a key holding the wrong kind of value"), false, false},
+		{replyError("get", redis.Error("LOADING Redis is loading the dataset in memory")), true, true},
+		{replyError("mget", redis.Error("TRYAGAIN Multiple keys request during rehashing of slot")), true, true},
+		{redis.Error("CLUSTERDOWN The cluster is down"), true, true},
+		{redis.Error("MASTERDOWN Link with MASTER is down"), true, true},
+		{redis.Error("MOVED 3999 127.0.0.1:6381"), false, false},
 	} {
-		if got := tc.r.allows(tc.err); got != tc.want {
-			t.Errorf("connRetry(%d).allows(%v) = %v, want %v", tc.r, tc.err, got, tc.want)
+		if got := Temporary(tc.err); got != tc.temporary {
+			t.Errorf("Temporary(%v) = %v, want %v", tc.err, got, tc.temporary)
+		}
+		if got := Unsent(tc.err); got != tc.unsent {
+			t.Errorf("Unsent(%v) = %v, want %v", tc.err, got, tc.unsent)
 		}
 	}
 }

@@ -24,10 +24,11 @@ import (
 // server SlotGrouped still helps very large key lists: they are split into
 // MaxBatch-key commands sent as one pipeline.
 //
-// When a node fails, the keys it held are retried one slot at a time
-// through the cluster's redirect and failover handling; keys that still
-// fail are reported in a *NodeError per node (joined with errors.Join),
-// and the values read from the other nodes are returned alongside.
+// When a node fails, the keys it held are reported in a *NodeError per
+// node (joined with errors.Join), and the values read from the other
+// nodes are returned alongside; redisx.Client tries those keys again when
+// the failure is Temporary, by its Retry policy. Keys redirected (MOVED,
+// ASK) are sent again one slot at a time through the cluster's routing.
 type SlotGrouped struct {
 	// Transport carries the commands: Multiplexed or Pool. Zero:
 	// Multiplexed{}.
@@ -445,29 +446,26 @@ func (g *slotGrouped) Del(ctx context.Context, keys ...string) (int64, error) {
 	return total.Load(), err
 }
 
-// nodeFailure gathers the groups of one node whose commands failed. Each
-// is retried alone through the cluster's redirect and failover handling —
-// until one retry shows the node unreachable, after which its remaining
-// groups fail at once instead of each waiting out the same retries.
+// nodeFailure gathers the groups of one node whose commands failed. A
+// group whose slot the plan had wrong — a MOVED or ASK reply, a node
+// retired meanwhile — is sent again alone through the cluster's routing,
+// which follows redirects: that is routing, not a retry. Any other
+// failure stands: retrying is the caller's, by one policy (redisx.Retry
+// retries the keys of a *NodeError whose failure is Temporary).
 type nodeFailure struct {
 	g    *slotGrouped
 	n    node
 	keys []string
 	err  error
-	down bool
 }
 
-func (f *nodeFailure) retry(ctx context.Context, bg batchGroup, err error, again func() error) {
-	if f.down && !f.g.cluster.serves(bg.slot, f.n) {
-		f.down = false // a refresh moved this slot elsewhere: worth a try
-	}
-	if f.g.cluster != nil && ctx.Err() == nil && !f.down {
-		e := again()
+func (f *nodeFailure) retry(ctx context.Context, bg batchGroup, err error, reroute func() error) {
+	if _, redirected := redirectOf(err); f.g.cluster != nil && ctx.Err() == nil && (redirected || errors.Is(err, errSlotUnserved)) {
+		e := reroute()
 		if e == nil {
 			return
 		}
 		err = e
-		f.down = unreachable(e)
 	}
 	f.keys = append(f.keys, bg.keys...)
 	if f.err == nil {
@@ -480,12 +478,6 @@ func (f *nodeFailure) report(fail *failures, cmd string) {
 	if len(f.keys) > 0 {
 		fail.add(nodeAddr(f.n), f.keys, replyError(cmd, f.err))
 	}
-}
-
-// unreachable reports a failure that the other slots of the same node
-// would meet too: its retries through the cluster already ran.
-func unreachable(err error) bool {
-	return errors.Is(err, ErrConnection) || errors.Is(err, errSlotUnserved)
 }
 
 var _ Unwrapper = (*slotGrouped)(nil)

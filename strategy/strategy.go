@@ -4,7 +4,10 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"strings"
 	"time"
+
+	"github.com/gomodule/redigo/redis"
 )
 
 // Sentinel errors, compared with errors.Is. Package redisx re-exports them.
@@ -36,11 +39,13 @@ var (
 )
 
 // Unsent reports whether err shows that the request of the call that
-// returned it never reached the server: the call failed before any byte
-// of it was written — a dial that failed (ErrAuth included), a pool that
-// could not create a connection, a connection found broken before the
-// request was written to it. Retrying such a call cannot apply a write
-// twice. Unsent is false for nil, for errors that do not wrap a
+// returned it was not executed: the call failed before any byte of it
+// was written — a dial that failed (ErrAuth included), a pool that could
+// not create a connection, a connection found broken before the request
+// was written to it, a cluster slot no master served — or the server
+// refused it without running it, with a reply that means "not now"
+// (TRYAGAIN, CLUSTERDOWN, LOADING, MASTERDOWN: see Temporary). Retrying
+// such a call cannot apply a write twice. Unsent is false for nil, for errors that do not wrap a
 // connection failure of this package, for an error that joins several
 // unless every one is unsent, and for a *NodeError: it reports one
 // node's part of a multi-node call, whose other parts may have been
@@ -53,6 +58,8 @@ func Unsent(err error) bool {
 		return false
 	case *unsentError:
 		return true
+	case redis.Error:
+		return notNow(e)
 	case interface{ Unwrap() error }:
 		return Unsent(e.Unwrap())
 	case interface{ Unwrap() []error }:
@@ -71,6 +78,40 @@ func Unsent(err error) bool {
 			}
 		}
 		return found
+	}
+	return false
+}
+
+// Temporary reports whether err is a failure that the same call may not
+// meet if it is tried again a moment later: a connection failure (an
+// error wrapping ErrConnection, but not ErrClosed nor a context's end) or
+// a server reply that means "not now" rather than "no" — TRYAGAIN (the
+// keys of a slot being migrated), CLUSTERDOWN, LOADING (a server loading
+// its data set), MASTERDOWN (a replica that lost its master). Whether a
+// write that failed so may be sent again is Unsent's to say.
+//
+// Backends of this package do not retry (a cluster follows MOVED and ASK
+// redirects, which are routing, and reloads its slot map after such a
+// failure): redisx.Client retries by its one policy, redisx.Retry, with
+// these two functions.
+func Temporary(err error) bool {
+	if err == nil || errors.Is(err, ErrClosed) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	if errors.Is(err, ErrConnection) {
+		return true
+	}
+	var re redis.Error
+	return errors.As(err, &re) && notNow(re)
+}
+
+// notNow reports a server reply that means "not now": the command was
+// not executed and may be sent again later.
+func notNow(re redis.Error) bool {
+	for _, p := range [...]string{"TRYAGAIN", "CLUSTERDOWN", "LOADING", "MASTERDOWN"} {
+		if strings.HasPrefix(string(re), p) {
+			return true
+		}
 	}
 	return false
 }

@@ -115,7 +115,7 @@ func (n *poolNode) MGetWithTTL(ctx context.Context, keys []string) ([][]byte, []
 func (c *clusterBackend) GetWithTTL(ctx context.Context, key string) ([]byte, time.Duration, error) {
 	var v []byte
 	var ttl time.Duration
-	err := c.route(ctx, cluster.Slot(key), retryReads,
+	err := c.route(ctx, cluster.Slot(key),
 		func(n node) (err error) { v, ttl, err = nodeGetWithTTL(ctx, n, key); return err },
 		func(n node) error {
 			rp := reply{kind: replyBulk}
@@ -140,7 +140,7 @@ func (c *clusterBackend) MGetWithTTL(ctx context.Context, keys []string) ([][]by
 	for _, g := range groupBySlot(keys) {
 		var gv [][]byte
 		var gt []time.Duration
-		err := c.route(ctx, g.slot, retryReads,
+		err := c.route(ctx, g.slot,
 			func(n node) (err error) { gv, gt, err = nodeMGetWithTTL(ctx, n, g.keys); return err },
 			func(n node) error {
 				rp := reply{kind: replyBulks, vals: make([][]byte, len(g.keys))}
@@ -167,8 +167,8 @@ func (g *slotGrouped) GetWithTTL(ctx context.Context, key string) ([]byte, time.
 }
 
 // MGetWithTTL implements TTLGetter: per node, one pipeline of an MGET and
-// its PTTLs per slot, nodes in parallel; failed groups are retried one
-// slot at a time.
+// its PTTLs per slot, nodes in parallel; groups whose slot the plan had
+// wrong are sent again one slot at a time through the cluster's routing.
 func (g *slotGrouped) MGetWithTTL(ctx context.Context, keys []string) ([][]byte, []time.Duration, error) {
 	if g.cluster == nil {
 		return nodeMGetWithTTL(ctx, g.single, keys)
@@ -188,7 +188,9 @@ func (g *slotGrouped) MGetWithTTL(ctx context.Context, keys []string) ([][]byte,
 			} else {
 				err = errSlotUnserved
 			}
-			if err != nil && ctx.Err() == nil {
+			if _, redirected := redirectOf(err); ctx.Err() == nil && (redirected || errors.Is(err, errSlotUnserved)) {
+				// The plan had the slot wrong: routing, not a retry (see
+				// nodeFailure).
 				gv, gt, err = g.cluster.MGetWithTTL(ctx, bg.keys)
 			}
 			if err != nil {
