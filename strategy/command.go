@@ -246,42 +246,14 @@ func xreadBlock(args []any) (int, bool) {
 	return 0, false
 }
 
-// number reads a numeric command argument as the server would.
+// number reads a numeric command argument as the server would: the text
+// it receives (resp.AppendArgText), a bool's 1 or 0 included, parsed.
 func number(arg any) (float64, bool) {
-	var s string
-	switch v := arg.(type) {
-	case string:
-		s = v
-	case []byte:
-		s = string(v)
-	case int:
-		return float64(v), true
-	case int64:
-		return float64(v), true
-	case int32:
-		return float64(v), true
-	case int16:
-		return float64(v), true
-	case int8:
-		return float64(v), true
-	case uint:
-		return float64(v), true
-	case uint64:
-		return float64(v), true
-	case uint32:
-		return float64(v), true
-	case uint16:
-		return float64(v), true
-	case uint8:
-		return float64(v), true
-	case float64:
-		return v, true
-	case float32:
-		return float64(v), true
-	default:
+	text, ok := resp.ArgText(arg)
+	if !ok {
 		return 0, false
 	}
-	f, err := strconv.ParseFloat(s, 64)
+	f, err := strconv.ParseFloat(text, 64)
 	return f, err == nil
 }
 
