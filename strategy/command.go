@@ -141,12 +141,28 @@ func checkCommand(args []any) (commandClass, error) {
 		if err := resp.CheckArg(a); err != nil {
 			return 0, fmt.Errorf("%w: argument %d: %w", ErrInvalidArgument, i, err)
 		}
+		if n := bulkLen(a); n > MaxValueSize {
+			// The server would read it whole, then close the connection.
+			return 0, fmt.Errorf("%w: argument %d of %d bytes over Redis's limit of %d", ErrInvalidArgument, i, n, MaxValueSize)
+		}
 	}
 	class := classify(args)
 	if class == classSession {
 		return class, fmt.Errorf("%w: %s changes connection state or needs a session; it cannot run on a shared or pooled connection", ErrUnsupported, strings.ToUpper(name))
 	}
 	return class, nil
+}
+
+// bulkLen is the length of a string or byte-slice argument; 0 for a
+// number, whose text is short.
+func bulkLen(arg any) int {
+	switch v := arg.(type) {
+	case string:
+		return len(v)
+	case []byte:
+		return len(v)
+	}
+	return 0
 }
 
 // replyError wraps a reply-level error (a server error reply, kept as a
