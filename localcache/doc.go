@@ -39,8 +39,13 @@
 // store its reply. A process's own writes (Set, MSet, Del, and any write
 // command sent through Do, its keys told by the server's own key
 // specifications) invalidate the local copy once they return, before the
-// call does, so it always reads its own writes; FLUSHALL, FLUSHDB, SWAPDB,
-// and a write whose keys cannot be told, flush the whole cache.
+// call does, so it always reads its own writes. A script (EVAL, EVALSHA,
+// FCALL) invalidates the keys it declares, which Redis requires scripts to
+// declare; a key it writes undeclared is invalidated only when the server's
+// message arrives. FLUSHALL, FLUSHDB, SWAPDB, and a write whose keys cannot
+// be told (a command the table does not know, SORT … STORE, a malformed key
+// count, a write naming no key such as EVAL with numkeys 0) flush the whole
+// cache. Read-only commands, EVAL_RO and FCALL_RO included, touch nothing.
 //
 // Concurrent misses of one key share one read: while a read of the key is
 // in flight whose reply may still be stored, a miss waits for that reply

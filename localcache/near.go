@@ -420,10 +420,16 @@ func (n *near) MSet(ctx context.Context, kv map[string][]byte, ttl time.Duration
 
 // Do implements strategy.Doer. A command that may write a key (told by
 // the server's own key specifications, internal/command) invalidates its
-// keys as Set does, once it returns. FLUSHALL, FLUSHDB and SWAPDB flush the local cache before they
-// are sent and again before Do returns, and so does a write whose keys
-// cannot be told — a command the table does not know, SORT … STORE, a
-// malformed key count: correct first. Read-only commands touch nothing.
+// keys as Set does, once it returns; a script (EVAL, EVALSHA, FCALL)
+// invalidates the keys it declares, as Redis requires scripts to declare
+// the keys they access (a key written undeclared is left to the server's
+// invalidation, which arrives asynchronously). A write whose keys cannot
+// be told flushes the local cache before it is sent and again before Do
+// returns: FLUSHALL, FLUSHDB and SWAPDB, a command the table does not know,
+// SORT … STORE, a malformed key count, and a write whose key list comes
+// out empty (EVAL or FCALL with numkeys 0, FUNCTION LOAD): correct first.
+// Read-only commands, EVAL_RO, EVALSHA_RO and FCALL_RO included, touch
+// nothing.
 func (n *near) Do(ctx context.Context, args ...any) (any, error) {
 	if n.do == nil {
 		return nil, fmt.Errorf("%w: Do on %T", strategy.ErrUnsupported, n.inner)
@@ -447,7 +453,8 @@ func (n *near) Do(ctx context.Context, args ...any) (any, error) {
 }
 
 // written tells what the command in args may write: keys, or any key
-// (flush) when they cannot be told or the command replaces a database.
+// (flush) when they cannot be told or the command replaces a database. A
+// write that names no key (EVAL with numkeys 0) may still write any key.
 func written(args []any) (keys []string, flush bool) {
 	keys, spec, ok := command.Keys(args)
 	switch {
@@ -457,7 +464,7 @@ func written(args []any) (keys []string, flush bool) {
 		return nil, false
 	case spec.Name == "flushall" || spec.Name == "flushdb" || spec.Name == "swapdb":
 		return nil, true
-	case !ok:
+	case !ok || len(keys) == 0:
 		return nil, true
 	}
 	return keys, false

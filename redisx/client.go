@@ -102,6 +102,9 @@ func (c *Client) Get(ctx context.Context, key string) ([]byte, error) {
 }
 
 func (c *Client) get(ctx context.Context, key string) ([]byte, error) {
+	if err := checkKey(key); err != nil {
+		return nil, err
+	}
 	if c.closed.Load() {
 		return nil, ErrClosed
 	}
@@ -139,6 +142,9 @@ func (c *Client) AppendGet(ctx context.Context, dst []byte, key string) ([]byte,
 }
 
 func (c *Client) appendGet(ctx context.Context, dst []byte, key string) ([]byte, error) {
+	if err := checkKey(key); err != nil {
+		return dst, err
+	}
 	if c.closed.Load() {
 		return dst, ErrClosed
 	}
@@ -178,6 +184,9 @@ func (c *Client) Set(ctx context.Context, key string, value []byte, ttl time.Dur
 }
 
 func (c *Client) set(ctx context.Context, key string, value []byte, ttl time.Duration) error {
+	if err := checkKey(key); err != nil {
+		return err
+	}
 	if err := checkValue(ttl, value); err != nil {
 		return err
 	}
@@ -206,6 +215,27 @@ func checkValue(ttl time.Duration, value []byte) error {
 	return nil
 }
 
+// checkKey refuses a key Redis would refuse (a bulk string over
+// proto-max-bulk-len, strategy.MaxValueSize) before it is sent: the
+// server would read it whole, then close the connection. The error names
+// the size, never the key.
+func checkKey(key string) error {
+	if len(key) > strategy.MaxValueSize {
+		return fmt.Errorf("%w: key of %d bytes over Redis's limit of %d", ErrInvalidArgument, len(key), strategy.MaxValueSize)
+	}
+	return nil
+}
+
+// checkKeys is checkKey of every key.
+func checkKeys(keys []string) error {
+	for _, k := range keys {
+		if err := checkKey(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Del removes keys and returns how many existed. No keys: 0, without a
 // round trip.
 func (c *Client) Del(ctx context.Context, keys ...string) (int64, error) {
@@ -219,6 +249,9 @@ func (c *Client) Del(ctx context.Context, keys ...string) (int64, error) {
 }
 
 func (c *Client) del(ctx context.Context, keys []string) (int64, error) {
+	if err := checkKeys(keys); err != nil {
+		return 0, err
+	}
 	if c.closed.Load() {
 		return 0, ErrClosed
 	}
@@ -262,6 +295,9 @@ func (c *Client) MGet(ctx context.Context, keys ...string) ([][]byte, error) {
 }
 
 func (c *Client) mgetKeys(ctx context.Context, keys []string) ([][]byte, error) {
+	if err := checkKeys(keys); err != nil {
+		return nil, err
+	}
 	if c.closed.Load() {
 		return nil, ErrClosed
 	}
@@ -352,7 +388,10 @@ func (c *Client) msetPairs(ctx context.Context, kv map[string][]byte, ttl time.D
 	if err := checkValue(ttl, nil); err != nil {
 		return err
 	}
-	for _, v := range kv {
+	for k, v := range kv {
+		if err := checkKey(k); err != nil {
+			return err
+		}
 		if err := checkValue(ttl, v); err != nil {
 			return err
 		}

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/redisx-go/kit/internal/launcher"
 	"github.com/redisx-go/kit/redisx"
@@ -145,6 +146,9 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // tooBig is one value over Redis's limit, allocated once for every test.
 // Its pages are never written, so it costs address space, not memory.
 var tooBig = sync.OnceValue(func() []byte { return make([]byte, strategy.MaxValueSize+1) })
+
+// tooBigKey is tooBig as a key, sharing its never-written pages.
+func tooBigKey() string { b := tooBig(); return unsafe.String(unsafe.SliceData(b), len(b)) }
 
 func TestNewFromBackendKeepsBackend(t *testing.T) {
 	c, f := newFakeClient(t)
@@ -302,6 +306,32 @@ func TestInvalidInputNeverReachesBackend(t *testing.T) {
 		}},
 		{"MSet value over MaxValueSize", func(c *redisx.Client) error {
 			return c.MSet(ctx, map[string][]byte{"a": []byte("ok"), "k": tooBig()}, 0)
+		}},
+		{"Get key over MaxValueSize", func(c *redisx.Client) error {
+			_, err := c.Get(ctx, tooBigKey())
+			return err
+		}},
+		{"AppendGet key over MaxValueSize", func(c *redisx.Client) error {
+			_, err := c.AppendGet(ctx, nil, tooBigKey())
+			return err
+		}},
+		{"Set key over MaxValueSize", func(c *redisx.Client) error {
+			return c.Set(ctx, tooBigKey(), []byte("v"), 0)
+		}},
+		{"Del key over MaxValueSize", func(c *redisx.Client) error {
+			_, err := c.Del(ctx, "a", tooBigKey())
+			return err
+		}},
+		{"MGet key over MaxValueSize", func(c *redisx.Client) error {
+			_, err := c.MGet(ctx, "a", tooBigKey())
+			return err
+		}},
+		{"MSet key over MaxValueSize", func(c *redisx.Client) error {
+			return c.MSet(ctx, map[string][]byte{"a": []byte("ok"), tooBigKey(): []byte("v")}, 0)
+		}},
+		{"GetOrLoad key over MaxValueSize", func(c *redisx.Client) error {
+			_, err := c.GetOrLoad(ctx, tooBigKey(), time.Minute, load)
+			return err
 		}},
 		{"Set negative ttl", func(c *redisx.Client) error {
 			return c.Set(ctx, "k", []byte("v"), -time.Second)

@@ -14,7 +14,8 @@ var (
 	// ErrClosed is returned by every call on a closed Client.
 	ErrClosed = strategy.ErrClosed
 	// ErrInvalidArgument is returned before anything is sent for input
-	// such as a negative TTL, a value over 512 MB or a nil map.
+	// such as a negative TTL, a key or value over 512 MiB
+	// (strategy.MaxValueSize) or a nil map.
 	ErrInvalidArgument = strategy.ErrInvalidArgument
 	// ErrConnection wraps network and protocol failures. Options.Retry
 	// says which operations that fail with it are tried again.

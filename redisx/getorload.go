@@ -45,6 +45,9 @@ func (c *Client) getOrLoad(ctx context.Context, key string, ttl time.Duration, l
 	if load == nil {
 		return nil, fmt.Errorf("%w: nil loader", ErrInvalidArgument)
 	}
+	if err := checkKey(key); err != nil {
+		return nil, err
+	}
 	if ttl < 0 {
 		return nil, fmt.Errorf("%w: negative ttl %v", ErrInvalidArgument, ttl)
 	}

@@ -21,7 +21,9 @@ import (
 //	redis://[[user]:password@]host[:port][/db][?param=value&…]
 //	rediss://…  (TLS, verified against the host name)
 //
-// The port defaults to 6379, the database to 0. Parameters:
+// The port defaults to 6379 (a ':' with no port after it is an error), the
+// database to 0. A '/', '?' or '#' in the user name or password must be
+// percent-encoded. Parameters:
 //
 //	strategy             multiplexed (default), pool or slotgrouped
 //	conns                Multiplexed.Conns
@@ -67,7 +69,7 @@ func ParseURL(raw string) (Options, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
 		// url.Parse's error quotes the whole URL, password included.
-		return o, fmt.Errorf("%w: malformed redis URL", ErrInvalidArgument)
+		return o, malformedURL(raw)
 	}
 	switch u.Scheme {
 	case "redis":
@@ -81,6 +83,11 @@ func ParseURL(raw string) (Options, error) {
 		// opaque URL with no host nor user info: accepting it would
 		// silently drop both and connect to 127.0.0.1:6379.
 		return o, fmt.Errorf("%w: malformed redis URL, want redis://host", ErrInvalidArgument)
+	}
+	if unescapedUserInfo(raw) && strings.ContainsAny(u.Path+u.Fragment, "@") {
+		// "redis://:pa#ss@host" would connect to 127.0.0.1 without a
+		// password: what follows the '#' is dropped.
+		return o, errUnescapedUserInfo
 	}
 	if u.User != nil {
 		o.Username = u.User.Username()
@@ -97,10 +104,15 @@ func ParseURL(raw string) (Options, error) {
 		host = "127.0.0.1"
 	}
 	if port == "" {
+		if _, written := authorityPort(raw); written {
+			// "redis://host:" is most often a template whose port
+			// variable was empty: refused rather than read as 6379.
+			return o, portError(raw, "")
+		}
 		port = "6379"
 	}
 	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-		return o, fmt.Errorf("%w: port %q in URL outside 1..65535", ErrInvalidArgument, port)
+		return o, portError(raw, port)
 	}
 	if !hostRoundTrips(host, port) {
 		// "redis://]" parses with host "]": refused here rather than at
@@ -112,6 +124,9 @@ func ParseURL(raw string) (Options, error) {
 	if p := strings.Trim(u.Path, "/"); p != "" {
 		db, err := strconv.Atoi(p)
 		if err != nil || db < 0 {
+			if unescapedUserInfo(raw) {
+				return o, errUnescapedUserInfo
+			}
 			return o, fmt.Errorf("%w: database %q in URL path is not a non-negative integer", ErrInvalidArgument, p)
 		}
 		o.DB = db
@@ -122,7 +137,84 @@ func ParseURL(raw string) (Options, error) {
 		return o, fmt.Errorf("%w: malformed query in redis URL", ErrInvalidArgument)
 	}
 	o.Strategy, err = parseParams(&o, q)
+	if err != nil && unescapedUserInfo(raw) {
+		err = errUnescapedUserInfo // the parameter it names may be part of the password
+	}
 	return o, err
+}
+
+// malformedURL says what is wrong with raw, which url.Parse refused,
+// when it can tell without repeating a password: most often the port.
+func malformedURL(raw string) error {
+	if unescapedUserInfo(raw) {
+		return errUnescapedUserInfo
+	}
+	if port, written := authorityPort(raw); written {
+		if strings.Trim(port, "0123456789") != "" {
+			return portError(raw, port)
+		}
+	}
+	return fmt.Errorf("%w: malformed redis URL", ErrInvalidArgument)
+}
+
+// portError says that port, as written in raw, is not a port.
+func portError(raw, port string) error {
+	if unescapedUserInfo(raw) {
+		return errUnescapedUserInfo // port may be part of the password
+	}
+	if port == "" {
+		return fmt.Errorf("%w: URL port is empty after ':'; give a number 1..65535 or leave out the ':' for 6379", ErrInvalidArgument)
+	}
+	return fmt.Errorf("%w: URL port %q is not a number 1..65535", ErrInvalidArgument, port)
+}
+
+// errUnescapedUserInfo is the error of a URL with an '@' after its
+// authority, which has none: quoting any part of it could quote a password.
+var errUnescapedUserInfo = fmt.Errorf("%w: malformed redis URL: an '@' after the host (a '/', '?' or '#' in a user name or password must be percent-encoded)", ErrInvalidArgument)
+
+// authority returns the authority of raw as net/url finds it (after
+// "scheme://", up to the first '/', '?' or '#') and what follows it.
+func authority(raw string) (auth, rest string, ok bool) {
+	_, after, ok := strings.Cut(raw, "://")
+	if !ok {
+		return "", "", false
+	}
+	if i := strings.IndexAny(after, "/?#"); i >= 0 {
+		return after[:i], after[i:], true
+	}
+	return after, "", true
+}
+
+// unescapedUserInfo reports whether an '@' follows the authority of raw,
+// which has none: a user info holding an unescaped '/', '?' or '#' cut
+// short, so that what parses as its port or path is part of the password
+// and must not be quoted in an error.
+func unescapedUserInfo(raw string) bool {
+	auth, rest, ok := authority(raw)
+	return ok && !strings.Contains(auth, "@") && strings.Contains(rest, "@")
+}
+
+// authorityPort returns the port written in raw's authority, after the
+// host (a bracketed IPv6 literal included), and whether a ':' introduces
+// one at all.
+func authorityPort(raw string) (port string, written bool) {
+	auth, _, ok := authority(raw)
+	if !ok {
+		return "", false
+	}
+	hostport := auth[strings.LastIndex(auth, "@")+1:]
+	if strings.HasPrefix(hostport, "[") {
+		end := strings.IndexByte(hostport, ']')
+		if end < 0 {
+			return "", false
+		}
+		return strings.CutPrefix(hostport[end+1:], ":")
+	}
+	i := strings.LastIndexByte(hostport, ':')
+	if i < 0 {
+		return "", false
+	}
+	return hostport[i+1:], true
 }
 
 // The strategies and transports a URL can name.

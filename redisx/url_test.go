@@ -280,6 +280,59 @@ func TestParseURLErrors(t *testing.T) {
 	}
 }
 
+// TestParseURLSaysWhichPortIsWrong: a port that is not a number, out of
+// range or empty after its ':' is named in the error, which says what a
+// port must be and never repeats the password.
+func TestParseURLSaysWhichPortIsWrong(t *testing.T) {
+	for _, tt := range []struct {
+		url, want string
+	}{
+		{"redis://host:notaport", `URL port "notaport" is not a number 1..65535`},
+		{"redis://:" + secret + "@host:notaport", `URL port "notaport" is not a number 1..65535`},
+		{"redis://user:" + secret + "@host:80x/1", `URL port "80x" is not a number 1..65535`},
+		{"redis://[::1]:x", `URL port "x" is not a number 1..65535`},
+		{"redis://host:-1", `URL port "-1" is not a number 1..65535`},
+		{"redis://host:99999", `URL port "99999" is not a number 1..65535`},
+		{"redis://:" + secret + "@host:0", `URL port "0" is not a number 1..65535`},
+		{"redis://host:", "URL port is empty after ':'"},
+		{"redis://:" + secret + "@host:/2", "URL port is empty after ':'"},
+		{"redis://[::1]:", "URL port is empty after ':'"},
+	} {
+		_, err := redisx.ParseURL(tt.url)
+		if !errors.Is(err, redisx.ErrInvalidArgument) || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("ParseURL(%q) error = %v; want ErrInvalidArgument saying %q", tt.url, err, tt.want)
+		}
+		if err != nil && strings.Contains(err.Error(), secret) {
+			t.Errorf("ParseURL(%q) error %q contains the password", tt.url, err)
+		}
+	}
+}
+
+// TestParseURLNeverQuotesAPasswordCutShort: a password with an unescaped
+// '/', '?' or '#' ends the authority early, so that its rest parses as a
+// port, a database, a parameter or a fragment; the error quotes none of
+// them, and such a URL is never read as one without the password.
+func TestParseURLNeverQuotesAPasswordCutShort(t *testing.T) {
+	for _, raw := range []string{
+		"redis://:pw/" + secret + "@host:6379",
+		"redis://:12/" + secret + "@host",
+		"redis://:99999/" + secret + "@host",
+		"redis://:12?" + secret + "@host",
+		"redis://:12?" + secret + "=1@host",
+		"redis://user:pw?" + secret + "@host",
+		"redis://:12#" + secret + "@host",
+		"redis://:" + secret + "#x@host",
+	} {
+		o, err := redisx.ParseURL(raw)
+		if !errors.Is(err, redisx.ErrInvalidArgument) || !strings.Contains(err.Error(), "percent-encoded") {
+			t.Errorf("ParseURL(%q) = %v, %v; want ErrInvalidArgument asking for percent-encoding", raw, o.Addrs, err)
+		}
+		if err != nil && strings.Contains(err.Error(), secret) {
+			t.Errorf("ParseURL(%q) error %q contains (part of) the password", raw, err)
+		}
+	}
+}
+
 func TestParseURLRejectsPortOutOfRangeAndKeepsEmptyPassword(t *testing.T) {
 	for _, raw := range []string{"redis://h:0", "redis://h:65536", "redis://:s3cr3t-PW@h:99999"} {
 		_, err := redisx.ParseURL(raw)

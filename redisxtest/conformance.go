@@ -65,6 +65,7 @@ func RunConformance(t *testing.T, opts redisx.Options) {
 		{"DoReplyTypes", s.doReplyTypes},
 		{"CloseWithBlockedCommandReturns", s.closeWithBlockedCommand},
 		{"ErrorsHaveOnePrefix", s.errorsHaveOnePrefix},
+		{"OversizedKeyOrArgumentRefusedBeforeSending", s.oversizedRefused},
 	} {
 		t.Run(tc.name, tc.fn)
 	}

@@ -3,12 +3,15 @@ package redisxtest
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/gomodule/redigo/redis"
 	"github.com/redisx-go/kit/redisx"
+	"github.com/redisx-go/kit/strategy"
 	"go.uber.org/goleak"
 )
 
@@ -173,5 +176,57 @@ func (s *suite) closeLeavesNoGoroutine(t *testing.T) {
 	}
 	if err := goleak.Find(before, goleak.IgnoreTopFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).reaper")); err != nil {
 		t.Fatalf("goroutines left after Close: %v", err)
+	}
+}
+
+// oversizedRefused checks that a key, a value or a Do argument one byte
+// over Redis's limit (strategy.MaxValueSize) is refused with
+// ErrInvalidArgument before it is sent — the server would read it whole
+// and close the connection — by a message that names its size, not its
+// bytes, and that the client goes on working.
+func (s *suite) oversizedRefused(t *testing.T) {
+	c, ctx := s.client(t), ctxT(t)
+	k := s.key(t, "k")
+	// Allocated, never written: its pages cost address space, not memory.
+	// The string shares them; nothing writes to the slice.
+	b := make([]byte, strategy.MaxValueSize+1)
+	big := unsafe.String(unsafe.SliceData(b), len(b))
+	load := func(context.Context) ([]byte, error) { return []byte("v"), nil }
+	inputBefore := s.infoSum(ctx, t, "stats", "total_net_input_bytes:")
+	for _, tc := range []struct {
+		name string
+		call func() error
+	}{
+		{"Get", func() error { _, err := c.Get(ctx, big); return err }},
+		{"AppendGet", func() error { _, err := c.AppendGet(ctx, nil, big); return err }},
+		{"Set", func() error { return c.Set(ctx, big, []byte("v"), time.Minute) }},
+		{"Del", func() error { _, err := c.Del(ctx, k, big); return err }},
+		{"MGet", func() error { _, err := c.MGet(ctx, k, big); return err }},
+		{"MSet", func() error { return c.MSet(ctx, map[string][]byte{k: []byte("v"), big: []byte("v")}, 0) }},
+		{"GetOrLoad", func() error { _, err := c.GetOrLoad(ctx, big, time.Minute, load); return err }},
+		{"Do key", func() error { _, err := c.Do(ctx, "SET", big, "v"); return err }},
+		{"Do value", func() error { _, err := c.Do(ctx, "SET", k, b); return err }},
+	} {
+		err := tc.call()
+		msg := ""
+		if err != nil {
+			msg = err.Error()
+		}
+		if !errors.Is(err, redisx.ErrInvalidArgument) || !strings.Contains(msg, strconv.Itoa(len(big))+" bytes") || len(msg) > 200 {
+			if len(msg) > 200 {
+				msg = msg[:200] + "…"
+			}
+			t.Errorf("%s of %d bytes: error %q; want ErrInvalidArgument naming the size", tc.name, len(big), msg)
+		}
+	}
+	// The INFO calls themselves are small: a 512 MiB argument is not.
+	if sent := s.infoSum(ctx, t, "stats", "total_net_input_bytes:") - inputBefore; sent > 1<<20 {
+		t.Errorf("the servers read %d bytes during the refused calls; want nothing of them sent", sent)
+	}
+	if err := c.Set(ctx, k, []byte("after"), time.Minute); err != nil {
+		t.Fatalf("Set after the refused calls: %v", err)
+	}
+	if v, err := c.Get(ctx, k); err != nil || string(v) != "after" {
+		t.Fatalf("Get(%q) after the refused calls = %q, %v; want \"after\", nil", k, v, err)
 	}
 }

@@ -26,6 +26,9 @@ func TestBlockTime(t *testing.T) {
 		{[]any{"BLMOVE", "a", "b", "LEFT", "RIGHT", uint8(3)}, 3 * time.Second},
 		{[]any{"BZPOPMIN", "z", float32(0.5)}, 500 * time.Millisecond},
 		{[]any{"BZPOPMAX", "z", int64(7)}, 7 * time.Second},
+		{[]any{"BLPOP", "a", true}, time.Second}, // sent as 1
+		{[]any{"BLPOP", "a", false}, blockForever},
+		{[]any{"BLPOP", "a", int8(2)}, 2 * time.Second},
 		{[]any{"BLMPOP", 2, 1, "a", "LEFT"}, 2 * time.Second},
 		{[]any{"BZMPOP", "0", 1, "z", "MIN"}, blockForever},
 		{[]any{"XREAD", "COUNT", 10, "BLOCK", 1500, "STREAMS", "s", "$"}, 1500 * time.Millisecond},

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"strconv"
 	"strings"
 
 	"github.com/gomodule/redigo/redis"
@@ -54,7 +53,7 @@ func (c *clusterBackend) Do(ctx context.Context, args ...any) (any, error) {
 	}
 	keys := make([]string, len(pos))
 	for i, p := range pos {
-		keys[i] = argText(args, p)
+		keys[i] = command.Arg(args, p)
 	}
 	slot, err := oneSlot(commandName(args, spec), keys, pos, spec.Request == command.MultiShard)
 	if err != nil {
@@ -170,38 +169,9 @@ func oneSlot(name string, keys []string, pos []int, multiShard bool) (int, error
 func commandName(args []any, spec *command.Spec) string {
 	name := strings.ToUpper(argName(args, 0))
 	if strings.Contains(spec.Name, "|") {
-		name += " " + strings.ToUpper(argText(args, 1))
+		name += " " + strings.ToUpper(command.Arg(args, 1))
 	}
 	return name
-}
-
-// argText returns argument i as the server receives it (see
-// resp.AppendArg).
-func argText(args []any, i int) string {
-	switch v := args[i].(type) {
-	case string:
-		return v
-	case []byte:
-		return string(v)
-	case float64:
-		return strconv.FormatFloat(v, 'g', -1, 64)
-	case float32:
-		return strconv.FormatFloat(float64(v), 'g', -1, 32)
-	case bool:
-		if v {
-			return "1"
-		}
-		return "0"
-	case int8:
-		return strconv.Itoa(int(v))
-	case int16:
-		return strconv.Itoa(int(v))
-	case uint8:
-		return strconv.Itoa(int(v))
-	case uint16:
-		return strconv.Itoa(int(v))
-	}
-	return command.Arg(args, i)
 }
 
 // doAll runs a keyless command on every master at once and combines the

@@ -141,12 +141,28 @@ func checkCommand(args []any) (commandClass, error) {
 		if err := resp.CheckArg(a); err != nil {
 			return 0, fmt.Errorf("%w: argument %d: %w", ErrInvalidArgument, i, err)
 		}
+		if n := bulkLen(a); n > MaxValueSize {
+			// The server would read it whole, then close the connection.
+			return 0, fmt.Errorf("%w: argument %d of %d bytes over Redis's limit of %d", ErrInvalidArgument, i, n, MaxValueSize)
+		}
 	}
 	class := classify(args)
 	if class == classSession {
 		return class, fmt.Errorf("%w: %s changes connection state or needs a session; it cannot run on a shared or pooled connection", ErrUnsupported, strings.ToUpper(name))
 	}
 	return class, nil
+}
+
+// bulkLen is the length of a string or byte-slice argument; 0 for a
+// number, whose text is short.
+func bulkLen(arg any) int {
+	switch v := arg.(type) {
+	case string:
+		return len(v)
+	case []byte:
+		return len(v)
+	}
+	return 0
 }
 
 // replyError wraps a reply-level error (a server error reply, kept as a
@@ -246,42 +262,14 @@ func xreadBlock(args []any) (int, bool) {
 	return 0, false
 }
 
-// number reads a numeric command argument as the server would.
+// number reads a numeric command argument as the server would: the text
+// it receives (resp.AppendArgText), a bool's 1 or 0 included, parsed.
 func number(arg any) (float64, bool) {
-	var s string
-	switch v := arg.(type) {
-	case string:
-		s = v
-	case []byte:
-		s = string(v)
-	case int:
-		return float64(v), true
-	case int64:
-		return float64(v), true
-	case int32:
-		return float64(v), true
-	case int16:
-		return float64(v), true
-	case int8:
-		return float64(v), true
-	case uint:
-		return float64(v), true
-	case uint64:
-		return float64(v), true
-	case uint32:
-		return float64(v), true
-	case uint16:
-		return float64(v), true
-	case uint8:
-		return float64(v), true
-	case float64:
-		return v, true
-	case float32:
-		return float64(v), true
-	default:
+	text, ok := resp.ArgText(arg)
+	if !ok {
 		return 0, false
 	}
-	f, err := strconv.ParseFloat(s, 64)
+	f, err := strconv.ParseFloat(text, 64)
 	return f, err == nil
 }
 

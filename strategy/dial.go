@@ -5,8 +5,10 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/gomodule/redigo/redis"
@@ -79,7 +81,10 @@ func dial(ctx context.Context, cfg *Config, addr string) (net.Conn, error) {
 		// The handshake sent nothing, so nothing yet proves that a Redis
 		// server answers (Strategy.Open must verify it): any TCP listener
 		// would do. PING does; redigo reads exactly its reply.
-		_, err = redis.DoContext(rc, ctx, "PING")
+		var pong string
+		if pong, err = redis.String(redis.DoContext(rc, ctx, "PING")); err == nil && pong != "PONG" {
+			err = errNotRedis
+		}
 	}
 	if err == nil {
 		// redigo leaves the read deadline of its last handshake command
@@ -93,14 +98,42 @@ func dial(ctx context.Context, cfg *Config, addr string) (net.Conn, error) {
 		if nc != nil {
 			nc.Close()
 		}
-		kind := ErrConnection
-		if authRefused(err) {
-			kind = ErrAuth
-		}
 		// Nothing but the handshake was written: no caller's request.
-		return nil, unsent(fmt.Errorf("%w: dial %s: %w", kind, addr, err))
+		return nil, unsent(handshakeError(cfg, addr, err, nc != nil))
 	}
 	return nc, nil
+}
+
+// errNotRedis stands for a handshake reply that is not RESP, or not the
+// reply a Redis server gives.
+var errNotRedis = errors.New("not a Redis reply")
+
+// handshakeError says why the dial of addr failed with err, in terms a
+// user can act on; connected tells that the TCP (and TLS) connection was
+// up, so that err came from the handshake's replies. It never holds what
+// the peer sent, which may echo the password.
+func handshakeError(cfg *Config, addr string, err error, connected bool) error {
+	var re redis.Error
+	switch {
+	case authRefused(err):
+		return fmt.Errorf("%w: dial %s: %w", ErrAuth, addr, err)
+	case !connected || errors.As(err, &re) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("%w: dial %s: %w", ErrConnection, addr, err)
+	case errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE):
+		hint := ""
+		if cfg.TLS == nil {
+			hint = " (does it require TLS?)"
+		}
+		return fmt.Errorf("%w: %s closed the connection during the handshake%s: %w", ErrConnection, addr, hint, err)
+	}
+	var ne net.Error
+	if errors.Is(err, errNotRedis) || !errors.As(err, &ne) {
+		// Not the network's failure, nor the server's error reply: a
+		// reply redigo could not parse as RESP (an HTTP or SSH server
+		// answering), or a PING answered with something else.
+		return fmt.Errorf("%w: %s did not answer as a Redis server", ErrConnection, addr)
+	}
+	return fmt.Errorf("%w: dial %s: %w", ErrConnection, addr, err)
 }
 
 // authRefused reports whether err is the server refusing a handshake for

@@ -15,6 +15,7 @@ import (
 	redigo "github.com/gomodule/redigo/redis"
 	"github.com/redis/go-redis/v9"
 	"github.com/redisx-go/kit/internal/command"
+	"github.com/redisx-go/kit/internal/resp"
 )
 
 // GoRedis adopts a go-redis client a service already has, so that redisx
@@ -192,7 +193,7 @@ func (g *goRedisBackend) Do(ctx context.Context, args ...any) (any, error) {
 	if err := g.check(ctx); err != nil {
 		return nil, err
 	}
-	v, err := g.rdb.Do(ctx, args...).Result()
+	v, err := g.rdb.Do(ctx, textArgs(args)...).Result()
 	switch {
 	case errors.Is(err, redis.Nil):
 		return nil, nil
@@ -203,6 +204,27 @@ func (g *goRedisBackend) Do(ctx context.Context, args ...any) (any, error) {
 		return s, nil
 	}
 	return redigoReply(v), nil
+}
+
+// textArgs returns args with every argument that is not a string or a
+// byte slice replaced by its text (resp.ArgText), as the other strategies
+// send it: go-redis writes floats in 'f' format (1e21 as 22 digits,
+// float32(0.1) as 0.10000000149011612), so a key a near-cache invalidates
+// or routes by would not be the key written. args is not modified; it is
+// returned as it is when every argument is already text.
+func textArgs(args []any) []any {
+	out := args
+	for i, a := range args {
+		switch a.(type) {
+		case string, []byte:
+			continue
+		}
+		if &out[0] == &args[0] {
+			out = slices.Clone(args)
+		}
+		out[i], _ = resp.ArgText(a) // checked by checkCommand
+	}
+	return out
 }
 
 // statusReply reports whether s, the reply to the command in args, was a

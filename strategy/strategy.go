@@ -18,8 +18,9 @@ var (
 	// still waiting when the client is closed.
 	ErrClosed = errors.New("redisx: client closed")
 	// ErrInvalidArgument is returned, before anything is sent, for input
-	// the server would refuse or misread: a negative TTL, a value over
-	// 512 MB, a nil map, an argument of an unsupported type.
+	// the server would refuse or misread: a negative TTL, a key, value or
+	// command argument over MaxValueSize, a nil map, an argument of an
+	// unsupported type.
 	ErrInvalidArgument = errors.New("redisx: invalid argument")
 	// ErrConnection wraps network and protocol failures. The connection
 	// that failed is discarded and replaced; the call may be retried.
@@ -131,8 +132,9 @@ func unsent(err error) error {
 	return &unsentError{err}
 }
 
-// MaxValueSize is the largest value Redis accepts (proto-max-bulk-len),
-// in bytes.
+// MaxValueSize is the largest bulk string Redis accepts
+// (proto-max-bulk-len's default), in bytes: the limit of a value, a key
+// and any argument of a command.
 const MaxValueSize = 512 << 20
 
 // Strategy is implemented by the values users choose from (Multiplexed,

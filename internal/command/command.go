@@ -17,6 +17,8 @@ package command
 import (
 	"strconv"
 	"strings"
+
+	"github.com/redisx-go/kit/internal/resp"
 )
 
 // Spec describes one command (or one subcommand of a container command
@@ -232,32 +234,15 @@ func keywordSearch(args []any, kw string, start int) int {
 	return 0
 }
 
-// Arg returns args[i] as the text the server receives: strings and byte
-// slices as they are, integers in decimal; "" for an index out of range or
-// a type that is neither (the encoder refuses those anyway).
+// Arg returns args[i] as the text the server receives (resp.ArgText):
+// strings and byte slices as they are, numbers and bools as AppendArg
+// writes them; "" for an index out of range or a type the encoder refuses.
 func Arg(args []any, i int) string {
 	if i < 0 || i >= len(args) {
 		return ""
 	}
-	switch v := args[i].(type) {
-	case string:
-		return v
-	case []byte:
-		return string(v)
-	case int:
-		return strconv.Itoa(v)
-	case int64:
-		return strconv.FormatInt(v, 10)
-	case int32:
-		return strconv.FormatInt(int64(v), 10)
-	case uint64:
-		return strconv.FormatUint(v, 10)
-	case uint32:
-		return strconv.FormatUint(uint64(v), 10)
-	case uint:
-		return strconv.FormatUint(uint64(v), 10)
-	}
-	return ""
+	s, _ := resp.ArgText(args[i])
+	return s
 }
 
 // Keys returns the keys of the command in args as strings, with its spec;

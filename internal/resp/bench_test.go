@@ -101,8 +101,8 @@ func TestAppendCommandAllocations(t *testing.T) {
 		t.Fatalf("unexpected encoding %q", buf)
 	}
 
-	// AppendArg of already-boxed arguments of the common types.
-	args := []any{"GET", []byte("k"), 7, int64(-7), 1 << 40, true}
+	// AppendArg of already-boxed arguments of every type it encodes.
+	args := []any{"GET", []byte("k"), 7, int64(-7), 1 << 40, int8(-8), uint16(16), uint(1) << 63, uint64(1) << 63, 2.5, float32(0.1), true}
 	got = testing.AllocsPerRun(1000, func() {
 		b := resp.AppendArray(buf[:0], len(args))
 		for _, a := range args {
@@ -114,7 +114,7 @@ func TestAppendCommandAllocations(t *testing.T) {
 		buf = b
 	})
 	if got != 0 {
-		t.Errorf("AppendArg of string, []byte, integers and bool: %v allocations, want 0", got)
+		t.Errorf("AppendArg of string, []byte, integers, floats and bool: %v allocations, want 0", got)
 	}
 }
 
@@ -174,4 +174,30 @@ func BenchmarkAppendCommand(b *testing.B) {
 		buf = resp.AppendInt(buf, 60000)
 	}
 	b.SetBytes(int64(len(buf)))
+}
+
+func BenchmarkAppendArg(b *testing.B) {
+	args := []struct {
+		name string
+		arg  any
+	}{
+		{"string", "user:1234"},
+		{"bytes", []byte(value64)},
+		{"int", 60000},
+		{"uint64", uint64(1) << 63},
+		{"float64", 1.5},
+		{"bool", true},
+	}
+	for _, a := range args {
+		b.Run("type="+a.name, func(b *testing.B) {
+			buf := make([]byte, 0, 1024)
+			b.ReportAllocs()
+			for b.Loop() {
+				var err error
+				if buf, err = resp.AppendArg(buf[:0], a.arg); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }
