@@ -2,7 +2,6 @@ package benchmarks_test
 
 import (
 	"go/parser"
-	"strings"
 	"testing"
 
 	"github.com/redisx-go/kit/benchmarks"
@@ -67,9 +66,8 @@ func TestStrategyTargetSnippets(t *testing.T) {
 }
 
 // TestDefaultTargetURLsParse checks that redisx.ParseURL reads every
-// default target's URL back into the same strategy. ParseURL learns
-// slotgrouped and near on another branch; until that is merged, those
-// two are skipped, and the test is strict once it is.
+// default target's URL back into the same strategy, slotgrouped and near
+// included: a URL the report prints must configure what it names.
 func TestDefaultTargetURLsParse(t *testing.T) {
 	for _, tg := range benchmarks.DefaultTargets() {
 		if tg.Peer {
@@ -78,9 +76,6 @@ func TestDefaultTargetURLsParse(t *testing.T) {
 		t.Run(tg.Name, func(t *testing.T) {
 			o, err := redisx.ParseURL(tg.URL)
 			if err != nil {
-				if msg := err.Error(); strings.Contains(msg, `strategy="slotgrouped"`) || strings.Contains(msg, `unknown URL parameter "near`) {
-					t.Skipf("this branch's ParseURL does not read %s yet: %v", tg.URL, err)
-				}
 				t.Fatalf("ParseURL(%q): %v", tg.URL, err)
 			}
 			if got := benchmarks.StrategyTarget("x", o.Strategy).Go; got != tg.Go {

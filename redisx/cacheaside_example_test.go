@@ -8,11 +8,9 @@ import (
 
 	"github.com/redisx-go/kit/localcache"
 	"github.com/redisx-go/kit/redisx"
+	"github.com/redisx-go/kit/redisxtest"
 	"github.com/redisx-go/kit/strategy"
 )
-
-// The example connects to 127.0.0.1:6379 and has no Output line: it is
-// compiled, not run.
 
 // Cache-aside with its extras: values loaded together expire at scattered
 // times (TTLJitter), a value just past its ttl is served at once while one
@@ -20,8 +18,14 @@ import (
 // read from process memory (localcache.Near).
 func ExampleClient_GetOrLoad_staleWhileRevalidate() {
 	ctx := context.Background()
+	srv, err := redisxtest.NewServer(ctx, redisxtest.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer srv.Close()
+
 	c, err := redisx.New(ctx, redisx.Options{
-		Addrs: []string{"127.0.0.1:6379"},
+		Addrs: []string{srv.Addr()},
 		// Near reports each key's remaining ttl, which
 		// StaleWhileRevalidate needs; its local copies are kept coherent
 		// with Redis and never outlive their key there.
@@ -58,6 +62,13 @@ func ExampleClient_GetOrLoad_staleWhileRevalidate() {
 		fmt.Printf("%s\n", v)
 	}
 
+	// st.LocalHits, 0 to 2 here, varies from run to run: it depends on
+	// when Near stored its local copy.
 	st := c.Stats()
-	fmt.Printf("loads %d, served stale %d, local hits %d\n", st.Loads, st.StaleServed, st.LocalHits)
+	fmt.Printf("loads %d, served stale %d\n", st.Loads, st.StaleServed)
+	// Output:
+	// {"id":7,"plan":"pro"}
+	// {"id":7,"plan":"pro"}
+	// {"id":7,"plan":"pro"}
+	// loads 1, served stale 0
 }

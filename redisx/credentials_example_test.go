@@ -3,15 +3,15 @@ package redisx_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log"
 	"sync"
 	"time"
 
+	"github.com/gomodule/redigo/redis"
 	"github.com/redisx-go/kit/redisx"
+	"github.com/redisx-go/kit/redisxtest"
 )
-
-// The examples connect to 127.0.0.1:6379 and have no Output line: they
-// are compiled, not run.
 
 // tokenSource stands for a cloud provider's token API: a token valid for
 // 15 minutes, cached until shortly before it expires.
@@ -40,9 +40,16 @@ func (s *tokenSource) credentials(ctx context.Context) (username, password strin
 // resetpass >new) once MaxConnAge has passed.
 func ExampleOptions_credentials() {
 	ctx := context.Background()
+	// A server whose ACL user app accepts the provider's token.
+	srv, err := redisxtest.NewServer(ctx, redisxtest.Options{Username: "app", Password: "token-from-the-provider"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer srv.Close()
+
 	tokens := &tokenSource{}
 	c, err := redisx.New(ctx, redisx.Options{
-		Addrs:       []string{"127.0.0.1:6379"},
+		Addrs:       []string{srv.Addr()},
 		Credentials: tokens.credentials,
 		MaxConnAge:  10 * time.Minute,
 	})
@@ -53,6 +60,10 @@ func ExampleOptions_credentials() {
 		log.Fatal(err)
 	}
 	defer c.Close()
+
+	user, err := redis.String(c.Do(ctx, "ACL", "WHOAMI"))
+	fmt.Println(user, err)
+	// Output: app <nil>
 }
 
 // Retries: a read that fails for want of a connection is tried again;
@@ -60,8 +71,14 @@ func ExampleOptions_credentials() {
 // attempts, 20 ms to 1 s apart, always within the call's deadline.
 func ExampleRetry() {
 	ctx := context.Background()
+	srv, err := redisxtest.NewServer(ctx, redisxtest.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer srv.Close()
+
 	c, err := redisx.New(ctx, redisx.Options{
-		Addrs: []string{"127.0.0.1:6379"},
+		Addrs: []string{srv.Addr()},
 		Retry: redisx.Retry{MaxAttempts: 5, MinBackoff: 20 * time.Millisecond, MaxBackoff: time.Second},
 	})
 	if err != nil {
@@ -69,10 +86,24 @@ func ExampleRetry() {
 	}
 	defer c.Close()
 
+	// The server crashes and comes back, empty: the client's connection
+	// is gone, and the next read opens another.
+	if err := srv.Kill(); err != nil {
+		log.Fatal(err)
+	}
+	if err := srv.Restart(ctx); err != nil {
+		log.Fatal(err)
+	}
+
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	if _, err := c.Get(ctx, "user:42"); err != nil && !errors.Is(err, redisx.ErrNotFound) {
-		log.Print(err) // every attempt failed, or the deadline came first
+	_, err = c.Get(ctx, "user:42")
+	if err != nil && !errors.Is(err, redisx.ErrNotFound) {
+		log.Fatal(err) // every attempt failed, or the deadline came first
 	}
-	log.Printf("%d retries so far", c.Stats().Retries)
+	// A miss, not a connection error: the Get that met the dead connection,
+	// if it did, was retried. (Stats().Retries counts the retries made;
+	// here 0 or 1, as the client may have noticed the loss before the Get.)
+	fmt.Println(errors.Is(err, redisx.ErrNotFound))
+	// Output: true
 }

@@ -6,21 +6,32 @@ import (
 	"fmt"
 	"log"
 	"net/http"
+
+	"net/http/httptest"
+	"slices"
 	"time"
 
 	"github.com/gomodule/redigo/redis"
 	"github.com/redisx-go/kit/localcache"
 	"github.com/redisx-go/kit/redisx"
+	"github.com/redisx-go/kit/redisxtest"
 	"github.com/redisx-go/kit/strategy"
 )
 
-// The examples that need a server connect to 127.0.0.1:6379 and have no
-// Output line: they are compiled, not run.
+// Each example starts a redis-server of its own with redisxtest, so that
+// it runs and its output is checked; a program of yours names its server
+// in Addrs ("cache.internal:6379") instead.
 
 func ExampleNew() {
 	ctx := context.Background()
+	srv, err := redisxtest.NewServer(ctx, redisxtest.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer srv.Close()
+
 	c, err := redisx.New(ctx, redisx.Options{
-		Addrs: []string{"127.0.0.1:6379"},
+		Addrs: []string{srv.Addr()},
 		// Zero Strategy: strategy.Multiplexed{}, one auto-pipelined
 		// connection shared by every goroutine.
 	})
@@ -41,12 +52,19 @@ func ExampleNew() {
 	default:
 		fmt.Printf("%s\n", v)
 	}
+	// Output: hello
 }
 
 func ExampleNew_pool() {
 	ctx := context.Background()
+	srv, err := redisxtest.NewServer(ctx, redisxtest.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer srv.Close()
+
 	c, err := redisx.New(ctx, redisx.Options{
-		Addrs:    []string{"127.0.0.1:6379"},
+		Addrs:    []string{srv.Addr()},
 		Strategy: strategy.Pool{Size: 32, MinIdle: 4},
 	})
 	if err != nil {
@@ -54,17 +72,29 @@ func ExampleNew_pool() {
 	}
 	defer c.Close()
 
-	n, err := c.Del(ctx, "a", "b")
+	if err := c.Set(ctx, "a", []byte("1"), time.Minute); err != nil {
+		log.Fatal(err)
+	}
+	n, err := c.Del(ctx, "a", "b") // b does not exist
 	if err != nil {
 		log.Fatal(err)
 	}
 	fmt.Println("removed", n)
 	fmt.Println("pool bound:", c.Stats().MaxConns)
+	// Output:
+	// removed 1
+	// pool bound: 32
 }
 
 func ExampleClient_GetOrLoad() {
 	ctx := context.Background()
-	c, err := redisx.New(ctx, redisx.Options{Addrs: []string{"127.0.0.1:6379"}})
+	srv, err := redisxtest.NewServer(ctx, redisxtest.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer srv.Close()
+
+	c, err := redisx.New(ctx, redisx.Options{Addrs: []string{srv.Addr()}})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -82,11 +112,18 @@ func ExampleClient_GetOrLoad() {
 		log.Fatal(err)
 	}
 	fmt.Printf("%s\n", v)
+	// Output: {"id":42,"name":"Ada"}
 }
 
 func ExampleClient_MGet() {
 	ctx := context.Background()
-	c, err := redisx.New(ctx, redisx.Options{Addrs: []string{"127.0.0.1:6379"}})
+	srv, err := redisxtest.NewServer(ctx, redisxtest.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer srv.Close()
+
+	c, err := redisx.New(ctx, redisx.Options{Addrs: []string{srv.Addr()}})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -107,6 +144,10 @@ func ExampleClient_MGet() {
 		}
 		fmt.Printf("%s: %s\n", keys[i], v)
 	}
+	// Output:
+	// a: 1
+	// b: missing
+	// c: 3
 }
 
 // A partial result: on a Redis Cluster with SlotGrouped, a node that
@@ -114,8 +155,20 @@ func ExampleClient_MGet() {
 // error joining one *strategy.NodeError per failed node.
 func ExampleClient_MGet_partialResult() {
 	ctx := context.Background()
+	// A cluster of 3 masters without replicas, whose masters keep serving
+	// their slots when one of them is down (cluster-require-full-coverage
+	// no; with the default, yes, they refuse every key once they have
+	// marked it failed).
+	cl, err := redisxtest.NewCluster(ctx, redisxtest.ClusterOptions{
+		Args: []string{"--cluster-require-full-coverage", "no"},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer cl.Close()
+
 	c, err := redisx.New(ctx, redisx.Options{
-		Addrs:    []string{"127.0.0.1:7000", "127.0.0.1:7001", "127.0.0.1:7002"},
+		Addrs:    cl.Addrs(),
 		Strategy: strategy.SlotGrouped{},
 	})
 	if err != nil {
@@ -124,18 +177,31 @@ func ExampleClient_MGet_partialResult() {
 	defer c.Close()
 
 	keys := []string{"user:1", "user:2", "user:3", "user:4"}
+	for _, k := range keys {
+		if err := c.Set(ctx, k, []byte("data of "+k), time.Minute); err != nil {
+			log.Fatal(err)
+		}
+	}
+	// The master of slots 0-5460, which holds user:3, crashes (here it
+	// is told to shut down).
+	if conn, err := redis.Dial("tcp", cl.Addrs()[0]); err == nil {
+		conn.Do("SHUTDOWN", "NOSAVE") // no reply: the server is gone
+		conn.Close()
+	}
+
 	vs, err := c.MGet(ctx, keys...)
 	var nodeErr *strategy.NodeError
 	switch {
 	case errors.As(err, &nodeErr):
-		// Partial: every NodeError names its node and keys; the
+		// Partial: every NodeError names its node (Node) and keys; the
 		// elements of those keys are nil, the others are read.
 		unavailable := map[string]bool{}
 		var joined interface{ Unwrap() []error }
 		if errors.As(err, &joined) {
 			for _, e := range joined.Unwrap() {
 				if errors.As(e, &nodeErr) {
-					log.Printf("%d keys unavailable on %s: %v", len(nodeErr.Keys), nodeErr.Node, nodeErr.Err)
+					fmt.Printf("unavailable: %v, connection error: %v\n",
+						slices.Sorted(slices.Values(nodeErr.Keys)), errors.Is(nodeErr, redisx.ErrConnection))
 					for _, k := range nodeErr.Keys {
 						unavailable[k] = true
 					}
@@ -152,14 +218,25 @@ func ExampleClient_MGet_partialResult() {
 	default:
 		fmt.Println(len(vs), "values")
 	}
+	// Output:
+	// unavailable: [user:3], connection error: true
+	// user:1: "data of user:1"
+	// user:2: "data of user:2"
+	// user:4: "data of user:4"
 }
 
 // AppendGet reads into a buffer the caller reuses: on a near-cache hit it
 // allocates nothing once the buffer has grown to the value's size.
 func ExampleClient_AppendGet() {
 	ctx := context.Background()
+	srv, err := redisxtest.NewServer(ctx, redisxtest.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer srv.Close()
+
 	c, err := redisx.New(ctx, redisx.Options{
-		Addrs:    []string{"127.0.0.1:6379"},
+		Addrs:    []string{srv.Addr()},
 		Strategy: localcache.Near{MaxBytes: 64 << 20},
 	})
 	if err != nil {
@@ -182,18 +259,29 @@ func ExampleClient_AppendGet() {
 		}
 		fmt.Printf("%s\n", buf) // buf may be modified: the client keeps no reference
 	}
+	// Output:
+	// dark-mode,beta
+	// dark-mode,beta
+	// dark-mode,beta
 }
 
 // Ping for a health check: it sends one PING and expects PONG.
 func ExampleClient_Ping() {
 	ctx := context.Background()
-	c, err := redisx.New(ctx, redisx.Options{Addrs: []string{"127.0.0.1:6379"}})
+	srv, err := redisxtest.NewServer(ctx, redisxtest.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer srv.Close()
+
+	c, err := redisx.New(ctx, redisx.Options{Addrs: []string{srv.Addr()}})
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer c.Close()
 
-	http.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+	mux := http.NewServeMux() // or http.HandleFunc, on the default one
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), time.Second)
 		defer cancel()
 		if err := c.Ping(ctx); err != nil {
@@ -202,11 +290,29 @@ func ExampleClient_Ping() {
 		}
 		fmt.Fprintln(w, "ok")
 	})
+
+	check := func() {
+		rec := httptest.NewRecorder()
+		mux.ServeHTTP(rec, httptest.NewRequest("GET", "/healthz", nil))
+		fmt.Println(rec.Code) // the body of a 503 names the server and the failure
+	}
+	check()
+	srv.Close() // the server goes away
+	check()
+	// Output:
+	// 200
+	// 503
 }
 
 func ExampleClient_Do() {
 	ctx := context.Background()
-	c, err := redisx.New(ctx, redisx.Options{Addrs: []string{"127.0.0.1:6379"}})
+	srv, err := redisxtest.NewServer(ctx, redisxtest.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer srv.Close()
+
+	c, err := redisx.New(ctx, redisx.Options{Addrs: []string{srv.Addr()}})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -221,6 +327,7 @@ func ExampleClient_Do() {
 		log.Fatal(err)
 	}
 	fmt.Println("visits:", n)
+	// Output: visits: 5
 }
 
 func ExampleParseURL() {
@@ -244,8 +351,14 @@ func ExampleParseURL() {
 // pipelined round trip per node, all nodes in parallel.
 func ExampleNew_cluster() {
 	ctx := context.Background()
+	cl, err := redisxtest.NewCluster(ctx, redisxtest.ClusterOptions{}) // 3 masters
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer cl.Close()
+
 	c, err := redisx.New(ctx, redisx.Options{
-		Addrs:    []string{"127.0.0.1:7000", "127.0.0.1:7001", "127.0.0.1:7002"},
+		Addrs:    cl.Addrs(), // yours: "10.0.0.1:7000", "10.0.0.2:7000", …
 		Strategy: strategy.SlotGrouped{Transport: strategy.Multiplexed{}},
 	})
 	if err != nil {
@@ -253,7 +366,11 @@ func ExampleNew_cluster() {
 	}
 	defer c.Close()
 
-	vs, err := c.MGet(ctx, "user:1", "user:2", "user:3")
+	if err := c.Set(ctx, "user:2", []byte("Grace"), time.Minute); err != nil {
+		log.Fatal(err)
+	}
+	keys := []string{"user:1", "user:2", "user:3"} // three slots
+	vs, err := c.MGet(ctx, keys...)
 	var nodeErr *strategy.NodeError
 	if errors.As(err, &nodeErr) {
 		// One node failed; the values of the others are in vs.
@@ -261,5 +378,13 @@ func ExampleNew_cluster() {
 	} else if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(len(vs), c.Stats().Masters)
+	for i, v := range vs {
+		if v != nil {
+			fmt.Printf("%s: %s\n", keys[i], v)
+		}
+	}
+	fmt.Println(c.Stats().Masters, "masters")
+	// Output:
+	// user:2: Grace
+	// 3 masters
 }

@@ -7,6 +7,7 @@ import (
 
 	redigo "github.com/gomodule/redigo/redis"
 
+	"github.com/redisx-go/kit/redisxtest"
 	"github.com/redisx-go/kit/strategy"
 )
 
@@ -15,11 +16,26 @@ import (
 // there is no NodeDoer, Do runs it on the one server.
 func ExampleNodeDoer() {
 	ctx := context.Background()
-	b, err := strategy.Multiplexed{}.Open(ctx, strategy.Config{Addrs: []string{"127.0.0.1:7000"}})
+	cl, err := redisxtest.NewCluster(ctx, redisxtest.ClusterOptions{}) // 3 masters
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer cl.Close()
+
+	b, err := strategy.Multiplexed{}.Open(ctx, strategy.Config{Addrs: cl.Addrs()[:1]}) // one seed is enough
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer b.Close()
+	for i := range 20 { // sessions on every master, and a key of another kind
+		if err := b.Set(ctx, fmt.Sprintf("session:%d", i), []byte("…"), 0); err != nil {
+			log.Fatal(err)
+		}
+	}
+	if err := b.Set(ctx, "config", []byte("…"), 0); err != nil {
+		log.Fatal(err)
+	}
+
 	nd, ok := b.(strategy.NodeDoer)
 	if !ok {
 		log.Fatal("not a cluster")
@@ -40,4 +56,5 @@ func ExampleNodeDoer() {
 		}
 	}
 	fmt.Println(len(keys), "sessions")
+	// Output: 20 sessions
 }

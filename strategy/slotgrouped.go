@@ -76,9 +76,11 @@ func (s SlotGrouped) Open(ctx context.Context, cfg Config) (Backend, error) {
 type NodeError struct {
 	Node string   // host:port
 	Keys []string // the keys whose part failed
-	Err  error
+	Err  error    // the node's error
 }
 
+// Error names the node and how many keys failed on it, not the keys
+// themselves, followed by the node's error.
 func (e *NodeError) Error() string {
 	return fmt.Sprintf("redisx: %d keys on %s: %v", len(e.Keys), e.Node, e.Err)
 }

@@ -310,6 +310,7 @@ type TypeError struct {
 	Want string // what the caller expected
 }
 
+// Error names the type byte received and the type wanted.
 func (e *TypeError) Error() string {
 	return fmt.Sprintf("unexpected reply type %q, want %s", e.Got, e.Want)
 }

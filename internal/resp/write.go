@@ -149,6 +149,7 @@ type ArgError struct {
 	Type string // the Go type of the argument, never its value
 }
 
+// Error names the argument's Go type, never its value.
 func (e *ArgError) Error() string {
 	return "unsupported argument type " + e.Type
 }
