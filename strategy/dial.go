@@ -170,6 +170,38 @@ func tlsConfigFor(c *tls.Config, addr string) *tls.Config {
 	return c
 }
 
+// contextEnded is the error of a call whose context ended while it waited
+// on addr, the same on every transport: before its request was sent
+// (sent false: not executed, Unsent says so), or while it waited for the
+// reply. It unwraps to the context's error, so that errors.Is finds
+// context.DeadlineExceeded or context.Canceled, and reads
+// "redisx: 127.0.0.1:6379: context deadline exceeded before the request
+// was sent".
+type contextEnded struct {
+	addr string
+	sent bool
+	err  error // the context's
+}
+
+func (e *contextEnded) Error() string {
+	where := "before the request was sent"
+	if e.sent {
+		where = "waiting for the reply (the request may have reached the server)"
+	}
+	return "redisx: " + e.addr + ": " + e.err.Error() + " " + where
+}
+
+func (e *contextEnded) Unwrap() error { return e.err }
+
+// ctxErr returns err, when it is a context's own error, as a contextEnded
+// on addr; any other error as it is.
+func ctxErr(addr string, sent bool, err error) error {
+	if err == context.Canceled || err == context.DeadlineExceeded {
+		return &contextEnded{addr: addr, sent: sent, err: err}
+	}
+	return err
+}
+
 // connError wraps a network or protocol failure on addr.
 func connError(addr string, err error) error {
 	return fmt.Errorf("%w: %s: %w", ErrConnection, addr, err)

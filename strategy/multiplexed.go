@@ -50,8 +50,9 @@ type Multiplexed struct {
 	// key stay in order. (SETs of values from 16 KiB travel on 4
 	// connections of their own, and stay in order with the key's other
 	// commands too, even after a call whose context ended before its
-	// reply: the server may still apply that one, and what the caller
-	// sends next goes behind it, on the same connection. Not covered: a
+	// reply: the server may still apply that one, and whatever the caller
+	// sends next on that key — by any API, multi-key calls and Do
+	// included — goes behind it, on the same connection. Not covered: a
 	// connection failed or replaced for its age while such a call was on
 	// its way.) More than 2–4 rarely helps: batching already amortises
 	// the system calls.
@@ -272,7 +273,7 @@ func (n *muxNode) waitAbandoned(ctx context.Context, keys []string, big bool) er
 	for {
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return ctxErr(n.addr, false, ctx.Err())
 		case <-n.stop:
 			return ErrClosed
 		case <-t.C:
@@ -346,14 +347,14 @@ func fnv(key string) uint32 {
 func (n *muxNode) enqueue(ctx context.Context, i int) (*muxConn, error) {
 	for {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return nil, ctxErr(n.addr, false, err)
 		}
 		if n.closed.Load() {
 			return nil, ErrClosed
 		}
 		c, err := n.conn(ctx, i)
 		if err != nil {
-			return nil, err
+			return nil, ctxErr(n.addr, false, err)
 		}
 		if limit := int64(n.opts.MaxPending); !c.reserve(limit) {
 			err = c.waitRoom(ctx, limit)
@@ -367,7 +368,7 @@ func (n *muxNode) enqueue(ctx context.Context, i int) (*muxConn, error) {
 		case err == errRetired:
 			continue
 		case ctx.Err() != nil, errors.Is(err, ErrClosed):
-			return nil, err
+			return nil, ctxErr(n.addr, false, err)
 		}
 		return nil, unsent(err)
 	}
@@ -397,7 +398,7 @@ func (n *muxNode) roundTripSized(ctx context.Context, i int, cmd string, rp *rep
 	cl.reply, cl.lead = *rp, true
 	leads := c.push(cl, int64(rp.count()), true)
 	if err := c.await(ctx, cl, leads); err != nil {
-		return err
+		return ctxErr(n.addr, true, err)
 	}
 	*rp = cl.reply
 	n.calls.put(cl)
@@ -596,7 +597,7 @@ func (n *muxNode) exec(ctx context.Context, keys []string, buf []byte, rps []rep
 	cl.kind, cl.pipe, cl.lead = replyPipe, rps, true
 	leads := c.push(cl, int64(cl.replies()), true)
 	if err := c.await(ctx, cl, leads); err != nil {
-		return err
+		return ctxErr(n.addr, true, err)
 	}
 	n.calls.put(cl)
 	return nil
@@ -626,7 +627,7 @@ func (n *muxNode) send(ctx context.Context, keys []string, buf []byte, rps []rep
 // await is the second half of send.
 func (n *muxNode) await(ctx context.Context, cl *call) error {
 	if err := wait(ctx, cl); err != nil {
-		return err
+		return ctxErr(n.addr, true, err)
 	}
 	n.calls.put(cl)
 	return nil

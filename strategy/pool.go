@@ -205,7 +205,7 @@ func (n *poolNode) destruct(c *pconn) {
 // Unsent error.
 func (n *poolNode) acquire(ctx context.Context) (*puddle.Resource[*pconn], error) {
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, ctxErr(n.addr, false, err)
 	}
 	if n.closed.Load() {
 		return nil, ErrClosed
@@ -237,7 +237,7 @@ func (n *poolNode) acquire(ctx context.Context) (*puddle.Resource[*pconn], error
 		<-n.gate
 		switch {
 		case ctx.Err() != nil:
-			return nil, ctx.Err()
+			return nil, ctxErr(n.addr, false, ctx.Err())
 		case errors.Is(err, puddle.ErrClosedPool), n.closed.Load():
 			return nil, ErrClosed
 		case errors.Is(err, ErrConnection), errors.Is(err, ErrAuth):
@@ -378,7 +378,7 @@ func (x *exchange) end(ctx context.Context, cmd string, err error) error {
 		x.n.done()
 		if err := contextError(ctx, err); err != nil {
 			x.n.broken.Add(1)
-			return err
+			return ctxErr(x.n.addr, !x.unsent, err)
 		}
 		if x.n.closed.Load() {
 			return ErrClosed

@@ -43,7 +43,8 @@ var (
 // returned it was not executed: the call failed before any byte of it
 // was written — a dial that failed (ErrAuth included), a pool that could
 // not create a connection, a connection found broken before the request
-// was written to it, a cluster slot no master served — or the server
+// was written to it, a cluster slot no master served, a context that
+// ended before the request was sent — or the server
 // refused it without running it, with a reply that means "not now"
 // (TRYAGAIN, CLUSTERDOWN, LOADING, MASTERDOWN: see Temporary). Retrying
 // such a call cannot apply a write twice. Unsent is false for nil, for errors that do not wrap a
@@ -59,6 +60,8 @@ func Unsent(err error) bool {
 		return false
 	case *unsentError:
 		return true
+	case *contextEnded:
+		return !e.sent
 	case redis.Error:
 		return notNow(e)
 	case interface{ Unwrap() error }:

@@ -1,0 +1,68 @@
+package strategy_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redisx-go/kit/internal/faultproxy"
+	"github.com/redisx-go/kit/internal/launcher"
+	"github.com/redisx-go/kit/redisx"
+	"github.com/redisx-go/kit/strategy"
+)
+
+// TestContextEndIsTheSameErrorOnEveryTransport: a call whose context ends
+// while the server does not answer gets the same error from Multiplexed
+// and Pool — one that errors.Is finds context.DeadlineExceeded in, that
+// names the server, and that says whether the request was sent: before a
+// connection could be opened (the dial hangs), or after (the reply does
+// not come).
+func TestContextEndIsTheSameErrorOnEveryTransport(t *testing.T) {
+	srv := startPrivateServer(t, launcher.Options{})
+	scenarios := []struct {
+		name  string
+		fault func(p *faultproxy.Proxy)
+		want  string
+	}{
+		{"reply never comes", func(p *faultproxy.Proxy) { p.Blackhole(true) }, "waiting for the reply"},
+		{"dial hangs", func(p *faultproxy.Proxy) {
+			p.Reset()
+			p.Blackhole(true)
+			time.Sleep(2 * time.Second) // the idle connection's reset is noticed (two watchdog ticks): the call dials
+		}, "before the request was sent"},
+	}
+	for _, sc := range scenarios {
+		t.Run(sc.name, func(t *testing.T) {
+			msgs := map[string]string{}
+			for _, s := range []struct {
+				name string
+				s    strategy.Strategy
+			}{{"multiplexed", strategy.Multiplexed{}}, {"pool", strategy.Pool{Size: 2}}} {
+				p, err := faultproxy.Start(context.Background(), srv.Addr())
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer p.Close()
+				c := edgeNew(t, redisx.Options{Addrs: []string{p.Addr()}, Strategy: s.s, DialTimeout: 5 * time.Second})
+				sc.fault(p)
+				ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+				_, err = c.Get(ctx, "k")
+				cancel()
+				if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, redisx.ErrConnection) {
+					t.Fatalf("%s: Get with a 200ms deadline = %v; want an error wrapping context.DeadlineExceeded, not ErrConnection", s.name, err)
+				}
+				msg := err.Error()
+				if !strings.HasPrefix(msg, "redisx: "+p.Addr()+": ") || !strings.Contains(msg, sc.want) {
+					t.Errorf("%s: Get with a 200ms deadline = %q; want it to start with %q and say %q", s.name, msg, "redisx: "+p.Addr()+": ", sc.want)
+				}
+				msgs[s.name] = strings.ReplaceAll(msg, p.Addr(), "ADDR")
+				p.Heal()
+			}
+			if msgs["multiplexed"] != msgs["pool"] {
+				t.Errorf("the same situation, two errors: Multiplexed %q, Pool %q", msgs["multiplexed"], msgs["pool"])
+			}
+		})
+	}
+}
