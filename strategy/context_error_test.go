@@ -66,3 +66,21 @@ func TestContextEndIsTheSameErrorOnEveryTransport(t *testing.T) {
 		})
 	}
 }
+
+// TestDialTimeoutIsAConnectionFailure: a dial that times out on its own
+// DialTimeout (a server that accepts and never answers) is a connection
+// failure another attempt may not meet, not a context's end: it must not
+// stop the Client's retries nor the cluster's map refresh, as a caller's
+// context.DeadlineExceeded does.
+func TestDialTimeoutIsAConnectionFailure(t *testing.T) {
+	hole := blackHole(t)
+	for _, s := range []strategy.Strategy{strategy.Multiplexed{}, strategy.Pool{Size: 1}} {
+		_, err := s.Open(edgeCtx(t, 10*time.Second), strategy.Config{Addrs: []string{hole}, DialTimeout: 200 * time.Millisecond})
+		if !errors.Is(err, redisx.ErrConnection) || errors.Is(err, context.DeadlineExceeded) || !strategy.Temporary(err) || !strategy.Unsent(err) {
+			t.Errorf("%T.Open of a server that never answers = %v; want a temporary, unsent ErrConnection that is not context.DeadlineExceeded", s, err)
+		}
+		if err != nil && !strings.Contains(err.Error(), "DialTimeout") {
+			t.Errorf("%T.Open of a server that never answers = %q; want it to name DialTimeout", s, err)
+		}
+	}
+}

@@ -117,7 +117,13 @@ func handshakeError(cfg *Config, addr string, err error, connected bool) error {
 	switch {
 	case authRefused(err):
 		return fmt.Errorf("%w: dial %s: %w", ErrAuth, addr, err)
-	case !connected || errors.As(err, &re) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, context.DeadlineExceeded):
+		// The dial's own deadline (DialTimeout, or the deadline of the
+		// shared work it runs for), never a caller's: dials run detached
+		// from callers. A failure to connect, which another attempt may
+		// not meet — not a context's end, which would stop the retries.
+		return fmt.Errorf("%w: dial %s: no answer within the dial's deadline (DialTimeout %v)", ErrConnection, addr, cfg.DialTimeout)
+	case !connected || errors.As(err, &re) || errors.Is(err, context.Canceled):
 		return fmt.Errorf("%w: dial %s: %w", ErrConnection, addr, err)
 	case errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE):
 		hint := ""
