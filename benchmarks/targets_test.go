@@ -11,11 +11,12 @@ import (
 	"time"
 
 	redigo "github.com/gomodule/redigo/redis"
-	goredis "github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
 	"github.com/redisx-go/kit/internal/launcher"
 	"github.com/redisx-go/kit/redisx"
 	"github.com/redisx-go/kit/strategy"
+	"github.com/redisx-go/kit/strategy/goredis"
 )
 
 // target is one client configuration under measurement.
@@ -194,13 +195,13 @@ func openRedigoPool(tb testing.TB, n int) target {
 	}
 }
 
-func openGoRedis(tb testing.TB) (target, *goredis.Client) {
-	rdb := goredis.NewClient(&goredis.Options{Addr: serverAddr(tb)})
+func openGoRedis(tb testing.TB) (target, *redis.Client) {
+	rdb := redis.NewClient(&redis.Options{Addr: serverAddr(tb)})
 	return target{
 		name: "go-redis",
 		get: func(ctx context.Context, k string) ([]byte, error) {
 			v, err := rdb.Get(ctx, k).Bytes()
-			if errors.Is(err, goredis.Nil) {
+			if errors.Is(err, redis.Nil) {
 				return nil, redisx.ErrNotFound
 			}
 			return v, err
@@ -223,7 +224,7 @@ func targets(tb testing.TB) []func() target {
 		func() target { return openRedisx(tb, "pool-100", strategy.Pool{Size: 100}, 100) },
 		func() target {
 			t, rdb := openGoRedis(tb)
-			x := openRedisx(tb, "goredis-adapter", strategy.GoRedis{Client: rdb, CloseClient: true}, 0)
+			x := openRedisx(tb, "goredis-adapter", goredis.Strategy{Client: rdb, CloseClient: true}, 0)
 			closeX := x.close
 			x.close = func() { closeX(); t.close() }
 			return x

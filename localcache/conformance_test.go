@@ -4,17 +4,18 @@ import (
 	"context"
 	"testing"
 
-	goredis "github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9"
 	"github.com/redisx-go/kit/internal/launcher"
 	"github.com/redisx-go/kit/localcache"
 	"github.com/redisx-go/kit/redisx"
 	"github.com/redisx-go/kit/redisxtest"
 	"github.com/redisx-go/kit/strategy"
+	"github.com/redisx-go/kit/strategy/goredis"
 )
 
 func TestNearConformance(t *testing.T) {
 	srv := launcher.Standalone(t, launcher.Options{})
-	rdb := goredis.NewClient(&goredis.Options{Addr: srv.Addr(), PoolSize: 64, ContextTimeoutEnabled: true})
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), PoolSize: 64, ContextTimeoutEnabled: true})
 	t.Cleanup(func() { rdb.Close() })
 	if err := rdb.Ping(context.Background()).Err(); err != nil {
 		t.Fatal(err)
@@ -26,7 +27,7 @@ func TestNearConformance(t *testing.T) {
 		{"multiplexed", localcache.Near{}},
 		{"pool", localcache.Near{Inner: strategy.Pool{Size: 16}}},
 		{"slot-grouped", localcache.Near{Inner: strategy.SlotGrouped{}, NegativeTTL: 0}},
-		{"go-redis", localcache.Near{Inner: strategy.GoRedis{Client: rdb}}},
+		{"go-redis", localcache.Near{Inner: goredis.Strategy{Client: rdb}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			redisxtest.RunConformance(t, redisx.Options{Addrs: []string{srv.Addr()}, Strategy: tc.s})

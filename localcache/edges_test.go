@@ -14,11 +14,12 @@ import (
 	"time"
 
 	"github.com/gomodule/redigo/redis"
-	goredis "github.com/redis/go-redis/v9"
+	redisv9 "github.com/redis/go-redis/v9"
 	"github.com/redisx-go/kit/internal/launcher"
 	"github.com/redisx-go/kit/localcache"
 	"github.com/redisx-go/kit/redisx"
 	"github.com/redisx-go/kit/strategy"
+	"github.com/redisx-go/kit/strategy/goredis"
 	"go.uber.org/goleak"
 )
 
@@ -425,9 +426,9 @@ func TestNearDoReadsItsOwnWrites(t *testing.T) {
 // missing: the list key's reads go on failing on the server.
 func TestNearDoesNotCacheFailedReads(t *testing.T) {
 	srv := launcher.Standalone(t, launcher.Options{})
-	rdb := goredis.NewClient(&goredis.Options{Addr: srv.Addr(), DisableIdentity: true})
+	rdb := redisv9.NewClient(&redisv9.Options{Addr: srv.Addr(), DisableIdentity: true})
 	defer rdb.Close()
-	h := openHarness(t, []string{srv.Addr()}, localcache.Near{Inner: strategy.GoRedis{Client: rdb}, NegativeTTL: time.Minute}, false)
+	h := openHarness(t, []string{srv.Addr()}, localcache.Near{Inner: goredis.Strategy{Client: rdb}, NegativeTTL: time.Minute}, false)
 	ctx := testCtx(t, 15*time.Second)
 	const str, list, missing = "near:fail:str", "near:fail:list", "near:fail:missing"
 	h.otherSet(ctx, str, "v")

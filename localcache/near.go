@@ -26,7 +26,7 @@ import (
 type Near struct {
 	// Inner is the strategy behind the cache: reads that miss, and every
 	// write, go through it. Zero: strategy.Multiplexed{}. With
-	// strategy.GoRedis, Options.Addrs must still name the server(s): the
+	// goredis.Strategy, Options.Addrs must still name the server(s): the
 	// invalidation connections are Near's own.
 	Inner strategy.Strategy
 	// MaxBytes bounds the cache: keys, values and about 200 bytes of

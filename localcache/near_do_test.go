@@ -5,10 +5,10 @@ import (
 	"testing"
 	"time"
 
-	goredis "github.com/redis/go-redis/v9"
+	redisv9 "github.com/redis/go-redis/v9"
 	"github.com/redisx-go/kit/internal/launcher"
 	"github.com/redisx-go/kit/localcache"
-	"github.com/redisx-go/kit/strategy"
+	"github.com/redisx-go/kit/strategy/goredis"
 )
 
 // What a command sent through Near's Do invalidates, against a real
@@ -18,10 +18,10 @@ import (
 // doVariants returns nearVariants(base) and base in front of GoRedis,
 // whose client cleanup closes.
 func doVariants(t *testing.T, addr string, base localcache.Near) []nearVariant {
-	rdb := goredis.NewClient(&goredis.Options{Addr: addr, DisableIdentity: true})
+	rdb := redisv9.NewClient(&redisv9.Options{Addr: addr, DisableIdentity: true})
 	t.Cleanup(func() { rdb.Close() })
 	gr := base
-	gr.Inner = strategy.GoRedis{Client: rdb}
+	gr.Inner = goredis.Strategy{Client: rdb}
 	return append(nearVariants(base), nearVariant{"go-redis", gr})
 }
 

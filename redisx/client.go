@@ -527,7 +527,7 @@ type Stats struct {
 // Stats returns a snapshot of the client's statistics, at any time from
 // New on, after Close included: the counters then keep their last values
 // and the strategy reports what it still holds — no connection for this
-// module's transports; strategy.GoRedis reports the pool of its go-redis
+// module's transports; goredis.Strategy reports the pool of its go-redis
 // client, which Close leaves open unless CloseClient is set. Strategies
 // without statistics report zero connection figures and an empty Strategy
 // name.
@@ -553,7 +553,7 @@ func (c *Client) Stats() Stats {
 // delays Close; stops the metrics callback; and closes the strategy,
 // returning its error. What happens to other calls still in flight is the
 // strategy's: this module's transports fail them with ErrClosed and
-// release every connection and goroutine they hold, while strategy.GoRedis
+// release every connection and goroutine they hold, while goredis.Strategy
 // leaves the go-redis client open unless CloseClient is set. Only the
 // first Close does this; later ones return nil at once, without waiting
 // for it to finish.

@@ -15,7 +15,7 @@
 // The strategy values live in package strategy: Multiplexed (one
 // auto-pipelined connection per node shared by every goroutine, the
 // default), Pool (a connection per call from a bounded pool), SlotGrouped
-// (multi-key calls grouped per cluster node) and GoRedis (an existing
+// (multi-key calls grouped per cluster node) and goredis.Strategy (an existing
 // go-redis client); localcache.Near puts a near-cache in front of any of
 // them. ParseURL reads the strategy from a URL so that a configuration
 // file can switch it without a code change. The benchmarks package

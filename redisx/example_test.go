@@ -388,3 +388,13 @@ func ExampleNew_cluster() {
 	// user:2: Grace
 	// 3 masters
 }
+
+// Keys that share a {hash tag} share a slot, so a cluster accepts them in
+// one command.
+func ExampleSlot() {
+	fmt.Println(redisx.Slot("user:{42}:name") == redisx.Slot("user:{42}:email"))
+	fmt.Println(redisx.Slot("foo"))
+	// Output:
+	// true
+	// 12182
+}

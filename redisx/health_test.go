@@ -7,24 +7,25 @@ import (
 	"testing"
 	"time"
 
-	goredis "github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/redisx-go/kit/internal/launcher"
 	"github.com/redisx-go/kit/localcache"
 	"github.com/redisx-go/kit/redisx"
 	"github.com/redisx-go/kit/strategy"
+	"github.com/redisx-go/kit/strategy/goredis"
 )
 
 // strategiesFor returns every strategy of the module for a server at addr.
 func strategiesFor(t *testing.T, addr string) []strategy.Strategy {
-	rdb := goredis.NewClient(&goredis.Options{Addr: addr})
+	rdb := redis.NewClient(&redis.Options{Addr: addr})
 	t.Cleanup(func() { rdb.Close() })
 	return []strategy.Strategy{
 		strategy.Multiplexed{},
 		strategy.Pool{Size: 2},
 		strategy.SlotGrouped{},
 		localcache.Near{},
-		strategy.GoRedis{Client: rdb},
+		goredis.Strategy{Client: rdb},
 	}
 }
 
@@ -122,7 +123,7 @@ func TestStatsFromNewToAfterClose(t *testing.T) {
 				t.Errorf("Stats().Loads after Close = %d; want at most 1", after.Loads)
 			}
 			// GoRedis leaves a client it did not make open (CloseClient).
-			if _, adopted := s.(strategy.GoRedis); !adopted && after.Conns != 0 {
+			if _, adopted := s.(goredis.Strategy); !adopted && after.Conns != 0 {
 				t.Errorf("Stats().Conns after Close = %d; want 0", after.Conns)
 			}
 		})

@@ -19,7 +19,7 @@ type Options struct {
 	// Addrs are the seed nodes, "host:port". Zero: 127.0.0.1:6379.
 	Addrs []string
 	// Strategy is any strategy value: strategy.Multiplexed{},
-	// strategy.Pool{Size: 32}, strategy.GoRedis{Client: rdb},
+	// strategy.Pool{Size: 32}, goredis.Strategy{Client: rdb},
 	// localcache.Near{…}. Zero: strategy.Multiplexed{}.
 	Strategy strategy.Strategy
 
@@ -53,7 +53,7 @@ type Options struct {
 	// invalidation connections of localcache.Near subscribe anew before
 	// the old ones are closed, so the local cache is not flushed. With
 	// Credentials whose secrets expire, make it shorter than a secret's
-	// lifetime. strategy.GoRedis keeps its own client's settings. Zero: no
+	// lifetime. goredis.Strategy keeps its own client's settings. Zero: no
 	// limit.
 	MaxConnAge time.Duration
 	// DB is the database index to select. Zero: 0.

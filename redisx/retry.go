@@ -56,7 +56,7 @@ import (
 // (without that bound, when ReadTimeout is negative, MaxAttempts alone
 // bounds it). Stats.Retries counts the retries made.
 //
-// strategy.GoRedis, alone or under a near-cache, is not retried by the
+// goredis.Strategy, alone or under a near-cache, is not retried by the
 // Client: the go-redis client retries by its own Options.MaxRetries.
 type Retry struct {
 	// MaxAttempts is the most times an operation is tried, the first

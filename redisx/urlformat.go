@@ -23,7 +23,7 @@ import (
 // and localcache.Near over any of the three (values or non-nil pointers),
 // every field of each. FormatURL drops nothing silently: what a URL cannot
 // carry is refused with an error wrapping ErrInvalidArgument — a
-// strategy.GoRedis or any other Strategy, a TLS config other than
+// goredis.Strategy or any other Strategy, a TLS config other than
 // ParseURL's own (rediss: no field set but MinVersion, TLS 1.2 or zero),
 // a MeterProvider or TracerProvider, a Credentials function (which
 // RedactedURL drops with the other credentials), a Near inside a Near, and values

@@ -15,6 +15,7 @@ import (
 	"github.com/redisx-go/kit/localcache"
 	"github.com/redisx-go/kit/redisx"
 	"github.com/redisx-go/kit/strategy"
+	"github.com/redisx-go/kit/strategy/goredis"
 	noopmetric "go.opentelemetry.io/otel/metric/noop"
 	nooptrace "go.opentelemetry.io/otel/trace/noop"
 )
@@ -202,9 +203,9 @@ func TestFormatURLRefusesWhatAURLCannotHold(t *testing.T) {
 		name string
 		o    redisx.Options
 	}{
-		{"go-redis", base(func(o *redisx.Options) { o.Strategy = strategy.GoRedis{} })},
+		{"go-redis", base(func(o *redisx.Options) { o.Strategy = goredis.Strategy{} })},
 		{"custom strategy", base(func(o *redisx.Options) { o.Strategy = countingStrategy{} })},
-		{"near over go-redis", base(func(o *redisx.Options) { o.Strategy = localcache.Near{Inner: strategy.GoRedis{}} })},
+		{"near over go-redis", base(func(o *redisx.Options) { o.Strategy = localcache.Near{Inner: goredis.Strategy{}} })},
 		{"near inside near", base(func(o *redisx.Options) { o.Strategy = localcache.Near{Inner: &localcache.Near{}} })},
 		{"slotgrouped over near", base(func(o *redisx.Options) { o.Strategy = strategy.SlotGrouped{Transport: localcache.Near{}} })},
 		{"slotgrouped over slotgrouped", base(func(o *redisx.Options) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gomodule/redigo/redis"
 	"github.com/redisx-go/kit/internal/cluster"
+	"github.com/redisx-go/kit/internal/conn"
 )
 
 // Cluster routing. A clusterBackend keeps one transport node per master
@@ -262,4 +263,4 @@ func (c *clusterBackend) refreshAfter(err error) {
 // the current map serves: the cluster is down or its topology is
 // changing. The map is reloaded meanwhile, so a later attempt may
 // succeed; nothing was sent.
-var errSlotUnserved error = &unsentError{fmt.Errorf("%w: slot served by no master (cluster down or topology changing)", ErrConnection)}
+var errSlotUnserved = conn.MarkUnsent(fmt.Errorf("%w: slot served by no master (cluster down or topology changing)", ErrConnection))

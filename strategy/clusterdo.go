@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/redisx-go/kit/internal/conn"
 	"math/rand/v2"
 	"strings"
 
@@ -34,7 +35,7 @@ import (
 // redirects and TRYAGAIN but does not retry after a connection failure:
 // the command may have run.
 func (c *clusterBackend) Do(ctx context.Context, args ...any) (any, error) {
-	if _, err := checkCommand(args); err != nil {
+	if _, err := conn.CheckCommand(args); err != nil {
 		return nil, err
 	}
 	if c.closed.Load() {
@@ -70,7 +71,7 @@ func (c *clusterBackend) doSlot(ctx context.Context, slot int, keys []string, ar
 		func(n node) error {
 			rp := reply{kind: replyAny}
 			err := askExec(ctx, n, keys, &rp, func(b []byte) []byte {
-				b, _ = appendArgs(b, args) // checked by Do
+				b, _ = conn.AppendArgs(b, args) // checked by Do
 				return b
 			})
 			v = rp.any
@@ -132,7 +133,7 @@ func (c *clusterBackend) doUnknown(ctx context.Context, args []any) (any, error)
 	if len(keys) == 0 {
 		return c.doAny(ctx, args)
 	}
-	slot, err := oneSlot(strings.ToUpper(argName(args, 0)), keys, nil, false)
+	slot, err := oneSlot(strings.ToUpper(conn.ArgName(args, 0)), keys, nil, false)
 	if err != nil {
 		return nil, err
 	}
@@ -167,7 +168,7 @@ func oneSlot(name string, keys []string, pos []int, multiShard bool) (int, error
 // commandName names the command of args for messages: "EVALSHA",
 // "OBJECT ENCODING".
 func commandName(args []any, spec *command.Spec) string {
-	name := strings.ToUpper(argName(args, 0))
+	name := strings.ToUpper(conn.ArgName(args, 0))
 	if strings.Contains(spec.Name, "|") {
 		name += " " + strings.ToUpper(command.Arg(args, 1))
 	}
@@ -332,7 +333,7 @@ func (c *clusterBackend) Masters() []string {
 
 // DoOn implements NodeDoer.
 func (c *clusterBackend) DoOn(ctx context.Context, addr string, args ...any) (any, error) {
-	if _, err := checkCommand(args); err != nil {
+	if _, err := conn.CheckCommand(args); err != nil {
 		return nil, err
 	}
 	if c.closed.Load() {

@@ -2,6 +2,7 @@ package strategy
 
 import (
 	"context"
+	"github.com/redisx-go/kit/internal/conn"
 	"maps"
 	"slices"
 	"time"
@@ -26,9 +27,9 @@ func askExec(ctx context.Context, n node, keys []string, rp *reply, enc func([]b
 	}
 	*rp = rps[1]
 	if rps[0].err != nil {
-		return replyError("asking", rps[0].err)
+		return conn.ReplyError("asking", rps[0].err)
 	}
-	return replyError("ask", rp.err)
+	return conn.ReplyError("ask", rp.err)
 }
 
 // Get implements Backend.
@@ -38,7 +39,7 @@ func (c *clusterBackend) Get(ctx context.Context, key string) ([]byte, error) {
 		func(n node) (err error) { v, err = n.Get(ctx, key); return err },
 		func(n node) error {
 			rp := reply{kind: replyBulk}
-			err := askExec(ctx, n, []string{key}, &rp, func(b []byte) []byte { return appendGet(b, key) })
+			err := askExec(ctx, n, []string{key}, &rp, func(b []byte) []byte { return conn.AppendGet(b, key) })
 			if err == nil && rp.val == nil {
 				err = ErrNotFound
 			}
@@ -57,7 +58,7 @@ func (c *clusterBackend) Set(ctx context.Context, key string, value []byte, ttl 
 		func(n node) error { return n.Set(ctx, key, value, ttl) },
 		func(n node) error {
 			rp := reply{kind: replyOK}
-			return askExec(ctx, n, []string{key}, &rp, func(b []byte) []byte { return appendSet(b, key, value, ttl) })
+			return askExec(ctx, n, []string{key}, &rp, func(b []byte) []byte { return conn.AppendSet(b, key, value, ttl) })
 		})
 }
 
@@ -95,13 +96,13 @@ func (c *clusterBackend) Del(ctx context.Context, keys ...string) (int64, error)
 			func(n node) (err error) { n64, err = n.Del(ctx, g.keys...); return err },
 			func(n node) error {
 				rp := reply{kind: replyInt}
-				err := askExec(ctx, n, g.keys, &rp, func(b []byte) []byte { return appendKeys(b, "DEL", g.keys) })
+				err := askExec(ctx, n, g.keys, &rp, func(b []byte) []byte { return conn.AppendKeys(b, "DEL", g.keys) })
 				n64 = rp.num
 				return err
 			})
 		if err != nil {
 			if i > 0 {
-				return total, &partialError{err} // the slots before were deleted
+				return total, conn.Partial(err) // the slots before were deleted
 			}
 			return total, err
 		}
@@ -117,7 +118,7 @@ func (c *clusterBackend) mgetSlot(ctx context.Context, g slotGroup, vs [][]byte)
 		func(n node) (err error) { got, err = n.MGet(ctx, g.keys); return err },
 		func(n node) error {
 			rp := reply{kind: replyBulks, vals: make([][]byte, len(g.keys))}
-			err := askExec(ctx, n, g.keys, &rp, func(b []byte) []byte { return appendKeys(b, "MGET", g.keys) })
+			err := askExec(ctx, n, g.keys, &rp, func(b []byte) []byte { return conn.AppendKeys(b, "MGET", g.keys) })
 			got = rp.vals
 			return err
 		})
@@ -149,7 +150,7 @@ func (c *clusterBackend) msetSlot(ctx context.Context, slot int, kv map[string][
 		func(n node) error {
 			rp := reply{kind: replyOK}
 			return askExec(ctx, n, keys, &rp, func(b []byte) []byte {
-				b, rp.n = appendMSet(b, kv, ttl)
+				b, rp.n = conn.AppendMSet(b, kv, ttl)
 				return b
 			})
 		})
@@ -173,7 +174,7 @@ func (c *clusterBackend) MSet(ctx context.Context, kv map[string][]byte, ttl tim
 	for i, s := range order {
 		if err := c.msetSlot(ctx, s, bySlot[s], ttl); err != nil {
 			if i > 0 {
-				return &partialError{err} // the slots before were written
+				return conn.Partial(err) // the slots before were written
 			}
 			return err
 		}

@@ -4,11 +4,12 @@ import (
 	"context"
 	"testing"
 
-	goredis "github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9"
 	"github.com/redisx-go/kit/internal/launcher"
 	"github.com/redisx-go/kit/redisx"
 	"github.com/redisx-go/kit/redisxtest"
 	"github.com/redisx-go/kit/strategy"
+	"github.com/redisx-go/kit/strategy/goredis"
 )
 
 func TestMultiplexedConformance(t *testing.T) {
@@ -43,12 +44,12 @@ func TestPoolConformance(t *testing.T) {
 
 func TestGoRedisConformance(t *testing.T) {
 	srv := launcher.Standalone(t, launcher.Options{})
-	rdb := goredis.NewClient(&goredis.Options{Addr: srv.Addr(), PoolSize: 64, ContextTimeoutEnabled: true})
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), PoolSize: 64, ContextTimeoutEnabled: true})
 	t.Cleanup(func() { rdb.Close() })
 	if err := rdb.Ping(context.Background()).Err(); err != nil {
 		t.Fatal(err)
 	}
-	redisxtest.RunConformance(t, redisx.Options{Addrs: []string{srv.Addr()}, Strategy: strategy.GoRedis{Client: rdb}})
+	redisxtest.RunConformance(t, redisx.Options{Addrs: []string{srv.Addr()}, Strategy: goredis.Strategy{Client: rdb}})
 }
 
 func TestSlotGroupedConformance(t *testing.T) {

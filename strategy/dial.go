@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"github.com/redisx-go/kit/internal/conn"
 	"io"
 	"net"
 	"strings"
@@ -43,7 +44,7 @@ func dial(ctx context.Context, cfg *Config, addr string) (net.Conn, error) {
 		if username, password, err = cfg.Credentials(ctx); err != nil {
 			// The function's error is the user's: it is wrapped, and had
 			// better not hold the secret it failed to produce.
-			return nil, unsent(fmt.Errorf("%w: credentials for %s: %w", ErrConnection, addr, err))
+			return nil, conn.MarkUnsent(fmt.Errorf("%w: credentials for %s: %w", ErrConnection, addr, err))
 		}
 	}
 	var nc net.Conn
@@ -99,7 +100,7 @@ func dial(ctx context.Context, cfg *Config, addr string) (net.Conn, error) {
 			nc.Close()
 		}
 		// Nothing but the handshake was written: no caller's request.
-		return nil, unsent(handshakeError(cfg, addr, err, nc != nil))
+		return nil, conn.MarkUnsent(handshakeError(cfg, addr, err, nc != nil))
 	}
 	return nc, nil
 }
@@ -174,41 +175,4 @@ func tlsConfigFor(c *tls.Config, addr string) *tls.Config {
 		}
 	}
 	return c
-}
-
-// contextEnded is the error of a call whose context ended while it waited
-// on addr, the same on every transport: before its request was sent
-// (sent false: not executed, Unsent says so), or while it waited for the
-// reply. It unwraps to the context's error, so that errors.Is finds
-// context.DeadlineExceeded or context.Canceled, and reads
-// "redisx: 127.0.0.1:6379: context deadline exceeded before the request
-// was sent".
-type contextEnded struct {
-	addr string
-	sent bool
-	err  error // the context's
-}
-
-func (e *contextEnded) Error() string {
-	where := "before the request was sent"
-	if e.sent {
-		where = "waiting for the reply (the request may have reached the server)"
-	}
-	return "redisx: " + e.addr + ": " + e.err.Error() + " " + where
-}
-
-func (e *contextEnded) Unwrap() error { return e.err }
-
-// ctxErr returns err, when it is a context's own error, as a contextEnded
-// on addr; any other error as it is.
-func ctxErr(addr string, sent bool, err error) error {
-	if err == context.Canceled || err == context.DeadlineExceeded {
-		return &contextEnded{addr: addr, sent: sent, err: err}
-	}
-	return err
-}
-
-// connError wraps a network or protocol failure on addr.
-func connError(addr string, err error) error {
-	return fmt.Errorf("%w: %s: %w", ErrConnection, addr, err)
 }

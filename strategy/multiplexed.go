@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/redisx-go/kit/internal/conn"
 	"maps"
 	"slices"
 	"sync"
@@ -273,7 +274,7 @@ func (n *muxNode) waitAbandoned(ctx context.Context, keys []string, big bool) er
 	for {
 		select {
 		case <-ctx.Done():
-			return ctxErr(n.addr, false, ctx.Err())
+			return conn.CtxErr(n.addr, false, ctx.Err())
 		case <-n.stop:
 			return ErrClosed
 		case <-t.C:
@@ -347,14 +348,14 @@ func fnv(key string) uint32 {
 func (n *muxNode) enqueue(ctx context.Context, i int) (*muxConn, error) {
 	for {
 		if err := ctx.Err(); err != nil {
-			return nil, ctxErr(n.addr, false, err)
+			return nil, conn.CtxErr(n.addr, false, err)
 		}
 		if n.closed.Load() {
 			return nil, ErrClosed
 		}
 		c, err := n.conn(ctx, i)
 		if err != nil {
-			return nil, ctxErr(n.addr, false, err)
+			return nil, conn.CtxErr(n.addr, false, err)
 		}
 		if limit := int64(n.opts.MaxPending); !c.reserve(limit) {
 			err = c.waitRoom(ctx, limit)
@@ -368,9 +369,9 @@ func (n *muxNode) enqueue(ctx context.Context, i int) (*muxConn, error) {
 		case err == errRetired:
 			continue
 		case ctx.Err() != nil, errors.Is(err, ErrClosed):
-			return nil, ctxErr(n.addr, false, err)
+			return nil, conn.CtxErr(n.addr, false, err)
 		}
-		return nil, unsent(err)
+		return nil, conn.MarkUnsent(err)
 	}
 }
 
@@ -398,11 +399,11 @@ func (n *muxNode) roundTripSized(ctx context.Context, i int, cmd string, rp *rep
 	cl.reply, cl.lead = *rp, true
 	leads := c.push(cl, int64(rp.count()), true)
 	if err := c.await(ctx, cl, leads); err != nil {
-		return ctxErr(n.addr, true, err)
+		return conn.CtxErr(n.addr, true, err)
 	}
 	*rp = cl.reply
 	n.calls.put(cl)
-	return replyError(cmd, rp.err)
+	return conn.ReplyError(cmd, rp.err)
 }
 
 // Get implements Backend.
@@ -412,7 +413,7 @@ func (n *muxNode) Get(ctx context.Context, key string) ([]byte, error) {
 		return nil, err
 	}
 	rp := reply{kind: replyBulk}
-	if err := n.roundTrip(ctx, i, "get", &rp, func(b []byte) []byte { return appendGet(b, key) }); err != nil {
+	if err := n.roundTrip(ctx, i, "get", &rp, func(b []byte) []byte { return conn.AppendGet(b, key) }); err != nil {
 		return nil, err
 	}
 	if rp.val == nil {
@@ -429,7 +430,7 @@ func (n *muxNode) Set(ctx context.Context, key string, value []byte, ttl time.Du
 		return err
 	}
 	rp := reply{kind: replyOK}
-	enc := func(b []byte) []byte { return appendSet(b, key, value, ttl) }
+	enc := func(b []byte) []byte { return conn.AppendSet(b, key, value, ttl) }
 	if big {
 		return n.roundTripSized(ctx, i, "set", &rp, len(key)+len(value)+64, enc)
 	}
@@ -446,7 +447,7 @@ func (n *muxNode) Del(ctx context.Context, keys ...string) (int64, error) {
 		return 0, err
 	}
 	rp := reply{kind: replyInt}
-	err = n.roundTrip(ctx, i, "del", &rp, func(b []byte) []byte { return appendKeys(b, "DEL", keys) })
+	err = n.roundTrip(ctx, i, "del", &rp, func(b []byte) []byte { return conn.AppendKeys(b, "DEL", keys) })
 	return rp.num, err
 }
 
@@ -460,7 +461,7 @@ func (n *muxNode) MGet(ctx context.Context, keys []string) ([][]byte, error) {
 		return nil, err
 	}
 	rp := reply{kind: replyBulks, vals: make([][]byte, len(keys))}
-	if err := n.roundTrip(ctx, i, "mget", &rp, func(b []byte) []byte { return appendKeys(b, "MGET", keys) }); err != nil {
+	if err := n.roundTrip(ctx, i, "mget", &rp, func(b []byte) []byte { return conn.AppendKeys(b, "MGET", keys) }); err != nil {
 		return nil, err
 	}
 	return rp.vals, nil
@@ -481,18 +482,18 @@ func (n *muxNode) MSet(ctx context.Context, kv map[string][]byte, ttl time.Durat
 	}
 	rp := reply{kind: replyOK}
 	return n.roundTrip(ctx, i, "mset", &rp, func(b []byte) []byte {
-		b, rp.n = appendMSet(b, kv, ttl)
+		b, rp.n = conn.AppendMSet(b, kv, ttl)
 		return b
 	})
 }
 
 // Do implements Doer. Blocking commands run on a dedicated connection.
 func (n *muxNode) Do(ctx context.Context, args ...any) (any, error) {
-	class, err := checkCommand(args)
+	class, err := conn.CheckCommand(args)
 	if err != nil {
 		return nil, err
 	}
-	if class == classBlocking {
+	if class == conn.ClassBlocking {
 		side, err := n.sidePool()
 		if err != nil {
 			return nil, err
@@ -504,8 +505,8 @@ func (n *muxNode) Do(ctx context.Context, args ...any) (any, error) {
 		return nil, err
 	}
 	rp := reply{kind: replyAny}
-	if err := n.roundTrip(ctx, i, argName(args, 0), &rp, func(b []byte) []byte {
-		b, _ = appendArgs(b, args) // cannot fail: checkCommand refused what it cannot encode
+	if err := n.roundTrip(ctx, i, conn.ArgName(args, 0), &rp, func(b []byte) []byte {
+		b, _ = conn.AppendArgs(b, args) // cannot fail: conn.CheckCommand refused what it cannot encode
 		return b
 	}); err != nil {
 		return nil, err
@@ -597,7 +598,7 @@ func (n *muxNode) exec(ctx context.Context, keys []string, buf []byte, rps []rep
 	cl.kind, cl.pipe, cl.lead = replyPipe, rps, true
 	leads := c.push(cl, int64(cl.replies()), true)
 	if err := c.await(ctx, cl, leads); err != nil {
-		return ctxErr(n.addr, true, err)
+		return conn.CtxErr(n.addr, true, err)
 	}
 	n.calls.put(cl)
 	return nil
@@ -627,7 +628,7 @@ func (n *muxNode) send(ctx context.Context, keys []string, buf []byte, rps []rep
 // await is the second half of send.
 func (n *muxNode) await(ctx context.Context, cl *call) error {
 	if err := wait(ctx, cl); err != nil {
-		return ctxErr(n.addr, true, err)
+		return conn.CtxErr(n.addr, true, err)
 	}
 	n.calls.put(cl)
 	return nil

@@ -3,6 +3,7 @@ package strategy
 import (
 	"context"
 	"errors"
+	"github.com/redisx-go/kit/internal/conn"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -302,7 +303,7 @@ func (c *muxConn) fail(err error) {
 	}
 	closing := errors.Is(err, ErrClosed)
 	if !closing {
-		err = connError(c.node.addr, err)
+		err = conn.ConnError(c.node.addr, err)
 	}
 	c.err = err
 	c.broken.Store(true)

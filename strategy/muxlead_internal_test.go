@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/redisx-go/kit/internal/conn"
 	"math/rand/v2"
 	"runtime"
 	"sync"
@@ -86,8 +87,8 @@ func leadWorkload(t *testing.T, n *muxNode, keys []string, goroutines, ops int, 
 				default:
 					// A pipeline that cannot lead, awaited after a pause.
 					var buf []byte
-					buf = appendGet(buf, k)
-					buf = appendKeys(buf, "PTTL", []string{k})
+					buf = conn.AppendGet(buf, k)
+					buf = conn.AppendKeys(buf, "PTTL", []string{k})
 					rps := []reply{{kind: replyBulk}, {kind: replyInt}}
 					var cl *call
 					cl, err = n.send(ctx, []string{k}, buf, rps)

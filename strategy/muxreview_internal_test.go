@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"github.com/redisx-go/kit/internal/conn"
 	"math/rand/v2"
 	"strconv"
 	"sync"
@@ -364,7 +365,7 @@ func TestMuxReviewBigValuesAcrossChunks(t *testing.T) {
 							default:
 								rps := []reply{{kind: replyBulk}}
 								var cl *call
-								if cl, err = n.send(ctx, []string{k}, appendGet(nil, k), rps); err == nil {
+								if cl, err = n.send(ctx, []string{k}, conn.AppendGet(nil, k), rps); err == nil {
 									if err = n.await(ctx, cl); err == nil {
 										got = rps[0].val
 									}
@@ -433,7 +434,7 @@ func TestMuxReviewIdleWatchToggles(t *testing.T) {
 				} else {
 					rps := []reply{{kind: replyBulk}}
 					var cl *call
-					if cl, err = n.send(ctx, []string{k}, appendGet(nil, k), rps); err == nil {
+					if cl, err = n.send(ctx, []string{k}, conn.AppendGet(nil, k), rps); err == nil {
 						err = n.await(ctx, cl)
 					}
 					if err == nil { // an abandoned pipeline's replies are still written
@@ -506,7 +507,7 @@ func TestMuxReviewWatchdogFailsHeldReadSide(t *testing.T) {
 				k := keys[i%len(keys)]
 				if i%3 == 0 {
 					rps := []reply{{kind: replyBulk}}
-					cl, err := n.send(context.Background(), []string{k}, appendGet(nil, k), rps)
+					cl, err := n.send(context.Background(), []string{k}, conn.AppendGet(nil, k), rps)
 					if err == nil {
 						err = n.await(context.Background(), cl)
 					}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/redisx-go/kit/internal/conn"
 	"math/rand/v2"
 	"runtime"
 	"strconv"
@@ -65,7 +66,7 @@ func storm(t *testing.T, n *muxNode, goroutines, ops int) int64 {
 						bad.Add(1)
 					}
 				default:
-					buf := appendGet(nil, k)
+					buf := conn.AppendGet(nil, k)
 					rps := []reply{{kind: replyBulk}}
 					var cl *call
 					if cl, err = n.send(ctx, []string{k}, buf, rps); err == nil {
@@ -189,7 +190,7 @@ func closeMidFlight(t *testing.T, tg muxReviewTarget, delayed bool, round int) {
 				default:
 					rps := []reply{{kind: replyBulk}}
 					var cl *call
-					if cl, err = n.send(context.Background(), []string{k}, appendGet(nil, k), rps); err == nil {
+					if cl, err = n.send(context.Background(), []string{k}, conn.AppendGet(nil, k), rps); err == nil {
 						runtime.Gosched()
 						err = n.await(context.Background(), cl)
 					}

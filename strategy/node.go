@@ -26,7 +26,6 @@ var (
 	_ capable  = (*clusterBackend)(nil)
 	_ NodeDoer = (*clusterBackend)(nil)
 	_ capable  = (*slotGrouped)(nil)
-	_ capable  = (*goRedisBackend)(nil)
 )
 
 // node is a transport's backend for one server: the unit a cluster

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/redisx-go/kit/internal/conn"
 	"net"
 	"runtime"
 	"sync"
@@ -71,7 +72,7 @@ func (p Pool) openNode(ctx context.Context, cfg Config, addr string) (node, erro
 	if err := n.p.CreateResource(ctx); err != nil {
 		n.Close()
 		if ctx.Err() == nil && !errors.Is(err, ErrConnection) && !errors.Is(err, ErrAuth) {
-			err = connError(addr, err)
+			err = conn.ConnError(addr, err)
 		}
 		return nil, err
 	}
@@ -205,7 +206,7 @@ func (n *poolNode) destruct(c *pconn) {
 // Unsent error.
 func (n *poolNode) acquire(ctx context.Context) (*puddle.Resource[*pconn], error) {
 	if err := ctx.Err(); err != nil {
-		return nil, ctxErr(n.addr, false, err)
+		return nil, conn.CtxErr(n.addr, false, err)
 	}
 	if n.closed.Load() {
 		return nil, ErrClosed
@@ -237,13 +238,13 @@ func (n *poolNode) acquire(ctx context.Context) (*puddle.Resource[*pconn], error
 		<-n.gate
 		switch {
 		case ctx.Err() != nil:
-			return nil, ctxErr(n.addr, false, ctx.Err())
+			return nil, conn.CtxErr(n.addr, false, ctx.Err())
 		case errors.Is(err, puddle.ErrClosedPool), n.closed.Load():
 			return nil, ErrClosed
 		case errors.Is(err, ErrConnection), errors.Is(err, ErrAuth):
-			return nil, unsent(err)
+			return nil, conn.MarkUnsent(err)
 		}
-		return nil, unsent(connError(n.addr, err))
+		return nil, conn.MarkUnsent(conn.ConnError(n.addr, err))
 	}
 	return res, nil
 }
@@ -291,7 +292,7 @@ type exchange struct {
 }
 
 // begin borrows a connection for a command that may block the server's
-// answer for block (see blockTime).
+// answer for block (see conn.BlockTime).
 func (n *poolNode) begin(ctx context.Context, block time.Duration) (exchange, error) {
 	res, err := n.acquire(ctx)
 	if err != nil {
@@ -323,7 +324,7 @@ func (c *pconn) arm(ctx context.Context, timeout, block time.Duration) {
 	fromTimeout := false
 	switch {
 	case ok:
-	case timeout <= 0 || block == blockForever:
+	case timeout <= 0 || block == conn.BlockForever:
 		deadline = time.Time{}
 	case block > 0:
 		deadline = time.Now().Add(timeout + block)
@@ -378,16 +379,16 @@ func (x *exchange) end(ctx context.Context, cmd string, err error) error {
 		x.n.done()
 		if err := contextError(ctx, err); err != nil {
 			x.n.broken.Add(1)
-			return ctxErr(x.n.addr, !x.unsent, err)
+			return conn.CtxErr(x.n.addr, !x.unsent, err)
 		}
 		if x.n.closed.Load() {
 			return ErrClosed
 		}
 		x.n.broken.Add(1)
 		if x.unsent {
-			return unsent(connError(x.n.addr, err))
+			return conn.MarkUnsent(conn.ConnError(x.n.addr, err))
 		}
-		return connError(x.n.addr, err)
+		return conn.ConnError(x.n.addr, err)
 	}
 	if cap(x.c.buf) > 1<<20 {
 		x.c.buf = make([]byte, 0, 512)
@@ -399,12 +400,12 @@ func (x *exchange) end(ctx context.Context, cmd string, err error) error {
 		x.res.Release()
 	}
 	x.n.done()
-	return replyError(cmd, err)
+	return conn.ReplyError(cmd, err)
 }
 
 // roundTrip is one command on a borrowed connection: enc encodes it, rp
 // (whose kind, and for a run of SETs n, say what to expect) receives its
-// reply. block is the command's own block time (see blockTime). It returns
+// reply. block is the command's own block time (see conn.BlockTime). It returns
 // the context's error, the connection's failure, or rp's reply error
 // wrapped with cmd.
 func (n *poolNode) roundTrip(ctx context.Context, cmd string, block time.Duration, rp *reply, enc func([]byte) []byte) error {
@@ -424,7 +425,7 @@ func (n *poolNode) roundTrip(ctx context.Context, cmd string, block time.Duratio
 // Get implements Backend.
 func (n *poolNode) Get(ctx context.Context, key string) ([]byte, error) {
 	rp := reply{kind: replyBulk}
-	if err := n.roundTrip(ctx, "get", 0, &rp, func(b []byte) []byte { return appendGet(b, key) }); err != nil {
+	if err := n.roundTrip(ctx, "get", 0, &rp, func(b []byte) []byte { return conn.AppendGet(b, key) }); err != nil {
 		return nil, err
 	}
 	if rp.val == nil {
@@ -436,7 +437,7 @@ func (n *poolNode) Get(ctx context.Context, key string) ([]byte, error) {
 // Set implements Backend.
 func (n *poolNode) Set(ctx context.Context, key string, value []byte, ttl time.Duration) error {
 	rp := reply{kind: replyOK}
-	return n.roundTrip(ctx, "set", 0, &rp, func(b []byte) []byte { return appendSet(b, key, value, ttl) })
+	return n.roundTrip(ctx, "set", 0, &rp, func(b []byte) []byte { return conn.AppendSet(b, key, value, ttl) })
 }
 
 // Del implements Backend.
@@ -445,7 +446,7 @@ func (n *poolNode) Del(ctx context.Context, keys ...string) (int64, error) {
 		return 0, nil
 	}
 	rp := reply{kind: replyInt}
-	err := n.roundTrip(ctx, "del", 0, &rp, func(b []byte) []byte { return appendKeys(b, "DEL", keys) })
+	err := n.roundTrip(ctx, "del", 0, &rp, func(b []byte) []byte { return conn.AppendKeys(b, "DEL", keys) })
 	return rp.num, err
 }
 
@@ -455,7 +456,7 @@ func (n *poolNode) MGet(ctx context.Context, keys []string) ([][]byte, error) {
 		return [][]byte{}, nil
 	}
 	rp := reply{kind: replyBulks, vals: make([][]byte, len(keys))}
-	if err := n.roundTrip(ctx, "mget", 0, &rp, func(b []byte) []byte { return appendKeys(b, "MGET", keys) }); err != nil {
+	if err := n.roundTrip(ctx, "mget", 0, &rp, func(b []byte) []byte { return conn.AppendKeys(b, "MGET", keys) }); err != nil {
 		return nil, err
 	}
 	return rp.vals, nil
@@ -468,7 +469,7 @@ func (n *poolNode) MSet(ctx context.Context, kv map[string][]byte, ttl time.Dura
 	}
 	rp := reply{kind: replyOK}
 	return n.roundTrip(ctx, "mset", 0, &rp, func(b []byte) []byte {
-		b, rp.n = appendMSet(b, kv, ttl)
+		b, rp.n = conn.AppendMSet(b, kv, ttl)
 		return b
 	})
 }
@@ -477,12 +478,12 @@ func (n *poolNode) MSet(ctx context.Context, kv map[string][]byte, ttl time.Dura
 // caller's alone for the call, and the read deadline is extended by the
 // command's own timeout.
 func (n *poolNode) Do(ctx context.Context, args ...any) (any, error) {
-	if _, err := checkCommand(args); err != nil {
+	if _, err := conn.CheckCommand(args); err != nil {
 		return nil, err
 	}
 	rp := reply{kind: replyAny}
-	if err := n.roundTrip(ctx, argName(args, 0), blockTime(args), &rp, func(b []byte) []byte {
-		b, _ = appendArgs(b, args) // cannot fail: checkCommand refused what it cannot encode
+	if err := n.roundTrip(ctx, conn.ArgName(args, 0), conn.BlockTime(args), &rp, func(b []byte) []byte {
+		b, _ = conn.AppendArgs(b, args) // cannot fail: conn.CheckCommand refused what it cannot encode
 		return b
 	}); err != nil {
 		return nil, err

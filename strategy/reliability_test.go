@@ -9,13 +9,14 @@ import (
 	"testing"
 	"time"
 
-	goredis "github.com/redis/go-redis/v9"
+	redisv9 "github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
 	"github.com/redisx-go/kit/internal/faultproxy/faulttest"
 	"github.com/redisx-go/kit/internal/launcher"
 	"github.com/redisx-go/kit/redisx"
 	"github.com/redisx-go/kit/strategy"
+	"github.com/redisx-go/kit/strategy/goredis"
 )
 
 // relStrategy names a strategy under test and builds it for a server
@@ -37,8 +38,8 @@ func relStrategies() []relStrategy {
 		{"multiplexed-conns=2", func(string) strategy.Strategy { return strategy.Multiplexed{Conns: 2} }, true},
 		{"pool-size=16", func(string) strategy.Strategy { return strategy.Pool{Size: 16} }, true},
 		{"go-redis", func(addr string) strategy.Strategy {
-			rdb := goredis.NewClient(&goredis.Options{Addr: addr, PoolSize: 16, ContextTimeoutEnabled: true})
-			return strategy.GoRedis{Client: rdb, CloseClient: true}
+			rdb := redisv9.NewClient(&redisv9.Options{Addr: addr, PoolSize: 16, ContextTimeoutEnabled: true})
+			return goredis.Strategy{Client: rdb, CloseClient: true}
 		}, false},
 	}
 }

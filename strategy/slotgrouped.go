@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/redisx-go/kit/internal/conn"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -70,23 +71,6 @@ func (s SlotGrouped) Open(ctx context.Context, cfg Config) (Backend, error) {
 	}
 	return g, nil
 }
-
-// NodeError reports the keys of a multi-key call that failed on one node.
-// Other nodes' results are returned alongside it.
-type NodeError struct {
-	Node string   // host:port
-	Keys []string // the keys whose part failed
-	Err  error    // the node's error
-}
-
-// Error names the node and how many keys failed on it, not the keys
-// themselves, followed by the node's error.
-func (e *NodeError) Error() string {
-	return fmt.Sprintf("redisx: %d keys on %s: %v", len(e.Keys), e.Node, e.Err)
-}
-
-// Unwrap returns the node's error.
-func (e *NodeError) Unwrap() error { return e.Err }
 
 type slotGrouped struct {
 	inner   Backend
@@ -371,7 +355,7 @@ func (g *slotGrouped) MGet(ctx context.Context, keys []string) ([][]byte, error)
 			n := len(bg.keys)
 			rp := reply{kind: replyBulks, vals: flat[off : off+n : off+n]}
 			off += n
-			return appendKeys(buf, "MGET", bg.keys), rp
+			return conn.AppendKeys(buf, "MGET", bg.keys), rp
 		},
 		func(bg batchGroup, rp *reply) {
 			for k, p := range bg.pos {
@@ -405,14 +389,14 @@ func (g *slotGrouped) MSet(ctx context.Context, kv map[string][]byte, ttl time.D
 	return g.grouped(ctx, keys, "mset",
 		func(buf []byte, bg batchGroup) ([]byte, reply) {
 			if ttl <= 0 {
-				buf = appendArrayHeader(buf, 2*len(bg.keys)+1, "MSET")
+				buf = conn.AppendArrayHeader(buf, 2*len(bg.keys)+1, "MSET")
 				for _, k := range bg.keys {
-					buf = appendPair(buf, k, kv[k])
+					buf = conn.AppendPair(buf, k, kv[k])
 				}
 				return buf, reply{kind: replyOK, n: 1}
 			}
 			for _, k := range bg.keys {
-				buf = appendSet(buf, k, kv[k], ttl)
+				buf = conn.AppendSet(buf, k, kv[k], ttl)
 			}
 			return buf, reply{kind: replyOK, n: len(bg.keys)}
 		},
@@ -437,7 +421,7 @@ func (g *slotGrouped) Del(ctx context.Context, keys ...string) (int64, error) {
 	var total atomic.Int64
 	err := g.grouped(ctx, keys, "del",
 		func(buf []byte, bg batchGroup) ([]byte, reply) {
-			return appendKeys(buf, "DEL", bg.keys), reply{kind: replyInt}
+			return conn.AppendKeys(buf, "DEL", bg.keys), reply{kind: replyInt}
 		},
 		func(_ batchGroup, rp *reply) { total.Add(rp.num) },
 		func(bg batchGroup) error {
@@ -478,7 +462,7 @@ func (f *nodeFailure) retry(ctx context.Context, bg batchGroup, err error, rerou
 // report adds the node's failed keys, if any, to fail.
 func (f *nodeFailure) report(fail *failures, cmd string) {
 	if len(f.keys) > 0 {
-		fail.add(nodeAddr(f.n), f.keys, replyError(cmd, f.err))
+		fail.add(nodeAddr(f.n), f.keys, conn.ReplyError(cmd, f.err))
 	}
 }
 

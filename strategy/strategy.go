@@ -3,31 +3,29 @@ package strategy
 import (
 	"context"
 	"crypto/tls"
-	"errors"
-	"strings"
 	"time"
 
-	"github.com/gomodule/redigo/redis"
+	"github.com/redisx-go/kit/internal/conn"
 )
 
 // Sentinel errors, compared with errors.Is. Package redisx re-exports them.
 var (
 	// ErrNotFound is returned by Get when the key does not exist.
-	ErrNotFound = errors.New("redisx: not found")
+	ErrNotFound = conn.ErrNotFound
 	// ErrClosed is returned by any call on a closed client, and by calls
 	// still waiting when the client is closed.
-	ErrClosed = errors.New("redisx: client closed")
+	ErrClosed = conn.ErrClosed
 	// ErrInvalidArgument is returned, before anything is sent, for input
 	// the server would refuse or misread: a negative TTL, a key, value or
 	// command argument over MaxValueSize, a nil map, an argument of an
 	// unsupported type.
-	ErrInvalidArgument = errors.New("redisx: invalid argument")
+	ErrInvalidArgument = conn.ErrInvalidArgument
 	// ErrConnection wraps network and protocol failures. The connection
 	// that failed is discarded and replaced; the call may be retried.
-	ErrConnection = errors.New("redisx: connection failed")
+	ErrConnection = conn.ErrConnection
 	// ErrUnsupported is returned for a command or capability the strategy
 	// does not provide, such as a transaction on a shared connection.
-	ErrUnsupported = errors.New("redisx: unsupported")
+	ErrUnsupported = conn.ErrUnsupported
 	// ErrAuth is returned when the server refuses a new connection's
 	// handshake for its credentials: a wrong password or user name
 	// (WRONGPASS, "invalid password", "invalid username-password pair"), no
@@ -36,7 +34,7 @@ var (
 	// (NOPERM). It does not wrap ErrConnection: retrying with the same
 	// credentials does not help, and redisx never retries it. The error
 	// names the server, never the password.
-	ErrAuth = errors.New("redisx: authentication failed")
+	ErrAuth = conn.ErrAuth
 )
 
 // Unsent reports whether err shows that the request of the call that
@@ -44,47 +42,15 @@ var (
 // was written — a dial that failed (ErrAuth included), a pool that could
 // not create a connection, a connection found broken before the request
 // was written to it, a cluster slot no master served, a context that
-// ended before the request was sent — or the server
-// refused it without running it, with a reply that means "not now"
-// (TRYAGAIN, CLUSTERDOWN, LOADING, MASTERDOWN: see Temporary). Retrying
-// such a call cannot apply a write twice. Unsent is false for nil, for errors that do not wrap a
+// ended before the request was sent — or the server refused it without
+// running it, with a reply that means "not now" (TRYAGAIN, CLUSTERDOWN,
+// LOADING, MASTERDOWN: see Temporary). Retrying such a call cannot apply
+// a write twice. Unsent is false for nil, for errors that do not wrap a
 // connection failure of this package, for an error that joins several
 // unless every one is unsent, and for a *NodeError: it reports one
 // node's part of a multi-node call, whose other parts may have been
 // applied.
-func Unsent(err error) bool {
-	// A *NodeError or a partialError reports a call of several parts, some
-	// of which may have been applied: never unsent as a whole.
-	switch e := err.(type) {
-	case nil, *NodeError, *partialError:
-		return false
-	case *unsentError:
-		return true
-	case *contextEnded:
-		return !e.sent
-	case redis.Error:
-		return notNow(e)
-	case interface{ Unwrap() error }:
-		return Unsent(e.Unwrap())
-	case interface{ Unwrap() []error }:
-		// fmt.Errorf("%w: …: %w", ErrConnection, err) puts a bare
-		// sentinel beside the cause: it says nothing either way. Any other
-		// branch must be unsent too: a joined error may hold the failure
-		// of a node that did receive its part.
-		found := false
-		for _, b := range e.Unwrap() {
-			switch {
-			case b == ErrConnection:
-			case Unsent(b):
-				found = true
-			default:
-				return false
-			}
-		}
-		return found
-	}
-	return false
-}
+func Unsent(err error) bool { return conn.Unsent(err) }
 
 // Temporary reports whether err is a failure that the same call may not
 // meet if it is tried again a moment later: a connection failure (an
@@ -94,51 +60,23 @@ func Unsent(err error) bool {
 // its data set), MASTERDOWN (a replica that lost its master). Whether a
 // write that failed so may be sent again is Unsent's to say.
 //
-// Backends of this package do not retry (a cluster follows MOVED and ASK
+// Backends of this module do not retry (a cluster follows MOVED and ASK
 // redirects, which are routing, and reloads its slot map after such a
 // failure): redisx.Client retries by its one policy, redisx.Retry, with
 // these two functions.
-func Temporary(err error) bool {
-	if err == nil || errors.Is(err, ErrClosed) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return false
-	}
-	if errors.Is(err, ErrConnection) {
-		return true
-	}
-	var re redis.Error
-	return errors.As(err, &re) && notNow(re)
-}
-
-// notNow reports a server reply that means "not now": the command was
-// not executed and may be sent again later.
-func notNow(re redis.Error) bool {
-	for _, p := range [...]string{"TRYAGAIN", "CLUSTERDOWN", "LOADING", "MASTERDOWN"} {
-		if strings.HasPrefix(string(re), p) {
-			return true
-		}
-	}
-	return false
-}
-
-// unsentError marks an error as Unsent where it is created. It reads and
-// unwraps as the error it marks.
-type unsentError struct{ err error }
-
-func (e *unsentError) Error() string { return e.err.Error() }
-func (e *unsentError) Unwrap() error { return e.err }
-
-// unsent marks err (not nil) as Unsent.
-func unsent(err error) error {
-	if _, ok := err.(*unsentError); ok {
-		return err
-	}
-	return &unsentError{err}
-}
+func Temporary(err error) bool { return conn.Temporary(err) }
 
 // MaxValueSize is the largest bulk string Redis accepts
 // (proto-max-bulk-len's default), in bytes: the limit of a value, a key
 // and any argument of a command.
-const MaxValueSize = 512 << 20
+const MaxValueSize = conn.MaxValueSize
+
+// NodeError reports the keys of a multi-key call that failed on one node
+// (SlotGrouped on a cluster); other nodes' results are returned alongside
+// it, and errors.As finds it in the joined error. Its fields: Node, the
+// node's address (host:port); Keys, the keys whose part failed; Err, the
+// node's error, which Unwrap returns.
+type NodeError = conn.NodeError
 
 // Strategy is implemented by the values users choose from (Multiplexed,
 // Pool, GoRedis, localcache.Near…). Open starts a running backend with
@@ -343,12 +281,3 @@ type Config struct {
 	// empty.
 	ClientName string
 }
-
-// partialError is the failure of a call made of parts sent one after
-// another (a cluster's per-slot MSET or DEL) after an earlier part was
-// applied: retrying the call would apply that part again, so it is never
-// Unsent, whatever the failing part's own error says.
-type partialError struct{ err error }
-
-func (e *partialError) Error() string { return e.err.Error() }
-func (e *partialError) Unwrap() error { return e.err }

@@ -3,9 +3,9 @@ package strategy
 import (
 	"context"
 	"errors"
+	"github.com/redisx-go/kit/internal/conn"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/redisx-go/kit/internal/cluster"
 )
 
@@ -44,14 +44,14 @@ func ttlPipeline(keys []string, single bool) ([]byte, []reply) {
 	var buf []byte
 	rps := make([]reply, 1+len(keys))
 	if single {
-		buf = appendGet(buf, keys[0])
+		buf = conn.AppendGet(buf, keys[0])
 		rps[0] = reply{kind: replyBulk}
 	} else {
-		buf = appendKeys(buf, "MGET", keys)
+		buf = conn.AppendKeys(buf, "MGET", keys)
 		rps[0] = reply{kind: replyBulks, vals: make([][]byte, len(keys))}
 	}
 	for i, k := range keys {
-		buf = appendKeys(buf, "PTTL", []string{k})
+		buf = conn.AppendKeys(buf, "PTTL", []string{k})
 		rps[1+i] = reply{kind: replyInt}
 	}
 	return buf, rps
@@ -64,7 +64,7 @@ func nodeGetWithTTL(ctx context.Context, n node, key string) ([]byte, time.Durat
 		return nil, 0, err
 	}
 	if rps[0].err != nil {
-		return nil, 0, replyError("get", rps[0].err)
+		return nil, 0, conn.ReplyError("get", rps[0].err)
 	}
 	if rps[0].val == nil {
 		return nil, 0, ErrNotFound
@@ -81,7 +81,7 @@ func nodeMGetWithTTL(ctx context.Context, n node, keys []string) ([][]byte, []ti
 		return nil, nil, err
 	}
 	if rps[0].err != nil {
-		return nil, nil, replyError("mget", rps[0].err)
+		return nil, nil, conn.ReplyError("mget", rps[0].err)
 	}
 	ttls := make([]time.Duration, len(keys))
 	for i := range keys {
@@ -119,7 +119,7 @@ func (c *clusterBackend) GetWithTTL(ctx context.Context, key string) ([]byte, ti
 		func(n node) (err error) { v, ttl, err = nodeGetWithTTL(ctx, n, key); return err },
 		func(n node) error {
 			rp := reply{kind: replyBulk}
-			err := askExec(ctx, n, []string{key}, &rp, func(b []byte) []byte { return appendGet(b, key) })
+			err := askExec(ctx, n, []string{key}, &rp, func(b []byte) []byte { return conn.AppendGet(b, key) })
 			if err == nil && rp.val == nil {
 				err = ErrNotFound
 			}
@@ -144,7 +144,7 @@ func (c *clusterBackend) MGetWithTTL(ctx context.Context, keys []string) ([][]by
 			func(n node) (err error) { gv, gt, err = nodeMGetWithTTL(ctx, n, g.keys); return err },
 			func(n node) error {
 				rp := reply{kind: replyBulks, vals: make([][]byte, len(g.keys))}
-				err := askExec(ctx, n, g.keys, &rp, func(b []byte) []byte { return appendKeys(b, "MGET", g.keys) })
+				err := askExec(ctx, n, g.keys, &rp, func(b []byte) []byte { return conn.AppendKeys(b, "MGET", g.keys) })
 				gv, gt = rp.vals, make([]time.Duration, len(g.keys))
 				for i := range gt {
 					gt[i] = UnknownTTL
@@ -209,85 +209,4 @@ func (g *slotGrouped) MGetWithTTL(ctx context.Context, keys []string) ([][]byte,
 		return vs, ttls, err
 	}
 	return vs, ttls, nil
-}
-
-// GetWithTTL implements TTLGetter with a pipelined GET and PTTL. The
-// GET's own reply decides: a value (with UnknownTTL should the PTTL
-// fail), ErrNotFound, or its error.
-func (g *goRedisBackend) GetWithTTL(ctx context.Context, key string) ([]byte, time.Duration, error) {
-	if err := g.check(ctx); err != nil {
-		return nil, 0, err
-	}
-	p := g.rdb.Pipeline()
-	get := p.Get(ctx, key)
-	ttl := p.PTTL(ctx, key)
-	_, _ = p.Exec(ctx) // errors are read per command below
-	v, err := get.Bytes()
-	switch {
-	case errors.Is(err, redis.Nil):
-		return nil, 0, ErrNotFound
-	case err != nil:
-		return nil, 0, goRedisReadError(ctx, "get", err)
-	}
-	return v, goRedisTTL(ttl), nil
-}
-
-// MGetWithTTL implements TTLGetter with pipelined GETs and PTTLs (per key,
-// so that a cluster client splits the pipeline by node itself). Any GET
-// that fails — a connection error, or a server error such as WRONGTYPE
-// for a key that holds a list — fails the whole call: a failed read is
-// never reported as a missing key. go-redis's own Exec error is not
-// enough to tell: it is the first command's error, redis.Nil for a
-// missing key even when a later command failed.
-func (g *goRedisBackend) MGetWithTTL(ctx context.Context, keys []string) ([][]byte, []time.Duration, error) {
-	if err := g.check(ctx); err != nil {
-		return nil, nil, err
-	}
-	if len(keys) == 0 {
-		return [][]byte{}, []time.Duration{}, nil
-	}
-	p := g.rdb.Pipeline()
-	gets := make([]*redis.StringCmd, len(keys))
-	ttls := make([]*redis.DurationCmd, len(keys))
-	for i, k := range keys {
-		gets[i] = p.Get(ctx, k)
-		ttls[i] = p.PTTL(ctx, k)
-	}
-	_, _ = p.Exec(ctx) // errors are read per command below
-	vs := make([][]byte, len(keys))
-	ds := make([]time.Duration, len(keys))
-	for i := range keys {
-		v, err := gets[i].Bytes()
-		switch {
-		case errors.Is(err, redis.Nil):
-		case err != nil:
-			return nil, nil, goRedisReadError(ctx, "mget", err)
-		default:
-			vs[i] = v
-		}
-		ds[i] = goRedisTTL(ttls[i])
-	}
-	return vs, ds, nil
-}
-
-// goRedisReadError is goRedisError for one command of a pipeline: when
-// ctx is done its error is the call's, as it is for a single command —
-// a deadline that passes mid-read reaches the pipeline's commands as the
-// socket's i/o timeout.
-func goRedisReadError(ctx context.Context, cmd string, err error) error {
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	return goRedisError(cmd, err)
-}
-
-func goRedisTTL(c *redis.DurationCmd) time.Duration {
-	d, err := c.Result()
-	switch {
-	case err != nil || d == -2:
-		return UnknownTTL
-	case d == -1:
-		return NoTTL
-	}
-	return d
 }

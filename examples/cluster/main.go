@@ -25,7 +25,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/redisx-go/kit/internal/cluster"
 	"github.com/redisx-go/kit/redisx"
 	"github.com/redisx-go/kit/redisxtest"
 	"github.com/redisx-go/kit/strategy"
@@ -115,7 +114,7 @@ func demo(ctx context.Context, seeds []string, nkeys int) error {
 	for i := range keys {
 		keys[i] = fmt.Sprintf("%s%d", prefix, i)
 		kv[keys[i]] = fmt.Appendf(nil, "value-%d", i)
-		slots[cluster.Slot(keys[i])] = true
+		slots[redisx.Slot(keys[i])] = true
 	}
 	start := time.Now()
 	if err := grouped.MSet(ctx, kv, 10*time.Minute); err != nil {

@@ -1,4 +1,4 @@
-package strategy
+package conn
 
 import (
 	"context"
@@ -15,12 +15,12 @@ import (
 // Encoders of the cache-level commands. They append to a connection's
 // write buffer without allocating.
 
-func appendGet(b []byte, key string) []byte {
+func AppendGet(b []byte, key string) []byte {
 	b = append(b, "*2\r\n$3\r\nGET\r\n"...)
 	return resp.AppendString(b, key)
 }
 
-func appendSet(b []byte, key string, value []byte, ttl time.Duration) []byte {
+func AppendSet(b []byte, key string, value []byte, ttl time.Duration) []byte {
 	if ttl <= 0 {
 		b = append(b, "*3\r\n$3\r\nSET\r\n"...)
 		b = resp.AppendString(b, key)
@@ -30,16 +30,16 @@ func appendSet(b []byte, key string, value []byte, ttl time.Duration) []byte {
 	b = resp.AppendString(b, key)
 	b = resp.AppendBytes(b, value)
 	b = append(b, "$2\r\nPX\r\n"...)
-	return resp.AppendInt(b, ttlMillis(ttl))
+	return resp.AppendInt(b, TTLMillis(ttl))
 }
 
-// ttlMillis rounds a positive ttl up to whole milliseconds, so that a
+// TTLMillis rounds a positive ttl up to whole milliseconds, so that a
 // sub-millisecond ttl still expires rather than being refused.
-func ttlMillis(ttl time.Duration) int64 {
+func TTLMillis(ttl time.Duration) int64 {
 	return int64((ttl + time.Millisecond - 1) / time.Millisecond)
 }
 
-func appendKeys(b []byte, cmd string, keys []string) []byte {
+func AppendKeys(b []byte, cmd string, keys []string) []byte {
 	b = resp.AppendArray(b, len(keys)+1)
 	b = resp.AppendString(b, cmd)
 	for _, k := range keys {
@@ -48,10 +48,10 @@ func appendKeys(b []byte, cmd string, keys []string) []byte {
 	return b
 }
 
-// appendMSet encodes kv as one MSET when ttl is 0, otherwise as one
+// AppendMSet encodes kv as one MSET when ttl is 0, otherwise as one
 // SET … PX per pair (pipelined by the caller). It returns the number of
 // replies to expect.
-func appendMSet(b []byte, kv map[string][]byte, ttl time.Duration) ([]byte, int) {
+func AppendMSet(b []byte, kv map[string][]byte, ttl time.Duration) ([]byte, int) {
 	if ttl <= 0 {
 		b = resp.AppendArray(b, 2*len(kv)+1)
 		b = append(b, "$4\r\nMSET\r\n"...)
@@ -62,13 +62,13 @@ func appendMSet(b []byte, kv map[string][]byte, ttl time.Duration) ([]byte, int)
 		return b, 1
 	}
 	for k, v := range kv {
-		b = appendSet(b, k, v, ttl)
+		b = AppendSet(b, k, v, ttl)
 	}
 	return b, len(kv)
 }
 
-// appendArgs encodes a generic command.
-func appendArgs(b []byte, args []any) ([]byte, error) {
+// AppendArgs encodes a generic command.
+func AppendArgs(b []byte, args []any) ([]byte, error) {
 	b = resp.AppendArray(b, len(args))
 	for i, a := range args {
 		var err error
@@ -79,43 +79,43 @@ func appendArgs(b []byte, args []any) ([]byte, error) {
 	return b, nil
 }
 
-// commandClass says where a generic command may run.
-type commandClass uint8
+// Class says where a generic command may run.
+type Class uint8
 
 const (
-	classShared   commandClass = iota // any connection, shared or not
-	classBlocking                     // a dedicated connection: it may block it for long
-	classSession                      // changes connection state or needs a session: refused
+	ClassShared   Class = iota // any connection, shared or not
+	ClassBlocking              // a dedicated connection: it may block it for long
+	ClassSession               // changes connection state or needs a session: refused
 )
 
-// classify tells what a generic command needs. Blocking commands would
+// Classify tells what a generic command needs. Blocking commands would
 // stall every caller behind them on a shared connection; commands that
 // change a connection's state (SELECT, AUTH, SUBSCRIBE, CLIENT TRACKING…)
 // or span several calls (MULTI/EXEC, WATCH) would leak that state to the
 // next caller of a pooled connection.
-func classify(args []any) commandClass {
-	name := argName(args, 0)
+func Classify(args []any) Class {
+	name := ArgName(args, 0)
 	switch strings.ToUpper(name) {
 	case "BLPOP", "BRPOP", "BRPOPLPUSH", "BLMOVE", "BLMPOP", "BZPOPMIN", "BZPOPMAX", "BZMPOP", "WAIT", "WAITAOF":
-		return classBlocking
+		return ClassBlocking
 	case "XREAD", "XREADGROUP":
 		if _, ok := xreadBlock(args); ok {
-			return classBlocking
+			return ClassBlocking
 		}
 	case "SUBSCRIBE", "PSUBSCRIBE", "SSUBSCRIBE", "UNSUBSCRIBE", "PUNSUBSCRIBE", "SUNSUBSCRIBE",
 		"MONITOR", "MULTI", "EXEC", "DISCARD", "WATCH", "UNWATCH", "SELECT", "AUTH", "HELLO",
 		"RESET", "QUIT", "SYNC", "PSYNC", "REPLCONF", "READONLY", "READWRITE", "ASKING":
-		return classSession
+		return ClassSession
 	case "CLIENT":
-		switch strings.ToUpper(argName(args, 1)) {
+		switch strings.ToUpper(ArgName(args, 1)) {
 		case "TRACKING", "REPLY", "SETNAME", "CACHING", "NO-EVICT", "NO-TOUCH", "SETINFO":
-			return classSession
+			return ClassSession
 		}
 	}
-	return classShared
+	return ClassShared
 }
 
-func argName(args []any, i int) string {
+func ArgName(args []any, i int) string {
 	if i >= len(args) {
 		return ""
 	}
@@ -128,12 +128,12 @@ func argName(args []any, i int) string {
 	return ""
 }
 
-// checkCommand validates a generic command before anything is sent.
-func checkCommand(args []any) (commandClass, error) {
+// CheckCommand validates a generic command before anything is sent.
+func CheckCommand(args []any) (Class, error) {
 	if len(args) == 0 {
 		return 0, fmt.Errorf("%w: empty command", ErrInvalidArgument)
 	}
-	name := argName(args, 0)
+	name := ArgName(args, 0)
 	if name == "" {
 		return 0, fmt.Errorf("%w: command name must be a non-empty string", ErrInvalidArgument)
 	}
@@ -146,8 +146,8 @@ func checkCommand(args []any) (commandClass, error) {
 			return 0, fmt.Errorf("%w: argument %d of %d bytes over Redis's limit of %d", ErrInvalidArgument, i, n, MaxValueSize)
 		}
 	}
-	class := classify(args)
-	if class == classSession {
+	class := Classify(args)
+	if class == ClassSession {
 		return class, fmt.Errorf("%w: %s changes connection state or needs a session; it cannot run on a shared or pooled connection", ErrUnsupported, strings.ToUpper(name))
 	}
 	return class, nil
@@ -165,11 +165,11 @@ func bulkLen(arg any) int {
 	return 0
 }
 
-// replyError wraps a reply-level error (a server error reply, kept as a
+// ReplyError wraps a reply-level error (a server error reply, kept as a
 // redis.Error for errors.As, or a reply of an unexpected type) of cmd. An
 // error that already carries one of this package's sentinels, or a
 // context's error, is returned as it is: one "redisx:" prefix per error.
-func replyError(cmd string, err error) error {
+func ReplyError(cmd string, err error) error {
 	if err == nil {
 		return nil
 	}
@@ -181,23 +181,23 @@ func replyError(cmd string, err error) error {
 	return fmt.Errorf("redisx: %s: %w", cmd, err)
 }
 
-// blockTime returns how long the blocking command args may keep the server
+// BlockTime returns how long the blocking command args may keep the server
 // from answering: its own timeout argument, by which a read deadline is
 // extended, as go-redis and rueidis do. A timeout of 0 blocks until there
-// is data: blockTime returns blockForever. Any other command, and a
+// is data: BlockTime returns BlockForever. Any other command, and a
 // timeout the server refuses at once (negative, not a number), return 0.
 //
 // The timeout is the last argument of BLPOP, BRPOP, BRPOPLPUSH, BLMOVE,
 // BZPOPMIN and BZPOPMAX, the first after the name of BLMPOP and BZMPOP (in
 // seconds, fractions allowed); the value of the BLOCK option of XREAD and
 // XREADGROUP, and the last argument of WAIT and WAITAOF (in milliseconds).
-func blockTime(args []any) time.Duration {
+func BlockTime(args []any) time.Duration {
 	if len(args) < 2 {
 		return 0
 	}
 	var arg any
 	unit := time.Second
-	switch strings.ToUpper(argName(args, 0)) {
+	switch strings.ToUpper(ArgName(args, 0)) {
 	case "BLPOP", "BRPOP", "BRPOPLPUSH", "BLMOVE", "BZPOPMIN", "BZPOPMAX":
 		arg = args[len(args)-1]
 	case "BLMPOP", "BZMPOP":
@@ -226,19 +226,19 @@ func blockTime(args []any) time.Duration {
 	case !ok || f < 0 || math.IsNaN(f):
 		return 0
 	case f == 0:
-		return blockForever
-	case f*float64(unit) > float64(maxBlock):
-		return maxBlock
+		return BlockForever
+	case f*float64(unit) > float64(MaxBlock):
+		return MaxBlock
 	}
 	return time.Duration(f * float64(unit))
 }
 
 const (
-	// blockForever is the block time of a command with timeout 0.
-	blockForever time.Duration = math.MaxInt64
-	// maxBlock caps a finite block time far beyond any sensible one, so
+	// BlockForever is the block time of a command with timeout 0.
+	BlockForever time.Duration = math.MaxInt64
+	// MaxBlock caps a finite block time far beyond any sensible one, so
 	// that adding it to a deadline cannot overflow.
-	maxBlock = 100 * 365 * 24 * time.Hour
+	MaxBlock = 100 * 365 * 24 * time.Hour
 )
 
 // xreadBlock returns the index of the value of the BLOCK option of an
@@ -246,11 +246,11 @@ const (
 // names begin (a stream may be called BLOCK).
 func xreadBlock(args []any) (int, bool) {
 	i := 1
-	if strings.EqualFold(argName(args, 0), "XREADGROUP") {
+	if strings.EqualFold(ArgName(args, 0), "XREADGROUP") {
 		i = 4 // after GROUP group consumer
 	}
 	for ; i < len(args)-1; i++ {
-		switch strings.ToUpper(argName(args, i)) {
+		switch strings.ToUpper(ArgName(args, i)) {
 		case "BLOCK":
 			return i + 1, true
 		case "COUNT":
@@ -273,14 +273,14 @@ func number(arg any) (float64, bool) {
 	return f, err == nil
 }
 
-// appendArrayHeader starts a command of n elements named cmd.
-func appendArrayHeader(b []byte, n int, cmd string) []byte {
+// AppendArrayHeader starts a command of n elements named cmd.
+func AppendArrayHeader(b []byte, n int, cmd string) []byte {
 	b = resp.AppendArray(b, n)
 	return resp.AppendString(b, cmd)
 }
 
-// appendPair appends a key and its value as two bulk strings.
-func appendPair(b []byte, k string, v []byte) []byte {
+// AppendPair appends a key and its value as two bulk strings.
+func AppendPair(b []byte, k string, v []byte) []byte {
 	b = resp.AppendString(b, k)
 	return resp.AppendBytes(b, v)
 }

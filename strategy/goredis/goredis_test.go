@@ -1,4 +1,4 @@
-package strategy_test
+package goredis_test
 
 import (
 	"context"
@@ -9,17 +9,18 @@ import (
 	"time"
 
 	"github.com/gomodule/redigo/redis"
-	goredis "github.com/redis/go-redis/v9"
+	redisv9 "github.com/redis/go-redis/v9"
 	"github.com/redisx-go/kit/internal/launcher"
 	"github.com/redisx-go/kit/strategy"
+	"github.com/redisx-go/kit/strategy/goredis"
 )
 
 // openGoRedis opens the GoRedis backend over a new go-redis client of
 // addr speaking protocol (2 or 3); cleanup closes both.
 func openGoRedis(t *testing.T, addr string, protocol int) strategy.Backend {
 	t.Helper()
-	rdb := goredis.NewClient(&goredis.Options{Addr: addr, Protocol: protocol, DisableIdentity: true})
-	b, err := strategy.GoRedis{Client: rdb, CloseClient: true}.Open(context.Background(), strategy.Config{})
+	rdb := redisv9.NewClient(&redisv9.Options{Addr: addr, Protocol: protocol, DisableIdentity: true})
+	b, err := goredis.Strategy{Client: rdb, CloseClient: true}.Open(context.Background(), strategy.Config{})
 	if err != nil {
 		rdb.Close()
 		t.Fatalf("GoRedis.Open: %v", err)

@@ -1,10 +1,11 @@
-package strategy
+package goredis
 
 import (
 	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"github.com/redisx-go/kit/internal/conn"
 	"math"
 	"math/big"
 	"slices"
@@ -16,11 +17,12 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/redisx-go/kit/internal/command"
 	"github.com/redisx-go/kit/internal/resp"
+	"github.com/redisx-go/kit/strategy"
 )
 
-// GoRedis adopts a go-redis client a service already has, so that redisx
+// Strategy adopts a go-redis client a service already has, so that redisx
 // runs over the connections, pool settings and hooks already configured
-// there. Config's addresses, credentials and timeouts are ignored: the
+// there. strategy.Config's addresses, credentials and timeouts are ignored: the
 // client has its own.
 //
 // Close does not close the client unless CloseClient is set: whoever made
@@ -51,17 +53,17 @@ import (
 // server error such as WRONGTYPE when MGetWithTTL reads a list key —
 // fails the whole call: a failed read is never reported as a missing
 // key.
-type GoRedis struct {
+type Strategy struct {
 	// Client is the go-redis client to use. Required.
 	Client redis.UniversalClient
 	// CloseClient makes the backend's Close close Client too.
 	CloseClient bool
 }
 
-// Open implements Strategy. It pings the server before it returns.
-func (g GoRedis) Open(ctx context.Context, _ Config) (Backend, error) {
+// Open implements strategy.Strategy. It pings the server before it returns.
+func (g Strategy) Open(ctx context.Context, _ strategy.Config) (strategy.Backend, error) {
 	if g.Client == nil {
-		return nil, fmt.Errorf("%w: GoRedis.Client is nil", ErrInvalidArgument)
+		return nil, fmt.Errorf("%w: goredis.Strategy.Client is nil", strategy.ErrInvalidArgument)
 	}
 	if err := g.Client.Ping(ctx).Err(); err != nil {
 		return nil, goRedisError("ping", err)
@@ -89,12 +91,12 @@ func goRedisError(cmd string, err error) error {
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return err
 	case errors.Is(err, redis.ErrClosed):
-		return ErrClosed
+		return strategy.ErrClosed
 	case errors.As(err, &re):
 		// Present server errors as redigo's type, as the other strategies do.
 		return fmt.Errorf("redisx: %s: %w", cmd, redigo.Error(re.Error()))
 	}
-	return fmt.Errorf("%w: %s: %w", ErrConnection, cmd, err)
+	return fmt.Errorf("%w: %s: %w", strategy.ErrConnection, cmd, err)
 }
 
 func (g *goRedisBackend) check(ctx context.Context) error {
@@ -102,7 +104,7 @@ func (g *goRedisBackend) check(ctx context.Context) error {
 		return err
 	}
 	if g.closed.Load() {
-		return ErrClosed
+		return strategy.ErrClosed
 	}
 	return nil
 }
@@ -113,7 +115,7 @@ func (g *goRedisBackend) Get(ctx context.Context, key string) ([]byte, error) {
 	}
 	v, err := g.rdb.Get(ctx, key).Bytes()
 	if errors.Is(err, redis.Nil) {
-		return nil, ErrNotFound
+		return nil, strategy.ErrNotFound
 	}
 	if err != nil {
 		return nil, goRedisError("get", err)
@@ -126,7 +128,7 @@ func (g *goRedisBackend) Set(ctx context.Context, key string, value []byte, ttl 
 		return err
 	}
 	if ttl > 0 {
-		ttl = time.Duration(ttlMillis(ttl)) * time.Millisecond
+		ttl = time.Duration(conn.TTLMillis(ttl)) * time.Millisecond
 	}
 	return goRedisError("set", g.rdb.Set(ctx, key, value, ttl).Err())
 }
@@ -176,7 +178,7 @@ func (g *goRedisBackend) MSet(ctx context.Context, kv map[string][]byte, ttl tim
 		}
 		return goRedisError("mset", g.rdb.MSet(ctx, pairs...).Err())
 	}
-	ttl = time.Duration(ttlMillis(ttl)) * time.Millisecond
+	ttl = time.Duration(conn.TTLMillis(ttl)) * time.Millisecond
 	_, err := g.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for k, v := range kv {
 			p.Set(ctx, k, v, ttl)
@@ -187,7 +189,7 @@ func (g *goRedisBackend) MSet(ctx context.Context, kv map[string][]byte, ttl tim
 }
 
 func (g *goRedisBackend) Do(ctx context.Context, args ...any) (any, error) {
-	if _, err := checkCommand(args); err != nil {
+	if _, err := conn.CheckCommand(args); err != nil {
 		return nil, err
 	}
 	if err := g.check(ctx); err != nil {
@@ -198,7 +200,7 @@ func (g *goRedisBackend) Do(ctx context.Context, args ...any) (any, error) {
 	case errors.Is(err, redis.Nil):
 		return nil, nil
 	case err != nil:
-		return nil, goRedisError(argName(args, 0), err)
+		return nil, goRedisError(conn.ArgName(args, 0), err)
 	}
 	if s, ok := v.(string); ok && statusReply(args, s) {
 		return s, nil
@@ -222,14 +224,14 @@ func textArgs(args []any) []any {
 		if &out[0] == &args[0] {
 			out = slices.Clone(args)
 		}
-		out[i], _ = resp.ArgText(a) // checked by checkCommand
+		out[i], _ = resp.ArgText(a) // checked by conn.CheckCommand
 	}
 	return out
 }
 
 // statusReply reports whether s, the reply to the command in args, was a
 // status reply rather than a bulk string (go-redis reads both as a
-// string): see GoRedis's doc.
+// string): see Strategy's doc.
 func statusReply(args []any, s string) bool {
 	spec := command.Lookup(args)
 	switch {
@@ -244,7 +246,7 @@ func statusReply(args []any, s string) bool {
 }
 
 // redigoReply converts a go-redis reply (below the top level) to
-// redigo's types: see GoRedis's doc.
+// redigo's types: see Strategy's doc.
 func redigoReply(v any) any {
 	switch v := v.(type) {
 	case string:
@@ -289,8 +291,8 @@ func redigoReply(v any) any {
 	return v // int64, nil
 }
 
-func (g *goRedisBackend) Stats() Stats {
-	s := Stats{Strategy: "go-redis"}
+func (g *goRedisBackend) Stats() strategy.Stats {
+	s := strategy.Stats{Strategy: "go-redis"}
 	if ps := g.rdb.PoolStats(); ps != nil {
 		s.Conns = int(ps.TotalConns)
 		s.Idle = int(ps.IdleConns)
@@ -309,4 +311,85 @@ func (g *goRedisBackend) Close() error {
 		return g.rdb.Close()
 	}
 	return nil
+}
+
+// GetWithTTL implements TTLGetter with a pipelined GET and PTTL. The
+// GET's own reply decides: a value (with strategy.UnknownTTL should the PTTL
+// fail), strategy.ErrNotFound, or its error.
+func (g *goRedisBackend) GetWithTTL(ctx context.Context, key string) ([]byte, time.Duration, error) {
+	if err := g.check(ctx); err != nil {
+		return nil, 0, err
+	}
+	p := g.rdb.Pipeline()
+	get := p.Get(ctx, key)
+	ttl := p.PTTL(ctx, key)
+	_, _ = p.Exec(ctx) // errors are read per command below
+	v, err := get.Bytes()
+	switch {
+	case errors.Is(err, redis.Nil):
+		return nil, 0, strategy.ErrNotFound
+	case err != nil:
+		return nil, 0, goRedisReadError(ctx, "get", err)
+	}
+	return v, goRedisTTL(ttl), nil
+}
+
+// MGetWithTTL implements TTLGetter with pipelined GETs and PTTLs (per key,
+// so that a cluster client splits the pipeline by node itself). Any GET
+// that fails — a connection error, or a server error such as WRONGTYPE
+// for a key that holds a list — fails the whole call: a failed read is
+// never reported as a missing key. go-redis's own Exec error is not
+// enough to tell: it is the first command's error, redis.Nil for a
+// missing key even when a later command failed.
+func (g *goRedisBackend) MGetWithTTL(ctx context.Context, keys []string) ([][]byte, []time.Duration, error) {
+	if err := g.check(ctx); err != nil {
+		return nil, nil, err
+	}
+	if len(keys) == 0 {
+		return [][]byte{}, []time.Duration{}, nil
+	}
+	p := g.rdb.Pipeline()
+	gets := make([]*redis.StringCmd, len(keys))
+	ttls := make([]*redis.DurationCmd, len(keys))
+	for i, k := range keys {
+		gets[i] = p.Get(ctx, k)
+		ttls[i] = p.PTTL(ctx, k)
+	}
+	_, _ = p.Exec(ctx) // errors are read per command below
+	vs := make([][]byte, len(keys))
+	ds := make([]time.Duration, len(keys))
+	for i := range keys {
+		v, err := gets[i].Bytes()
+		switch {
+		case errors.Is(err, redis.Nil):
+		case err != nil:
+			return nil, nil, goRedisReadError(ctx, "mget", err)
+		default:
+			vs[i] = v
+		}
+		ds[i] = goRedisTTL(ttls[i])
+	}
+	return vs, ds, nil
+}
+
+// goRedisReadError is goRedisError for one command of a pipeline: when
+// ctx is done its error is the call's, as it is for a single command —
+// a deadline that passes mid-read reaches the pipeline's commands as the
+// socket's i/o timeout.
+func goRedisReadError(ctx context.Context, cmd string, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return goRedisError(cmd, err)
+}
+
+func goRedisTTL(c *redis.DurationCmd) time.Duration {
+	d, err := c.Result()
+	switch {
+	case err != nil || d == -2:
+		return strategy.UnknownTTL
+	case d == -1:
+		return strategy.NoTTL
+	}
+	return d
 }
