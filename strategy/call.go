@@ -8,45 +8,45 @@ import (
 	"github.com/redisx-go/kit/internal/resp"
 )
 
-// reply is where one command's reply is decoded: which decoder to use and
+// Reply is where one command's Reply is decoded: which decoder to use and
 // the destination of each kind.
-type reply struct {
-	kind replyKind
-	n    int // replyOK: status replies expected (a run of SETs)
+type Reply struct {
+	Kind ReplyKind
+	N    int // replyOK: status replies expected (a run of SETs)
 
-	val  []byte
-	vals [][]byte // replyBulks: one element per key, nil where missing
-	num  int64
-	any  any
-	err  error // reply-level error: a server error reply or a wrong type
+	Val  []byte
+	Vals [][]byte // replyBulks: one element per key, nil where missing
+	Num  int64
+	Any  any
+	Err  error // reply-level error: a server error reply or a wrong type
 }
 
-type replyKind uint8
+type ReplyKind uint8
 
 const (
-	replyBulk  replyKind = iota // GET
-	replyOK                     // n status replies: SET, MSET, ASKING
-	replyInt                    // DEL
-	replyBulks                  // MGET into vals
-	replyAny                    // any command
-	replyPipe                   // several commands: see call.pipe
+	ReplyBulk  ReplyKind = iota // GET
+	ReplyOK                     // n status replies: SET, MSET, ASKING
+	ReplyInt                    // DEL
+	ReplyBulks                  // MGET into vals
+	ReplyAny                    // any command
+	ReplyPipe                   // several commands: see call.pipe
 )
 
-// read decodes rp's reply from r. Reply-level errors are stored in rp.err;
+// Read decodes rp's reply from r. Reply-level errors are stored in rp.err;
 // stream-level errors, after which r is unusable, are returned.
-func (rp *reply) read(r *resp.Reader) error {
+func (rp *Reply) Read(r *resp.Reader) error {
 	var err error
-	switch rp.kind {
-	case replyBulk:
-		rp.val, err = r.ReadBulk()
-	case replyInt:
-		rp.num, err = r.ReadInt()
-	case replyBulks:
-		err = r.ReadBulks(rp.vals)
-	case replyAny:
-		rp.any, err = r.ReadAny()
-	case replyOK:
-		for i := 0; i < max(rp.n, 1); i++ {
+	switch rp.Kind {
+	case ReplyBulk:
+		rp.Val, err = r.ReadBulk()
+	case ReplyInt:
+		rp.Num, err = r.ReadInt()
+	case ReplyBulks:
+		err = r.ReadBulks(rp.Vals)
+	case ReplyAny:
+		rp.Any, err = r.ReadAny()
+	case ReplyOK:
+		for i := 0; i < max(rp.N, 1); i++ {
 			e := r.ReadOK()
 			if resp.Fatal(e) {
 				return e
@@ -59,22 +59,22 @@ func (rp *reply) read(r *resp.Reader) error {
 	if resp.Fatal(err) {
 		return err
 	}
-	rp.err = err
+	rp.Err = err
 	return nil
 }
 
-// count is the number of replies rp decodes.
-func (rp *reply) count() int {
-	if rp.kind == replyOK {
-		return max(rp.n, 1)
+// Count is the number of replies rp decodes.
+func (rp *Reply) Count() int {
+	if rp.Kind == ReplyOK {
+		return max(rp.N, 1)
 	}
 	return 1
 }
 
-// readAll decodes the replies of a pipeline in order.
-func readAll(r *resp.Reader, rps []reply) error {
+// ReadAll decodes the replies of a pipeline in order.
+func ReadAll(r *resp.Reader, rps []Reply) error {
 	for i := range rps {
-		if err := rps[i].read(r); err != nil {
+		if err := rps[i].Read(r); err != nil {
 			return err
 		}
 	}
@@ -96,8 +96,8 @@ type call struct {
 	// call, so it can be handed the read side; a pipeline awaited later
 	// cannot.
 	lead bool
-	reply
-	pipe []reply // replyPipe: the replies of a pipeline, owned by the caller
+	Reply
+	pipe []Reply // replyPipe: the replies of a pipeline, owned by the caller
 	// deadline is the caller's context deadline in Unix nanoseconds, 0 for
 	// none: how long the watchdog lets the connection wait for this reply.
 	deadline int64
@@ -120,22 +120,22 @@ const (
 // the read side for its caller reads them only when they are all in the
 // buffer (resp.Reader.WholeN), since parsing cannot heed a context.
 func (cl *call) replies() int {
-	if cl.kind != replyPipe {
-		return cl.reply.count()
+	if cl.Kind != ReplyPipe {
+		return cl.Reply.Count()
 	}
 	n := 0
 	for i := range cl.pipe {
-		n += cl.pipe[i].count()
+		n += cl.pipe[i].Count()
 	}
 	return n
 }
 
 // read decodes the call's reply or replies.
 func (cl *call) read(r *resp.Reader) error {
-	if cl.kind == replyPipe {
-		return readAll(r, cl.pipe)
+	if cl.Kind == ReplyPipe {
+		return ReadAll(r, cl.pipe)
 	}
-	return cl.reply.read(r)
+	return cl.Reply.Read(r)
 }
 
 type callPool struct{ p sync.Pool }
@@ -154,7 +154,7 @@ func (cp *callPool) get(ctx context.Context) *call {
 }
 
 func (cp *callPool) put(c *call) {
-	c.reply = reply{}
+	c.Reply = Reply{}
 	c.pipe = nil
 	c.deadline = 0
 	c.fail = nil

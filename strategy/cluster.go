@@ -35,7 +35,7 @@ const (
 )
 
 type clusterBackend struct {
-	cfg   Config
+	cfg   conn.Config
 	t     transport
 	name  string // the transport's Stats name, kept for Stats after Close
 	state atomic.Pointer[topology]
@@ -43,7 +43,7 @@ type clusterBackend struct {
 	mu       sync.Mutex           // guards the fields below and every change of state
 	nodes    map[string]*member   // the nodes held open, by address; nil once closed
 	retiring map[*member]struct{} // nodes that left, closed when their last call ends
-	gone     Stats                // the counters of the nodes closed so far
+	gone     conn.Stats           // the counters of the nodes closed so far
 
 	refreshMu    sync.Mutex  // guards the fields below; see clusterrefresh.go
 	refreshing   *dialWait   // the reload in progress, if any
@@ -78,7 +78,7 @@ func (t *topology) master(slot int) *member {
 	return nil
 }
 
-func newCluster(cfg Config, t transport, seed node, shards []cluster.Shard) (*clusterBackend, error) {
+func newCluster(cfg conn.Config, t transport, seed node, shards []cluster.Shard) (*clusterBackend, error) {
 	c := &clusterBackend{
 		cfg:      cfg,
 		t:        t,
@@ -87,7 +87,7 @@ func newCluster(cfg Config, t transport, seed node, shards []cluster.Shard) (*cl
 		stop:     make(chan struct{}),
 	}
 	c.life, c.endLife = context.WithCancel(context.Background())
-	c.nodes = map[string]*member{seed.address(): c.newMember(seed)}
+	c.nodes = map[string]*member{seed.Address(): c.newMember(seed)}
 	c.mu.Lock()
 	top, err := c.build(shards)
 	var gone []*member
@@ -216,7 +216,7 @@ func (c *clusterBackend) route(ctx context.Context, slot int, op, ask func(node)
 		addr := rd.Addr
 		if strings.HasPrefix(addr, ":") {
 			// An empty host means the host of the node that replied.
-			host, _, _ := net.SplitHostPort(m.n.address())
+			host, _, _ := net.SplitHostPort(m.n.Address())
 			addr = net.JoinHostPort(host, addr[1:])
 		}
 		if !rd.Ask {

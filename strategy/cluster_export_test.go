@@ -44,10 +44,16 @@ func RefreshForTest(ctx context.Context, b Backend) error {
 }
 
 func clusterOf(b Backend) (*clusterBackend, error) {
-	if g, ok := b.(*slotGrouped); ok {
-		b = g.inner
+	var m capable
+	switch w := b.(type) {
+	case grouped:
+		m = w.capable.(*slotGrouped).inner
+	case routed:
+		m = w.capable
+	case backend:
+		m = w.capable
 	}
-	c, ok := b.(*clusterBackend)
+	c, ok := m.(*clusterBackend)
 	if !ok {
 		return nil, fmt.Errorf("%T is not a cluster backend", b)
 	}

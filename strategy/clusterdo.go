@@ -69,12 +69,12 @@ func (c *clusterBackend) doSlot(ctx context.Context, slot int, keys []string, ar
 	err := c.route(ctx, slot,
 		func(n node) (err error) { v, err = n.Do(ctx, args...); return err },
 		func(n node) error {
-			rp := reply{kind: replyAny}
+			rp := Reply{Kind: ReplyAny}
 			err := askExec(ctx, n, keys, &rp, func(b []byte) []byte {
 				b, _ = conn.AppendArgs(b, args) // checked by Do
 				return b
 			})
-			v = rp.any
+			v = rp.Any
 			return err
 		})
 	return v, err
@@ -200,7 +200,7 @@ func (c *clusterBackend) doAll(ctx context.Context, spec *command.Spec, args []a
 				return nil, ctx.Err()
 			}
 			// The node's error has the redisx: prefix already.
-			failed = append(failed, fmt.Errorf("%w (on %s)", err, masters[i].n.address()))
+			failed = append(failed, fmt.Errorf("%w (on %s)", err, masters[i].n.Address()))
 			continue
 		}
 		ok = append(ok, replies[i])
@@ -326,7 +326,7 @@ func (c *clusterBackend) Masters() []string {
 	masters := c.state.Load().masters
 	addrs := make([]string, len(masters))
 	for i, m := range masters {
-		addrs[i] = m.n.address()
+		addrs[i] = m.n.Address()
 	}
 	return addrs
 }
@@ -342,7 +342,7 @@ func (c *clusterBackend) DoOn(ctx context.Context, addr string, args ...any) (an
 	for {
 		var m *member
 		for _, x := range c.state.Load().masters {
-			if x.n.address() == addr {
+			if x.n.Address() == addr {
 				m = x
 				break
 			}

@@ -1,6 +1,7 @@
 package strategy
 
 import (
+	"github.com/redisx-go/kit/internal/conn"
 	"sync"
 	"sync/atomic"
 )
@@ -38,7 +39,7 @@ func (m *member) address() string {
 	if m == nil {
 		return nodeAddr(nil)
 	}
-	return m.n.address()
+	return m.n.Address()
 }
 
 func (c *clusterBackend) newMember(n node) *member {
@@ -79,7 +80,7 @@ func (m *member) shut() {
 		m.n.Close()
 		c := m.c
 		c.mu.Lock()
-		c.gone.addCounters(m.n.Stats())
+		c.gone.AddCounters(m.n.Stats())
 		delete(c.retiring, m)
 		c.mu.Unlock()
 	})
@@ -94,7 +95,7 @@ func (c *clusterBackend) memberLocked(addr string) (*member, error) {
 	if m, ok := c.nodes[addr]; ok {
 		return m, nil
 	}
-	n, err := c.t.newNode(c.cfg, addr)
+	n, err := c.t.NewNode(c.cfg, addr)
 	if err != nil {
 		return nil, err
 	}
@@ -209,15 +210,15 @@ func (c *clusterBackend) Close() error {
 
 // Stats implements Statser: the figures of the nodes held open, and the
 // counters of those closed since, summed.
-func (c *clusterBackend) Stats() Stats {
-	s := Stats{Strategy: c.name}
+func (c *clusterBackend) Stats() conn.Stats {
+	s := conn.Stats{Strategy: c.name}
 	c.mu.Lock()
-	s.addCounters(c.gone)
+	s.AddCounters(c.gone)
 	for _, m := range c.nodes {
-		s.addNode(m.n.Stats())
+		s.AddNode(m.n.Stats())
 	}
 	for m := range c.retiring {
-		s.addNode(m.n.Stats())
+		s.AddNode(m.n.Stats())
 	}
 	s.Nodes = len(c.nodes) + len(c.retiring)
 	open := c.nodes != nil
@@ -228,27 +229,4 @@ func (c *clusterBackend) Stats() Stats {
 	s.Redirects = c.redirects.Load()
 	s.TopologyRefreshes = c.refreshes.Load()
 	return s
-}
-
-// addNode adds a node's figures to s.
-func (s *Stats) addNode(ns Stats) {
-	s.Conns += ns.Conns
-	s.Pending += ns.Pending
-	s.InUse += ns.InUse
-	s.Idle += ns.Idle
-	s.MaxConns += ns.MaxConns
-	s.addCounters(ns)
-}
-
-// addCounters adds the counters of ns — the figures that only grow — to s.
-func (s *Stats) addCounters(ns Stats) {
-	s.Flushes += ns.Flushes
-	s.Commands += ns.Commands
-	s.Acquires += ns.Acquires
-	s.AcquireWait += ns.AcquireWait
-	s.EmptyAcquires += ns.EmptyAcquires
-	s.CanceledAcquire += ns.CanceledAcquire
-	s.Dials += ns.Dials
-	s.DialErrors += ns.DialErrors
-	s.BrokenConns += ns.BrokenConns
 }

@@ -19,17 +19,17 @@ const askingCmd = "*1\r\n$6\r\nASKING\r\n"
 
 // askExec runs the command appended by enc, on keys, on n right after
 // ASKING, in one round trip, decoding its reply into rp.
-func askExec(ctx context.Context, n node, keys []string, rp *reply, enc func([]byte) []byte) error {
+func askExec(ctx context.Context, n node, keys []string, rp *Reply, enc func([]byte) []byte) error {
 	buf := enc(append(make([]byte, 0, 64), askingCmd...))
-	rps := []reply{{kind: replyOK}, *rp}
-	if err := n.exec(ctx, keys, buf, rps); err != nil {
+	rps := []Reply{{Kind: ReplyOK}, *rp}
+	if err := n.Exec(ctx, keys, buf, rps); err != nil {
 		return err
 	}
 	*rp = rps[1]
-	if rps[0].err != nil {
-		return conn.ReplyError("asking", rps[0].err)
+	if rps[0].Err != nil {
+		return conn.ReplyError("asking", rps[0].Err)
 	}
-	return conn.ReplyError("ask", rp.err)
+	return conn.ReplyError("ask", rp.Err)
 }
 
 // Get implements Backend.
@@ -38,12 +38,12 @@ func (c *clusterBackend) Get(ctx context.Context, key string) ([]byte, error) {
 	err := c.route(ctx, cluster.Slot(key),
 		func(n node) (err error) { v, err = n.Get(ctx, key); return err },
 		func(n node) error {
-			rp := reply{kind: replyBulk}
+			rp := Reply{Kind: ReplyBulk}
 			err := askExec(ctx, n, []string{key}, &rp, func(b []byte) []byte { return conn.AppendGet(b, key) })
-			if err == nil && rp.val == nil {
+			if err == nil && rp.Val == nil {
 				err = ErrNotFound
 			}
-			v = rp.val
+			v = rp.Val
 			return err
 		})
 	if err != nil {
@@ -57,7 +57,7 @@ func (c *clusterBackend) Set(ctx context.Context, key string, value []byte, ttl 
 	return c.route(ctx, cluster.Slot(key),
 		func(n node) error { return n.Set(ctx, key, value, ttl) },
 		func(n node) error {
-			rp := reply{kind: replyOK}
+			rp := Reply{Kind: ReplyOK}
 			return askExec(ctx, n, []string{key}, &rp, func(b []byte) []byte { return conn.AppendSet(b, key, value, ttl) })
 		})
 }
@@ -95,9 +95,9 @@ func (c *clusterBackend) Del(ctx context.Context, keys ...string) (int64, error)
 		err := c.route(ctx, g.slot,
 			func(n node) (err error) { n64, err = n.Del(ctx, g.keys...); return err },
 			func(n node) error {
-				rp := reply{kind: replyInt}
+				rp := Reply{Kind: ReplyInt}
 				err := askExec(ctx, n, g.keys, &rp, func(b []byte) []byte { return conn.AppendKeys(b, "DEL", g.keys) })
-				n64 = rp.num
+				n64 = rp.Num
 				return err
 			})
 		if err != nil {
@@ -117,9 +117,9 @@ func (c *clusterBackend) mgetSlot(ctx context.Context, g slotGroup, vs [][]byte)
 	err := c.route(ctx, g.slot,
 		func(n node) (err error) { got, err = n.MGet(ctx, g.keys); return err },
 		func(n node) error {
-			rp := reply{kind: replyBulks, vals: make([][]byte, len(g.keys))}
+			rp := Reply{Kind: ReplyBulks, Vals: make([][]byte, len(g.keys))}
 			err := askExec(ctx, n, g.keys, &rp, func(b []byte) []byte { return conn.AppendKeys(b, "MGET", g.keys) })
-			got = rp.vals
+			got = rp.Vals
 			return err
 		})
 	if err != nil {
@@ -148,9 +148,9 @@ func (c *clusterBackend) msetSlot(ctx context.Context, slot int, kv map[string][
 	return c.route(ctx, slot,
 		func(n node) error { return n.MSet(ctx, kv, ttl) },
 		func(n node) error {
-			rp := reply{kind: replyOK}
+			rp := Reply{Kind: ReplyOK}
 			return askExec(ctx, n, keys, &rp, func(b []byte) []byte {
-				b, rp.n = conn.AppendMSet(b, kv, ttl)
+				b, rp.N = conn.AppendMSet(b, kv, ttl)
 				return b
 			})
 		})

@@ -128,7 +128,7 @@ func (c *clusterBackend) stopRefreshesLocked() {
 func (c *clusterBackend) reload() error {
 	var addrs []string
 	for _, m := range c.state.Load().masters {
-		addrs = append(addrs, m.n.address())
+		addrs = append(addrs, m.n.Address())
 	}
 	rand.Shuffle(len(addrs), func(i, j int) { addrs[i], addrs[j] = addrs[j], addrs[i] })
 	addrs = append(addrs, c.cfg.Addrs...)

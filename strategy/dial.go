@@ -23,7 +23,8 @@ import (
 // Its errors wrap ErrAuth when the server refuses the credentials,
 // ErrConnection otherwise; Unsent reports true for both.
 func Dial(ctx context.Context, cfg Config, addr string) (net.Conn, error) {
-	return dial(ctx, &cfg, addr)
+	c := conn.Config(cfg)
+	return dial(ctx, &c, addr)
 }
 
 // dial opens one authenticated connection to addr. redigo does the
@@ -32,7 +33,7 @@ func Dial(ctx context.Context, cfg Config, addr string) (net.Conn, error) {
 // be kept. redigo's own reader has consumed exactly the handshake's replies
 // when DialContext returns, so the stream is clean for package resp from
 // then on.
-func dial(ctx context.Context, cfg *Config, addr string) (net.Conn, error) {
+func dial(ctx context.Context, cfg *conn.Config, addr string) (net.Conn, error) {
 	if cfg.DialTimeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, cfg.DialTimeout)
@@ -113,7 +114,7 @@ var errNotRedis = errors.New("not a Redis reply")
 // user can act on; connected tells that the TCP (and TLS) connection was
 // up, so that err came from the handshake's replies. It never holds what
 // the peer sent, which may echo the password.
-func handshakeError(cfg *Config, addr string, err error, connected bool) error {
+func handshakeError(cfg *conn.Config, addr string, err error, connected bool) error {
 	var re redis.Error
 	switch {
 	case authRefused(err):

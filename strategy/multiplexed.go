@@ -74,7 +74,11 @@ func (m Multiplexed) Open(ctx context.Context, cfg Config) (Backend, error) {
 	if _, err := m.withDefaults(); err != nil {
 		return nil, err
 	}
-	return openDeployment(ctx, cfg, m)
+	b, err := openDeployment(ctx, conn.Config(cfg), m)
+	if err != nil {
+		return nil, err
+	}
+	return public(b), nil
 }
 
 func (m Multiplexed) withDefaults() (Multiplexed, error) {
@@ -98,7 +102,7 @@ func (m Multiplexed) withDefaults() (Multiplexed, error) {
 	return m, nil
 }
 
-func (m Multiplexed) newNode(cfg Config, addr string) (node, error) {
+func (m Multiplexed) NewNode(cfg conn.Config, addr string) (node, error) {
 	m, err := m.withDefaults()
 	if err != nil {
 		return nil, err
@@ -106,8 +110,8 @@ func (m Multiplexed) newNode(cfg Config, addr string) (node, error) {
 	return newMuxNode(cfg, addr, m), nil
 }
 
-func (m Multiplexed) openNode(ctx context.Context, cfg Config, addr string) (node, error) {
-	nd, err := m.newNode(cfg, addr)
+func (m Multiplexed) OpenNode(ctx context.Context, cfg conn.Config, addr string) (node, error) {
+	nd, err := m.NewNode(cfg, addr)
 	if err != nil {
 		return nil, err
 	}
@@ -123,7 +127,7 @@ func (m Multiplexed) openNode(ctx context.Context, cfg Config, addr string) (nod
 
 // muxNode is the Multiplexed backend of one node.
 type muxNode struct {
-	cfg   Config
+	cfg   conn.Config
 	addr  string
 	opts  Multiplexed
 	slots []muxSlot
@@ -169,7 +173,7 @@ type dialWait struct {
 	err  error
 }
 
-func newMuxNode(cfg Config, addr string, opts Multiplexed) *muxNode {
+func newMuxNode(cfg conn.Config, addr string, opts Multiplexed) *muxNode {
 	n := &muxNode{cfg: cfg, addr: addr, opts: opts, slots: make([]muxSlot, opts.Conns+bulkConns), stop: make(chan struct{})}
 	for i := opts.Conns; i < len(n.slots); i++ {
 		n.slots[i].bulk = true
@@ -380,13 +384,13 @@ func (n *muxNode) enqueue(ctx context.Context, i int) (*muxConn, error) {
 // waits for it within ctx and decodes it into rp (whose kind, and for a
 // run of SETs n, say what to expect). It returns the context's error, the
 // connection's failure, or rp's reply error wrapped with cmd.
-func (n *muxNode) roundTrip(ctx context.Context, i int, cmd string, rp *reply, enc func([]byte) []byte) error {
+func (n *muxNode) roundTrip(ctx context.Context, i int, cmd string, rp *Reply, enc func([]byte) []byte) error {
 	return n.roundTripSized(ctx, i, cmd, rp, 0, enc)
 }
 
 // roundTripSized is roundTrip for a command of about size bytes, when that
 // is big: it is encoded into a chunk of its own size.
-func (n *muxNode) roundTripSized(ctx context.Context, i int, cmd string, rp *reply, size int, enc func([]byte) []byte) error {
+func (n *muxNode) roundTripSized(ctx context.Context, i int, cmd string, rp *Reply, size int, enc func([]byte) []byte) error {
 	c, err := n.enqueue(ctx, i)
 	if err != nil {
 		return err
@@ -396,14 +400,14 @@ func (n *muxNode) roundTripSized(ctx context.Context, i int, cmd string, rp *rep
 	}
 	c.out.cur = enc(c.out.cur)
 	cl := n.calls.get(ctx)
-	cl.reply, cl.lead = *rp, true
-	leads := c.push(cl, int64(rp.count()), true)
+	cl.Reply, cl.lead = *rp, true
+	leads := c.push(cl, int64(rp.Count()), true)
 	if err := c.await(ctx, cl, leads); err != nil {
 		return conn.CtxErr(n.addr, true, err)
 	}
-	*rp = cl.reply
+	*rp = cl.Reply
 	n.calls.put(cl)
-	return conn.ReplyError(cmd, rp.err)
+	return conn.ReplyError(cmd, rp.Err)
 }
 
 // Get implements Backend.
@@ -412,14 +416,14 @@ func (n *muxNode) Get(ctx context.Context, key string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	rp := reply{kind: replyBulk}
+	rp := Reply{Kind: ReplyBulk}
 	if err := n.roundTrip(ctx, i, "get", &rp, func(b []byte) []byte { return conn.AppendGet(b, key) }); err != nil {
 		return nil, err
 	}
-	if rp.val == nil {
+	if rp.Val == nil {
 		return nil, ErrNotFound
 	}
-	return rp.val, nil
+	return rp.Val, nil
 }
 
 // Set implements Backend.
@@ -429,7 +433,7 @@ func (n *muxNode) Set(ctx context.Context, key string, value []byte, ttl time.Du
 	if err != nil {
 		return err
 	}
-	rp := reply{kind: replyOK}
+	rp := Reply{Kind: ReplyOK}
 	enc := func(b []byte) []byte { return conn.AppendSet(b, key, value, ttl) }
 	if big {
 		return n.roundTripSized(ctx, i, "set", &rp, len(key)+len(value)+64, enc)
@@ -446,9 +450,9 @@ func (n *muxNode) Del(ctx context.Context, keys ...string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	rp := reply{kind: replyInt}
+	rp := Reply{Kind: ReplyInt}
 	err = n.roundTrip(ctx, i, "del", &rp, func(b []byte) []byte { return conn.AppendKeys(b, "DEL", keys) })
-	return rp.num, err
+	return rp.Num, err
 }
 
 // MGet implements MultiGetter.
@@ -460,11 +464,11 @@ func (n *muxNode) MGet(ctx context.Context, keys []string) ([][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	rp := reply{kind: replyBulks, vals: make([][]byte, len(keys))}
+	rp := Reply{Kind: ReplyBulks, Vals: make([][]byte, len(keys))}
 	if err := n.roundTrip(ctx, i, "mget", &rp, func(b []byte) []byte { return conn.AppendKeys(b, "MGET", keys) }); err != nil {
 		return nil, err
 	}
-	return rp.vals, nil
+	return rp.Vals, nil
 }
 
 // MSet implements MultiSetter: one MSET without a ttl, otherwise one
@@ -480,9 +484,9 @@ func (n *muxNode) MSet(ctx context.Context, kv map[string][]byte, ttl time.Durat
 			return err
 		}
 	}
-	rp := reply{kind: replyOK}
+	rp := Reply{Kind: ReplyOK}
 	return n.roundTrip(ctx, i, "mset", &rp, func(b []byte) []byte {
-		b, rp.n = conn.AppendMSet(b, kv, ttl)
+		b, rp.N = conn.AppendMSet(b, kv, ttl)
 		return b
 	})
 }
@@ -504,14 +508,14 @@ func (n *muxNode) Do(ctx context.Context, args ...any) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	rp := reply{kind: replyAny}
+	rp := Reply{Kind: ReplyAny}
 	if err := n.roundTrip(ctx, i, conn.ArgName(args, 0), &rp, func(b []byte) []byte {
 		b, _ = conn.AppendArgs(b, args) // cannot fail: conn.CheckCommand refused what it cannot encode
 		return b
 	}); err != nil {
 		return nil, err
 	}
-	return rp.any, nil
+	return rp.Any, nil
 }
 
 func (n *muxNode) sidePool() (*poolNode, error) {
@@ -527,8 +531,8 @@ func (n *muxNode) sidePool() (*poolNode, error) {
 
 // Stats implements Statser. The dedicated connections of blocking
 // commands are counted with the shared ones.
-func (n *muxNode) Stats() Stats {
-	s := Stats{
+func (n *muxNode) Stats() conn.Stats {
+	s := conn.Stats{
 		Strategy:    "multiplexed",
 		Flushes:     n.flushes.Load(),
 		Commands:    n.commands.Load(),
@@ -580,11 +584,11 @@ func (n *muxNode) Close() error {
 	return nil
 }
 
-// exec sends the commands encoded in buf back to back on the connection of
+// Exec sends the commands encoded in buf back to back on the connection of
 // keys, the keys they name (see route), and decodes their replies into
 // rps, in order. Only a connection or context failure is returned; each
 // command's own error is in its reply.
-func (n *muxNode) exec(ctx context.Context, keys []string, buf []byte, rps []reply) error {
+func (n *muxNode) Exec(ctx context.Context, keys []string, buf []byte, rps []Reply) error {
 	i, err := n.route(ctx, keys, false)
 	if err != nil {
 		return err
@@ -595,7 +599,7 @@ func (n *muxNode) exec(ctx context.Context, keys []string, buf []byte, rps []rep
 	}
 	c.out.cur = append(c.out.cur, buf...)
 	cl := n.calls.get(ctx)
-	cl.kind, cl.pipe, cl.lead = replyPipe, rps, true
+	cl.Kind, cl.pipe, cl.lead = ReplyPipe, rps, true
 	leads := c.push(cl, int64(cl.replies()), true)
 	if err := c.await(ctx, cl, leads); err != nil {
 		return conn.CtxErr(n.addr, true, err)
@@ -609,7 +613,7 @@ func (n *muxNode) exec(ctx context.Context, keys []string, buf []byte, rps []rep
 // goroutine per node; await waits for it. Such a call cannot lead (its
 // caller is busy elsewhere): the drainer reads for it. buf may be reused
 // when send returns.
-func (n *muxNode) send(ctx context.Context, keys []string, buf []byte, rps []reply) (*call, error) {
+func (n *muxNode) send(ctx context.Context, keys []string, buf []byte, rps []Reply) (*call, error) {
 	i, err := n.route(ctx, keys, false)
 	if err != nil {
 		return nil, err
@@ -619,7 +623,7 @@ func (n *muxNode) send(ctx context.Context, keys []string, buf []byte, rps []rep
 		return nil, err
 	}
 	cl := n.calls.get(ctx)
-	cl.kind, cl.pipe = replyPipe, rps
+	cl.Kind, cl.pipe = ReplyPipe, rps
 	c.out.cur = append(c.out.cur, buf...)
 	c.push(cl, int64(cl.replies()), false)
 	return cl, nil
@@ -634,4 +638,4 @@ func (n *muxNode) await(ctx context.Context, cl *call) error {
 	return nil
 }
 
-func (n *muxNode) address() string { return n.addr }
+func (n *muxNode) Address() string { return n.addr }

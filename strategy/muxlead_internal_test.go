@@ -26,7 +26,7 @@ import (
 func openMuxNode(t *testing.T, addr string, m Multiplexed) *muxNode {
 	t.Helper()
 	cfg := Config{Addrs: []string{addr}, DialTimeout: 2 * time.Second, ReadTimeout: 3 * time.Second, WriteTimeout: 3 * time.Second}
-	nd, err := m.openNode(context.Background(), cfg, addr)
+	nd, err := m.OpenNode(context.Background(), conn.Config(cfg), addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func leadWorkload(t *testing.T, n *muxNode, keys []string, goroutines, ops int, 
 					var buf []byte
 					buf = conn.AppendGet(buf, k)
 					buf = conn.AppendKeys(buf, "PTTL", []string{k})
-					rps := []reply{{kind: replyBulk}, {kind: replyInt}}
+					rps := []Reply{{Kind: ReplyBulk}, {Kind: ReplyInt}}
 					var cl *call
 					cl, err = n.send(ctx, []string{k}, buf, rps)
 					if err == nil {
@@ -98,8 +98,8 @@ func leadWorkload(t *testing.T, n *muxNode, keys []string, goroutines, ops int, 
 						}
 						err = n.await(ctx, cl)
 					}
-					if err == nil && string(rps[0].val) != leadValue(k) {
-						errs <- fmt.Errorf("pipelined GET %q = %q", k, rps[0].val)
+					if err == nil && string(rps[0].Val) != leadValue(k) {
+						errs <- fmt.Errorf("pipelined GET %q = %q", k, rps[0].Val)
 						cancel()
 						return
 					}
@@ -236,7 +236,7 @@ func TestMuxReadSideSurvivesCuts(t *testing.T) {
 func TestMuxIdleConnectionClosedByServer(t *testing.T) {
 	srv := launcher.Standalone(t, launcher.Options{})
 	cfg := Config{Addrs: []string{srv.Addr()}, DialTimeout: 2 * time.Second, ReadTimeout: 200 * time.Millisecond, WriteTimeout: time.Second}
-	nd, err := Multiplexed{}.openNode(context.Background(), cfg, srv.Addr())
+	nd, err := Multiplexed{}.OpenNode(context.Background(), conn.Config(cfg), srv.Addr())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,7 +300,7 @@ func TestMuxBigSetAllocations(t *testing.T) {
 func TestMuxHeapAfterBurstOfBigValues(t *testing.T) {
 	srv := launcher.Standalone(t, launcher.Options{})
 	cfg := Config{Addrs: []string{srv.Addr()}, DialTimeout: 2 * time.Second, ReadTimeout: 400 * time.Millisecond, WriteTimeout: 3 * time.Second}
-	nd, err := Multiplexed{}.openNode(context.Background(), cfg, srv.Addr())
+	nd, err := Multiplexed{}.OpenNode(context.Background(), conn.Config(cfg), srv.Addr())
 	if err != nil {
 		t.Fatal(err)
 	}

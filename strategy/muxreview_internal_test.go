@@ -29,7 +29,7 @@ import (
 func muxReviewNode(t *testing.T, addr string, tlsCfg *tls.Config, m Multiplexed, readTimeout time.Duration) *muxNode {
 	t.Helper()
 	cfg := Config{Addrs: []string{addr}, TLS: tlsCfg, DialTimeout: 5 * time.Second, ReadTimeout: readTimeout, WriteTimeout: 30 * time.Second}
-	nd, err := m.openNode(context.Background(), cfg, addr)
+	nd, err := m.OpenNode(context.Background(), conn.Config(cfg), addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -355,19 +355,19 @@ func TestMuxReviewBigValuesAcrossChunks(t *testing.T) {
 							case 0:
 								got, err = n.Get(ctx, k)
 							case 1:
-								buf, rps := ttlPipeline([]string{k}, true)
-								if err = n.exec(ctx, []string{k}, buf, rps); err == nil {
-									got = rps[0].val
-									if rps[1].num <= 0 {
-										t.Errorf("PTTL %s = %d after SET … PX", k, rps[1].num)
+								buf, rps := TTLPipeline([]string{k}, true)
+								if err = n.Exec(ctx, []string{k}, buf, rps); err == nil {
+									got = rps[0].Val
+									if rps[1].Num <= 0 {
+										t.Errorf("PTTL %s = %d after SET … PX", k, rps[1].Num)
 									}
 								}
 							default:
-								rps := []reply{{kind: replyBulk}}
+								rps := []Reply{{Kind: ReplyBulk}}
 								var cl *call
 								if cl, err = n.send(ctx, []string{k}, conn.AppendGet(nil, k), rps); err == nil {
 									if err = n.await(ctx, cl); err == nil {
-										got = rps[0].val
+										got = rps[0].Val
 									}
 								}
 							}
@@ -432,13 +432,13 @@ func TestMuxReviewIdleWatchToggles(t *testing.T) {
 				if rng.IntN(2) == 0 {
 					v, err = n.Get(ctx, k)
 				} else {
-					rps := []reply{{kind: replyBulk}}
+					rps := []Reply{{Kind: ReplyBulk}}
 					var cl *call
 					if cl, err = n.send(ctx, []string{k}, conn.AppendGet(nil, k), rps); err == nil {
 						err = n.await(ctx, cl)
 					}
 					if err == nil { // an abandoned pipeline's replies are still written
-						v = rps[0].val
+						v = rps[0].Val
 					}
 				}
 				cancel()
@@ -506,7 +506,7 @@ func TestMuxReviewWatchdogFailsHeldReadSide(t *testing.T) {
 			go func() {
 				k := keys[i%len(keys)]
 				if i%3 == 0 {
-					rps := []reply{{kind: replyBulk}}
+					rps := []Reply{{Kind: ReplyBulk}}
 					cl, err := n.send(context.Background(), []string{k}, conn.AppendGet(nil, k), rps)
 					if err == nil {
 						err = n.await(context.Background(), cl)

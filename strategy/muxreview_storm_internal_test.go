@@ -67,13 +67,13 @@ func storm(t *testing.T, n *muxNode, goroutines, ops int) int64 {
 					}
 				default:
 					buf := conn.AppendGet(nil, k)
-					rps := []reply{{kind: replyBulk}}
+					rps := []Reply{{Kind: ReplyBulk}}
 					var cl *call
 					if cl, err = n.send(ctx, []string{k}, buf, rps); err == nil {
 						err = n.await(ctx, cl)
 					}
-					if err == nil && string(rps[0].val) != leadValue(k) {
-						t.Errorf("pipelined GET %q = %q", k, rps[0].val)
+					if err == nil && string(rps[0].Val) != leadValue(k) {
+						t.Errorf("pipelined GET %q = %q", k, rps[0].Val)
 						bad.Add(1)
 					}
 				}
@@ -156,7 +156,7 @@ func closeMidFlight(t *testing.T, tg muxReviewTarget, delayed bool, round int) {
 	}
 	defer p.Close()
 	cfg := Config{Addrs: []string{p.Addr()}, TLS: tg.tls, DialTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second}
-	nd, err := Multiplexed{Conns: 2}.openNode(context.Background(), cfg, p.Addr())
+	nd, err := Multiplexed{Conns: 2}.OpenNode(context.Background(), conn.Config(cfg), p.Addr())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,14 +188,14 @@ func closeMidFlight(t *testing.T, tg muxReviewTarget, delayed bool, round int) {
 				case 1:
 					err = n.Set(context.Background(), k, []byte(leadValue(k)), time.Minute)
 				default:
-					rps := []reply{{kind: replyBulk}}
+					rps := []Reply{{Kind: ReplyBulk}}
 					var cl *call
 					if cl, err = n.send(context.Background(), []string{k}, conn.AppendGet(nil, k), rps); err == nil {
 						runtime.Gosched()
 						err = n.await(context.Background(), cl)
 					}
-					if err == nil && string(rps[0].val) != leadValue(k) {
-						errs <- fmt.Errorf("pipelined GET %q = %q", k, rps[0].val)
+					if err == nil && string(rps[0].Val) != leadValue(k) {
+						errs <- fmt.Errorf("pipelined GET %q = %q", k, rps[0].Val)
 						return
 					}
 				}

@@ -4,20 +4,22 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/redisx-go/kit/internal/conn"
 	"strings"
 
 	"github.com/gomodule/redigo/redis"
 	"github.com/redisx-go/kit/internal/cluster"
 )
 
-// capable is every capability the backends of this package offer.
+// capable is every capability the backends of this package offer, as
+// the transports have them: their Stats are conn.Stats (see backend).
 type capable interface {
 	Backend
 	MultiGetter
 	MultiSetter
 	Doer
-	Statser
 	TTLGetter
+	Stats() conn.Stats
 }
 
 var (
@@ -32,21 +34,21 @@ var (
 // routes to.
 type node interface {
 	capable
-	// exec sends the commands encoded in buf back to back, on the
+	// Exec sends the commands encoded in buf back to back, on the
 	// connection of keys, the keys they name, and decodes their replies
 	// into rps.
-	exec(ctx context.Context, keys []string, buf []byte, rps []reply) error
-	address() string
+	Exec(ctx context.Context, keys []string, buf []byte, rps []Reply) error
+	Address() string
 }
 
 // transport is implemented by the strategy values that open nodes:
 // Multiplexed and Pool.
 type transport interface {
 	Strategy
-	// newNode returns a node for addr without connecting.
-	newNode(cfg Config, addr string) (node, error)
-	// openNode returns a node for addr once it has connected.
-	openNode(ctx context.Context, cfg Config, addr string) (node, error)
+	// NewNode returns a node for addr without connecting.
+	NewNode(cfg conn.Config, addr string) (node, error)
+	// OpenNode returns a node for addr once it has connected.
+	OpenNode(ctx context.Context, cfg conn.Config, addr string) (node, error)
 }
 
 var errNotCluster = errors.New("cluster support disabled")
@@ -54,13 +56,13 @@ var errNotCluster = errors.New("cluster support disabled")
 // openDeployment connects to the first seed that answers and finds out
 // whether it is a standalone server (the node is returned as is) or a
 // cluster member (a cluster backend over one node per master is).
-func openDeployment(ctx context.Context, cfg Config, t transport) (Backend, error) {
+func openDeployment(ctx context.Context, cfg conn.Config, t transport) (capable, error) {
 	if len(cfg.Addrs) == 0 {
 		return nil, fmt.Errorf("%w: no address", ErrInvalidArgument)
 	}
 	var errs []error
 	for _, addr := range cfg.Addrs {
-		n, err := t.openNode(ctx, cfg, addr)
+		n, err := t.OpenNode(ctx, cfg, addr)
 		if err != nil {
 			errs = append(errs, err)
 			continue

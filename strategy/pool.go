@@ -53,10 +53,14 @@ func (p Pool) Open(ctx context.Context, cfg Config) (Backend, error) {
 	if _, err := p.withDefaults(); err != nil {
 		return nil, err
 	}
-	return openDeployment(ctx, cfg, p)
+	b, err := openDeployment(ctx, conn.Config(cfg), p)
+	if err != nil {
+		return nil, err
+	}
+	return public(b), nil
 }
 
-func (p Pool) newNode(cfg Config, addr string) (node, error) {
+func (p Pool) NewNode(cfg conn.Config, addr string) (node, error) {
 	n, err := newPoolNode(cfg, addr, p)
 	if err != nil {
 		return nil, err
@@ -64,7 +68,7 @@ func (p Pool) newNode(cfg Config, addr string) (node, error) {
 	return n, nil
 }
 
-func (p Pool) openNode(ctx context.Context, cfg Config, addr string) (node, error) {
+func (p Pool) OpenNode(ctx context.Context, cfg conn.Config, addr string) (node, error) {
 	n, err := newPoolNode(cfg, addr, p)
 	if err != nil {
 		return nil, err
@@ -107,7 +111,7 @@ func (p Pool) withDefaults() (Pool, error) {
 
 // poolNode is the Pool backend of one node.
 type poolNode struct {
-	cfg  Config
+	cfg  conn.Config
 	addr string
 	opts Pool
 	p    *puddle.Pool[*pconn]
@@ -137,7 +141,7 @@ type pconn struct {
 	fromTimeout bool      // deadline was set from ReadTimeout alone: see arm
 }
 
-func newPoolNode(cfg Config, addr string, opts Pool) (*poolNode, error) {
+func newPoolNode(cfg conn.Config, addr string, opts Pool) (*poolNode, error) {
 	opts, err := opts.withDefaults()
 	if err != nil {
 		return nil, err
@@ -408,15 +412,15 @@ func (x *exchange) end(ctx context.Context, cmd string, err error) error {
 // reply. block is the command's own block time (see conn.BlockTime). It returns
 // the context's error, the connection's failure, or rp's reply error
 // wrapped with cmd.
-func (n *poolNode) roundTrip(ctx context.Context, cmd string, block time.Duration, rp *reply, enc func([]byte) []byte) error {
+func (n *poolNode) roundTrip(ctx context.Context, cmd string, block time.Duration, rp *Reply, enc func([]byte) []byte) error {
 	x, err := n.begin(ctx, block)
 	if err != nil {
 		return err
 	}
 	x.c.buf = enc(x.c.buf)
 	if err = x.send(); err == nil {
-		if err = rp.read(x.c.r); err == nil {
-			err = rp.err
+		if err = rp.Read(x.c.r); err == nil {
+			err = rp.Err
 		}
 	}
 	return x.end(ctx, cmd, err)
@@ -424,19 +428,19 @@ func (n *poolNode) roundTrip(ctx context.Context, cmd string, block time.Duratio
 
 // Get implements Backend.
 func (n *poolNode) Get(ctx context.Context, key string) ([]byte, error) {
-	rp := reply{kind: replyBulk}
+	rp := Reply{Kind: ReplyBulk}
 	if err := n.roundTrip(ctx, "get", 0, &rp, func(b []byte) []byte { return conn.AppendGet(b, key) }); err != nil {
 		return nil, err
 	}
-	if rp.val == nil {
+	if rp.Val == nil {
 		return nil, ErrNotFound
 	}
-	return rp.val, nil
+	return rp.Val, nil
 }
 
 // Set implements Backend.
 func (n *poolNode) Set(ctx context.Context, key string, value []byte, ttl time.Duration) error {
-	rp := reply{kind: replyOK}
+	rp := Reply{Kind: ReplyOK}
 	return n.roundTrip(ctx, "set", 0, &rp, func(b []byte) []byte { return conn.AppendSet(b, key, value, ttl) })
 }
 
@@ -445,9 +449,9 @@ func (n *poolNode) Del(ctx context.Context, keys ...string) (int64, error) {
 	if len(keys) == 0 {
 		return 0, nil
 	}
-	rp := reply{kind: replyInt}
+	rp := Reply{Kind: ReplyInt}
 	err := n.roundTrip(ctx, "del", 0, &rp, func(b []byte) []byte { return conn.AppendKeys(b, "DEL", keys) })
-	return rp.num, err
+	return rp.Num, err
 }
 
 // MGet implements MultiGetter.
@@ -455,11 +459,11 @@ func (n *poolNode) MGet(ctx context.Context, keys []string) ([][]byte, error) {
 	if len(keys) == 0 {
 		return [][]byte{}, nil
 	}
-	rp := reply{kind: replyBulks, vals: make([][]byte, len(keys))}
+	rp := Reply{Kind: ReplyBulks, Vals: make([][]byte, len(keys))}
 	if err := n.roundTrip(ctx, "mget", 0, &rp, func(b []byte) []byte { return conn.AppendKeys(b, "MGET", keys) }); err != nil {
 		return nil, err
 	}
-	return rp.vals, nil
+	return rp.Vals, nil
 }
 
 // MSet implements MultiSetter.
@@ -467,9 +471,9 @@ func (n *poolNode) MSet(ctx context.Context, kv map[string][]byte, ttl time.Dura
 	if len(kv) == 0 {
 		return nil
 	}
-	rp := reply{kind: replyOK}
+	rp := Reply{Kind: ReplyOK}
 	return n.roundTrip(ctx, "mset", 0, &rp, func(b []byte) []byte {
-		b, rp.n = conn.AppendMSet(b, kv, ttl)
+		b, rp.N = conn.AppendMSet(b, kv, ttl)
 		return b
 	})
 }
@@ -481,14 +485,14 @@ func (n *poolNode) Do(ctx context.Context, args ...any) (any, error) {
 	if _, err := conn.CheckCommand(args); err != nil {
 		return nil, err
 	}
-	rp := reply{kind: replyAny}
+	rp := Reply{Kind: ReplyAny}
 	if err := n.roundTrip(ctx, conn.ArgName(args, 0), conn.BlockTime(args), &rp, func(b []byte) []byte {
 		b, _ = conn.AppendArgs(b, args) // cannot fail: conn.CheckCommand refused what it cannot encode
 		return b
 	}); err != nil {
 		return nil, err
 	}
-	return rp.any, nil
+	return rp.Any, nil
 }
 
 // maintain is the health check: every HealthCheckPeriod it closes idle
@@ -540,9 +544,9 @@ func (n *poolNode) topUp() {
 }
 
 // Stats implements Statser.
-func (n *poolNode) Stats() Stats {
+func (n *poolNode) Stats() conn.Stats {
 	st := n.p.Stat()
-	return Stats{
+	return conn.Stats{
 		Strategy:        "pool",
 		Conns:           int(st.TotalResources()),
 		InUse:           int(st.AcquiredResources()),
@@ -577,20 +581,20 @@ func (n *poolNode) Close() error {
 	return nil
 }
 
-// exec sends the commands encoded in buf in one write on a borrowed
+// Exec sends the commands encoded in buf in one write on a borrowed
 // connection and decodes their replies into rps, in order. Only a
 // connection or context failure is returned; each command's own error is
 // in its reply.
-func (n *poolNode) exec(ctx context.Context, _ []string, buf []byte, rps []reply) error {
+func (n *poolNode) Exec(ctx context.Context, _ []string, buf []byte, rps []Reply) error {
 	x, err := n.begin(ctx, 0)
 	if err != nil {
 		return err
 	}
 	x.c.buf = append(x.c.buf, buf...)
 	if err = x.send(); err == nil {
-		err = readAll(x.c.r, rps)
+		err = ReadAll(x.c.r, rps)
 	}
 	return x.end(ctx, "pipeline", err)
 }
 
-func (n *poolNode) address() string { return n.addr }
+func (n *poolNode) Address() string { return n.addr }

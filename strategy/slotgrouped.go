@@ -54,7 +54,7 @@ func (s SlotGrouped) Open(ctx context.Context, cfg Config) (Backend, error) {
 	if s.MaxBatch == 0 {
 		s.MaxBatch = 1000
 	}
-	b, err := tr.Open(ctx, cfg)
+	b, err := openDeployment(ctx, conn.Config(cfg), tr.(transport))
 	if err != nil {
 		return nil, err
 	}
@@ -69,11 +69,11 @@ func (s SlotGrouped) Open(ctx context.Context, cfg Config) (Backend, error) {
 		b.Close()
 		return nil, fmt.Errorf("%w: SlotGrouped over %T", ErrUnsupported, b)
 	}
-	return g, nil
+	return grouped{backend{g}, public(b)}, nil
 }
 
 type slotGrouped struct {
-	inner   Backend
+	inner   capable
 	cluster *clusterBackend // one of cluster and single is set
 	single  node
 	one     *member // single, as plan returns it
@@ -92,13 +92,11 @@ func (g *slotGrouped) Do(ctx context.Context, args ...any) (any, error) {
 	return g.inner.(Doer).Do(ctx, args...)
 }
 
-func (g *slotGrouped) Stats() Stats {
-	s := g.inner.(Statser).Stats()
+func (g *slotGrouped) Stats() conn.Stats {
+	s := g.inner.Stats()
 	s.Strategy = "slot-grouped/" + s.Strategy
 	return s
 }
-
-func (g *slotGrouped) Unwrap() Backend { return g.inner }
 
 func (g *slotGrouped) Close() error { return g.inner.Close() }
 
@@ -176,7 +174,7 @@ func (g *slotGrouped) plan(keys []string) ([]*member, [][]batchGroup) {
 // reply itself), then the others awaited; other nodes get a goroutine
 // each. errs[i] is node i's connection or context failure; a nil node
 // fails with errSlotUnserved.
-func runPipelines(ctx context.Context, nodes []node, keys [][]string, bufs [][]byte, rps [][]reply) []error {
+func runPipelines(ctx context.Context, nodes []node, keys [][]string, bufs [][]byte, rps [][]Reply) []error {
 	errs := make([]error, len(nodes))
 	calls := make([]*call, len(nodes))
 	var blocking []int
@@ -198,12 +196,12 @@ func runPipelines(ctx context.Context, nodes []node, keys [][]string, bufs [][]b
 	}
 	fanOut(len(blocking), func(j int) {
 		i := blocking[j]
-		errs[i] = nodes[i].exec(ctx, keys[i], bufs[i], rps[i])
+		errs[i] = nodes[i].Exec(ctx, keys[i], bufs[i], rps[i])
 	})
 	if last >= 0 {
 		// Awaited at once, it may lead: its caller reads the reply itself,
 		// as a lone caller does, with no hand-off.
-		errs[last] = nodes[last].exec(ctx, keys[last], bufs[last], rps[last])
+		errs[last] = nodes[last].Exec(ctx, keys[last], bufs[last], rps[last])
 	}
 	for i, cl := range calls {
 		if cl != nil {
@@ -249,8 +247,8 @@ func (f *failures) err() error {
 // nodeFailure). The error joins one *NodeError per node with keys that
 // still failed.
 func (g *slotGrouped) grouped(ctx context.Context, keys []string, cmd string,
-	enc func(buf []byte, bg batchGroup) ([]byte, reply),
-	ok func(bg batchGroup, rp *reply),
+	enc func(buf []byte, bg batchGroup) ([]byte, Reply),
+	ok func(bg batchGroup, rp *Reply),
 	retry func(bg batchGroup) error) error {
 	members, perNode := g.plan(keys)
 	// Each node is held for its pipeline; one retired since the plan was
@@ -273,13 +271,13 @@ func (g *slotGrouped) grouped(ctx context.Context, keys []string, cmd string,
 
 // run is grouped once its nodes are held.
 func (g *slotGrouped) run(ctx context.Context, nodes []node, perNode [][]batchGroup, keys []string, cmd string,
-	enc func(buf []byte, bg batchGroup) ([]byte, reply),
-	ok func(bg batchGroup, rp *reply),
+	enc func(buf []byte, bg batchGroup) ([]byte, Reply),
+	ok func(bg batchGroup, rp *Reply),
 	retry func(bg batchGroup) error) error {
 	nodeKeys := make([][]string, len(nodes))
 	bufs := make([][]byte, len(nodes))
-	rps := make([][]reply, len(nodes))
-	all := make([]reply, 0, len(keys))
+	rps := make([][]Reply, len(nodes))
+	all := make([]Reply, 0, len(keys))
 	for i, groups := range perNode {
 		size, count := 0, 0
 		for _, bg := range groups {
@@ -294,7 +292,7 @@ func (g *slotGrouped) run(ctx context.Context, nodes []node, perNode [][]batchGr
 		nk := make([]string, 0, count)
 		for _, bg := range groups {
 			nk = append(nk, bg.keys...)
-			var rp reply
+			var rp Reply
 			buf, rp = enc(buf, bg)
 			all = append(all, rp)
 		}
@@ -306,7 +304,7 @@ func (g *slotGrouped) run(ctx context.Context, nodes []node, perNode [][]batchGr
 	// each retry is a round trip or a wait for the cluster.
 	var retrying []int
 	for i, groups := range perNode {
-		if errs[i] != nil || slices.ContainsFunc(rps[i], func(rp reply) bool { return rp.err != nil }) {
+		if errs[i] != nil || slices.ContainsFunc(rps[i], func(rp Reply) bool { return rp.Err != nil }) {
 			retrying = append(retrying, i)
 			continue
 		}
@@ -321,7 +319,7 @@ func (g *slotGrouped) run(ctx context.Context, nodes []node, perNode [][]batchGr
 		for j, bg := range perNode[i] {
 			e := errs[i]
 			if e == nil {
-				e = rps[i][j].err
+				e = rps[i][j].Err
 			}
 			if e == nil {
 				ok(bg, &rps[i][j])
@@ -351,15 +349,15 @@ func (g *slotGrouped) MGet(ctx context.Context, keys []string) ([][]byte, error)
 	flat := make([][]byte, len(keys)) // every group's replies, in plan order
 	off := 0
 	err := g.grouped(ctx, keys, "mget",
-		func(buf []byte, bg batchGroup) ([]byte, reply) {
+		func(buf []byte, bg batchGroup) ([]byte, Reply) {
 			n := len(bg.keys)
-			rp := reply{kind: replyBulks, vals: flat[off : off+n : off+n]}
+			rp := Reply{Kind: ReplyBulks, Vals: flat[off : off+n : off+n]}
 			off += n
 			return conn.AppendKeys(buf, "MGET", bg.keys), rp
 		},
-		func(bg batchGroup, rp *reply) {
+		func(bg batchGroup, rp *Reply) {
 			for k, p := range bg.pos {
-				vs[p] = rp.vals[k]
+				vs[p] = rp.Vals[k]
 			}
 		},
 		func(bg batchGroup) error { return g.cluster.mgetSlot(ctx, slotGroup(bg), vs) })
@@ -373,7 +371,7 @@ func nodeAddr(n node) string {
 	if n == nil {
 		return "(no master)"
 	}
-	return n.address()
+	return n.Address()
 }
 
 // MSet implements MultiSetter: per node, one MSET per slot (or one SET … PX
@@ -387,20 +385,20 @@ func (g *slotGrouped) MSet(ctx context.Context, kv map[string][]byte, ttl time.D
 		keys = append(keys, k)
 	}
 	return g.grouped(ctx, keys, "mset",
-		func(buf []byte, bg batchGroup) ([]byte, reply) {
+		func(buf []byte, bg batchGroup) ([]byte, Reply) {
 			if ttl <= 0 {
 				buf = conn.AppendArrayHeader(buf, 2*len(bg.keys)+1, "MSET")
 				for _, k := range bg.keys {
 					buf = conn.AppendPair(buf, k, kv[k])
 				}
-				return buf, reply{kind: replyOK, n: 1}
+				return buf, Reply{Kind: ReplyOK, N: 1}
 			}
 			for _, k := range bg.keys {
 				buf = conn.AppendSet(buf, k, kv[k], ttl)
 			}
-			return buf, reply{kind: replyOK, n: len(bg.keys)}
+			return buf, Reply{Kind: ReplyOK, N: len(bg.keys)}
 		},
-		func(batchGroup, *reply) {},
+		func(batchGroup, *Reply) {},
 		func(bg batchGroup) error {
 			sub := make(map[string][]byte, len(bg.keys))
 			for _, k := range bg.keys {
@@ -420,10 +418,10 @@ func (g *slotGrouped) Del(ctx context.Context, keys ...string) (int64, error) {
 	}
 	var total atomic.Int64
 	err := g.grouped(ctx, keys, "del",
-		func(buf []byte, bg batchGroup) ([]byte, reply) {
-			return conn.AppendKeys(buf, "DEL", bg.keys), reply{kind: replyInt}
+		func(buf []byte, bg batchGroup) ([]byte, Reply) {
+			return conn.AppendKeys(buf, "DEL", bg.keys), Reply{Kind: ReplyInt}
 		},
-		func(_ batchGroup, rp *reply) { total.Add(rp.num) },
+		func(_ batchGroup, rp *Reply) { total.Add(rp.Num) },
 		func(bg batchGroup) error {
 			n, err := g.cluster.Del(ctx, bg.keys...)
 			total.Add(n)
@@ -465,8 +463,6 @@ func (f *nodeFailure) report(fail *failures, cmd string) {
 		fail.add(nodeAddr(f.n), f.keys, conn.ReplyError(cmd, f.err))
 	}
 }
-
-var _ Unwrapper = (*slotGrouped)(nil)
 
 // fanOut runs fn for every index, all but one on their own goroutine.
 func fanOut(n int, fn func(i int)) {

@@ -26,88 +26,88 @@ const (
 	UnknownTTL time.Duration = -3
 )
 
-// pttl turns a PTTL reply into a TTL: -1 no expiry, -2 (gone) and errors
+// PTTL turns a PTTL reply into a TTL: -1 no expiry, -2 (gone) and errors
 // unknown.
-func pttl(rp *reply) time.Duration {
+func PTTL(rp *Reply) time.Duration {
 	switch {
-	case rp.err != nil || rp.num == -2:
+	case rp.Err != nil || rp.Num == -2:
 		return UnknownTTL
-	case rp.num == -1:
+	case rp.Num == -1:
 		return NoTTL
 	}
-	return time.Duration(rp.num) * time.Millisecond
+	return time.Duration(rp.Num) * time.Millisecond
 }
 
-// ttlPipeline encodes MGET (or GET for one key) followed by one PTTL per
+// TTLPipeline encodes MGET (or GET for one key) followed by one PTTL per
 // key, and the replies to decode them into.
-func ttlPipeline(keys []string, single bool) ([]byte, []reply) {
+func TTLPipeline(keys []string, single bool) ([]byte, []Reply) {
 	var buf []byte
-	rps := make([]reply, 1+len(keys))
+	rps := make([]Reply, 1+len(keys))
 	if single {
 		buf = conn.AppendGet(buf, keys[0])
-		rps[0] = reply{kind: replyBulk}
+		rps[0] = Reply{Kind: ReplyBulk}
 	} else {
 		buf = conn.AppendKeys(buf, "MGET", keys)
-		rps[0] = reply{kind: replyBulks, vals: make([][]byte, len(keys))}
+		rps[0] = Reply{Kind: ReplyBulks, Vals: make([][]byte, len(keys))}
 	}
 	for i, k := range keys {
 		buf = conn.AppendKeys(buf, "PTTL", []string{k})
-		rps[1+i] = reply{kind: replyInt}
+		rps[1+i] = Reply{Kind: ReplyInt}
 	}
 	return buf, rps
 }
 
-func nodeGetWithTTL(ctx context.Context, n node, key string) ([]byte, time.Duration, error) {
+func GetWithTTL(ctx context.Context, n node, key string) ([]byte, time.Duration, error) {
 	keys := []string{key}
-	buf, rps := ttlPipeline(keys, true)
-	if err := n.exec(ctx, keys, buf, rps); err != nil {
+	buf, rps := TTLPipeline(keys, true)
+	if err := n.Exec(ctx, keys, buf, rps); err != nil {
 		return nil, 0, err
 	}
-	if rps[0].err != nil {
-		return nil, 0, conn.ReplyError("get", rps[0].err)
+	if rps[0].Err != nil {
+		return nil, 0, conn.ReplyError("get", rps[0].Err)
 	}
-	if rps[0].val == nil {
+	if rps[0].Val == nil {
 		return nil, 0, ErrNotFound
 	}
-	return rps[0].val, pttl(&rps[1]), nil
+	return rps[0].Val, PTTL(&rps[1]), nil
 }
 
-func nodeMGetWithTTL(ctx context.Context, n node, keys []string) ([][]byte, []time.Duration, error) {
+func MGetWithTTL(ctx context.Context, n node, keys []string) ([][]byte, []time.Duration, error) {
 	if len(keys) == 0 {
 		return [][]byte{}, []time.Duration{}, nil
 	}
-	buf, rps := ttlPipeline(keys, false)
-	if err := n.exec(ctx, keys, buf, rps); err != nil {
+	buf, rps := TTLPipeline(keys, false)
+	if err := n.Exec(ctx, keys, buf, rps); err != nil {
 		return nil, nil, err
 	}
-	if rps[0].err != nil {
-		return nil, nil, conn.ReplyError("mget", rps[0].err)
+	if rps[0].Err != nil {
+		return nil, nil, conn.ReplyError("mget", rps[0].Err)
 	}
 	ttls := make([]time.Duration, len(keys))
 	for i := range keys {
-		ttls[i] = pttl(&rps[1+i])
+		ttls[i] = PTTL(&rps[1+i])
 	}
-	return rps[0].vals, ttls, nil
+	return rps[0].Vals, ttls, nil
 }
 
 // GetWithTTL implements TTLGetter.
 func (n *muxNode) GetWithTTL(ctx context.Context, key string) ([]byte, time.Duration, error) {
-	return nodeGetWithTTL(ctx, n, key)
+	return GetWithTTL(ctx, n, key)
 }
 
 // MGetWithTTL implements TTLGetter.
 func (n *muxNode) MGetWithTTL(ctx context.Context, keys []string) ([][]byte, []time.Duration, error) {
-	return nodeMGetWithTTL(ctx, n, keys)
+	return MGetWithTTL(ctx, n, keys)
 }
 
 // GetWithTTL implements TTLGetter.
 func (n *poolNode) GetWithTTL(ctx context.Context, key string) ([]byte, time.Duration, error) {
-	return nodeGetWithTTL(ctx, n, key)
+	return GetWithTTL(ctx, n, key)
 }
 
 // MGetWithTTL implements TTLGetter.
 func (n *poolNode) MGetWithTTL(ctx context.Context, keys []string) ([][]byte, []time.Duration, error) {
-	return nodeMGetWithTTL(ctx, n, keys)
+	return MGetWithTTL(ctx, n, keys)
 }
 
 // GetWithTTL implements TTLGetter. Under ASK (a slot being migrated) the
@@ -116,14 +116,14 @@ func (c *clusterBackend) GetWithTTL(ctx context.Context, key string) ([]byte, ti
 	var v []byte
 	var ttl time.Duration
 	err := c.route(ctx, cluster.Slot(key),
-		func(n node) (err error) { v, ttl, err = nodeGetWithTTL(ctx, n, key); return err },
+		func(n node) (err error) { v, ttl, err = GetWithTTL(ctx, n, key); return err },
 		func(n node) error {
-			rp := reply{kind: replyBulk}
+			rp := Reply{Kind: ReplyBulk}
 			err := askExec(ctx, n, []string{key}, &rp, func(b []byte) []byte { return conn.AppendGet(b, key) })
-			if err == nil && rp.val == nil {
+			if err == nil && rp.Val == nil {
 				err = ErrNotFound
 			}
-			v, ttl = rp.val, UnknownTTL
+			v, ttl = rp.Val, UnknownTTL
 			return err
 		})
 	if err != nil {
@@ -141,11 +141,11 @@ func (c *clusterBackend) MGetWithTTL(ctx context.Context, keys []string) ([][]by
 		var gv [][]byte
 		var gt []time.Duration
 		err := c.route(ctx, g.slot,
-			func(n node) (err error) { gv, gt, err = nodeMGetWithTTL(ctx, n, g.keys); return err },
+			func(n node) (err error) { gv, gt, err = MGetWithTTL(ctx, n, g.keys); return err },
 			func(n node) error {
-				rp := reply{kind: replyBulks, vals: make([][]byte, len(g.keys))}
+				rp := Reply{Kind: ReplyBulks, Vals: make([][]byte, len(g.keys))}
 				err := askExec(ctx, n, g.keys, &rp, func(b []byte) []byte { return conn.AppendKeys(b, "MGET", g.keys) })
-				gv, gt = rp.vals, make([]time.Duration, len(g.keys))
+				gv, gt = rp.Vals, make([]time.Duration, len(g.keys))
 				for i := range gt {
 					gt[i] = UnknownTTL
 				}
@@ -171,7 +171,7 @@ func (g *slotGrouped) GetWithTTL(ctx context.Context, key string) ([]byte, time.
 // wrong are sent again one slot at a time through the cluster's routing.
 func (g *slotGrouped) MGetWithTTL(ctx context.Context, keys []string) ([][]byte, []time.Duration, error) {
 	if g.cluster == nil {
-		return nodeMGetWithTTL(ctx, g.single, keys)
+		return MGetWithTTL(ctx, g.single, keys)
 	}
 	vs := make([][]byte, len(keys))
 	ttls := make([]time.Duration, len(keys))
@@ -183,7 +183,7 @@ func (g *slotGrouped) MGetWithTTL(ctx context.Context, keys []string) ([][]byte,
 			var gt []time.Duration
 			var err error
 			if m := nodes[i]; m != nil && m.acquire() {
-				gv, gt, err = nodeMGetWithTTL(ctx, m.n, bg.keys)
+				gv, gt, err = MGetWithTTL(ctx, m.n, bg.keys)
 				m.release()
 			} else {
 				err = errSlotUnserved

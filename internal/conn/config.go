@@ -1,0 +1,83 @@
+package conn
+
+import (
+	"context"
+	"crypto/tls"
+	"time"
+)
+
+// Config is strategy.Config, field for field, for the transports:
+// package strategy converts one into the other (a conversion, so the
+// compiler keeps the two in step). The fields' docs are strategy's.
+type Config struct {
+	Addrs        []string
+	Username     string
+	Password     string
+	Credentials  func(ctx context.Context) (username, password string, err error)
+	MaxConnAge   time.Duration
+	DB           int
+	TLS          *tls.Config
+	DialTimeout  time.Duration
+	ReadTimeout  time.Duration
+	WriteTimeout time.Duration
+	ClientName   string
+}
+
+// Stats is strategy.Stats, field for field (see Config): what a
+// transport reports. The fields' docs are strategy's.
+type Stats struct {
+	Strategy string
+
+	Conns int
+
+	Pending  int64
+	Flushes  int64
+	Commands int64
+
+	InUse           int
+	Idle            int
+	MaxConns        int
+	Acquires        int64
+	AcquireWait     time.Duration
+	EmptyAcquires   int64
+	CanceledAcquire int64
+
+	Nodes             int
+	Masters           int
+	Redirects         int64
+	TopologyRefreshes int64
+
+	LocalHits     int64
+	LocalMisses   int64
+	Invalidations int64
+	LocalFlushes  int64
+	Evictions     int64
+	LocalBytes    int64
+
+	Dials       int64
+	DialErrors  int64
+	BrokenConns int64
+}
+
+// AddNode adds a node's figures to s.
+func (s *Stats) AddNode(ns Stats) {
+	s.Conns += ns.Conns
+	s.Pending += ns.Pending
+	s.InUse += ns.InUse
+	s.Idle += ns.Idle
+	s.MaxConns += ns.MaxConns
+	s.AddCounters(ns)
+}
+
+// AddCounters adds the counters of ns — the figures that only grow — to s.
+func (s *Stats) AddCounters(ns Stats) {
+	s.Flushes += ns.Flushes
+	s.Commands += ns.Commands
+	s.Acquires += ns.Acquires
+	s.AcquireWait += ns.AcquireWait
+	s.EmptyAcquires += ns.EmptyAcquires
+	s.CanceledAcquire += ns.CanceledAcquire
+	s.Dials += ns.Dials
+	s.DialErrors += ns.DialErrors
+	s.BrokenConns += ns.BrokenConns
+}
