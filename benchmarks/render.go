@@ -180,6 +180,10 @@ func renderCopyFinite(dst, src reflect.Value) {
 type reportView struct {
 	r         *Report
 	workloads []*reportWorkload
+	// targets are every target of the report, in the plan's order then
+	// first appearance: a target's place here is its colour and marker
+	// in every chart of the report.
+	targets []string
 }
 
 // reportWorkload is one workload's cells, verdicts and crossovers.
@@ -192,7 +196,8 @@ type reportWorkload struct {
 	// recLevels are the levels that have a verdict, ascending.
 	recLevels  []int
 	crossovers []Crossover
-	failed     []*Cell // in table order
+	failed     []*Cell      // in table order
+	styles     []chartStyle // of each target, the same in every workload
 }
 
 type reportKey struct {
@@ -277,6 +282,11 @@ func newReportView(r *Report) *reportView {
 	}
 	for _, w := range v.workloads {
 		slices.SortStableFunc(w.targets, func(a, b string) int { return cmp.Compare(target(a), target(b)) })
+		for _, t := range w.targets {
+			if !slices.Contains(v.targets, t) {
+				v.targets = append(v.targets, t)
+			}
+		}
 		slices.Sort(w.levels)
 		slices.Sort(w.recLevels)
 		for _, t := range w.targets {
@@ -285,6 +295,13 @@ func newReportView(r *Report) *reportView {
 					w.failed = append(w.failed, c)
 				}
 			}
+		}
+	}
+	slices.SortStableFunc(v.targets, func(a, b string) int { return cmp.Compare(target(a), target(b)) })
+	for _, w := range v.workloads {
+		w.styles = make([]chartStyle, len(w.targets))
+		for i, t := range w.targets {
+			w.styles[i] = chartStyleOf(slices.Index(v.targets, t))
 		}
 	}
 	return v
@@ -376,18 +393,36 @@ func renderQPS(x float64) string {
 // renderMs formats milliseconds with 3 significant digits.
 func renderMs(x float64) string { return renderSig(x, 3) }
 
-// renderCI is the half-width of c's confidence interval relative to its
-// median, "±1.2%"; empty when the interval is unknown.
+// renderCI is c's 95% confidence interval as it is, "[119k, 123k]";
+// empty when the interval is unknown.
 func renderCI(c *Cell) string {
-	if !(c.QPS > 0) || !renderFinite64(c.QPSLow) || !renderFinite64(c.QPSHigh) || c.QPSHigh < c.QPSLow ||
-		c.QPSLow == 0 && c.QPSHigh == 0 {
+	if !(c.QPS > 0) || c.QPSLow == 0 && c.QPSHigh == 0 {
 		return ""
 	}
-	pct := (c.QPSHigh - c.QPSLow) / 2 / c.QPS * 100
-	if s := strconv.FormatFloat(pct, 'f', 1, 64); len(s) <= 3 { // "9.9", not "10.0"
-		return "±" + s + "%"
+	return renderInterval(c.QPSLow, c.QPSHigh, renderQPS)
+}
+
+// renderInterval is [lo, hi] in format; empty when either end is not a
+// number or they are out of order.
+func renderInterval(lo, hi float64, format func(float64) string) string {
+	if math.IsNaN(lo) || math.IsNaN(hi) || hi < lo {
+		return ""
 	}
-	return "±" + strconv.FormatFloat(pct, 'f', 0, 64) + "%"
+	return "[" + format(lo) + ", " + format(hi) + "]"
+}
+
+// renderPercentInterval is an interval of ratios less 1, "[+3.1%, +9.8%]";
+// empty when unknown (both ends 0, as in a report from before intervals).
+func renderPercentInterval(lo, hi float64) string {
+	if lo == 0 && hi == 0 {
+		return ""
+	}
+	return renderInterval(lo, hi, func(x float64) string {
+		if math.IsInf(x, 1) {
+			return "+∞"
+		}
+		return renderPercent(x)
+	})
 }
 
 // renderPercent formats a ratio less 1 as a signed percentage: "+23.0%".
@@ -490,7 +525,7 @@ func renderPlan(s Settings) string {
 	if s.SLO != "" {
 		fmt.Fprintf(&b, ", SLO %s", s.SLO)
 	}
-	fmt.Fprintf(&b, "; a win needs p < %s and a margin of %s, else a tie", strconv.FormatFloat(s.Alpha, 'g', -1, 64),
+	fmt.Fprintf(&b, "; a win needs p < %s and the 95%% interval of its margin at least %s, else a tie", strconv.FormatFloat(s.Alpha, 'g', -1, 64),
 		strings.TrimPrefix(renderPercent(s.Margin), "+"))
 	fmt.Fprintf(&b, "; seed %d", s.Seed)
 	return b.String()
@@ -500,21 +535,34 @@ func renderPlan(s Settings) string {
 const renderPartial = "Partial run: it was interrupted, so some cells are missing " +
 	"and the verdicts cover only the cells measured."
 
-// renderVerdict is a verdict as a sentence, honest about ties.
+// renderVerdict is a verdict as a sentence, honest about ties: the
+// margin with its interval, and whether the samples could have told a
+// margin-sized difference at all.
 func renderVerdict(rec *Recommendation) string {
+	margin := func(signed bool) string {
+		m := renderPercent(rec.Margin)
+		if !signed {
+			m = strings.TrimPrefix(m, "+")
+		}
+		if iv := renderPercentInterval(rec.MarginLo, rec.MarginHi); iv != "" {
+			m += " " + iv
+		}
+		return m
+	}
 	switch {
 	case rec.Strategy == "":
 		return "no verdict: no cell succeeded"
 	case rec.Confidence == Significant && rec.RunnerUp == "":
 		return rec.Strategy + " wins (the only target)"
 	case rec.Confidence == Significant:
-		return fmt.Sprintf("%s wins over %s by %s (p = %s)", rec.Strategy, rec.RunnerUp,
-			strings.TrimPrefix(renderPercent(rec.Margin), "+"), renderP(rec.PValue))
+		return fmt.Sprintf("%s wins over %s by %s (p = %s)", rec.Strategy, rec.RunnerUp, margin(false), renderP(rec.PValue))
 	}
-	s := fmt.Sprintf("tie between %s and %s (%s, p = %s)", rec.Strategy, rec.RunnerUp,
-		renderPercent(rec.Margin), renderP(rec.PValue))
+	s := fmt.Sprintf("tie between %s and %s (%s, p = %s)", rec.Strategy, rec.RunnerUp, margin(true), renderP(rec.PValue))
 	if rec.RunnerUp == "" {
 		s = "tie"
+	}
+	if rec.Underpowered {
+		s += "; underpowered: the interval is wider than the margin, so the samples could not tell a margin-sized difference from none"
 	}
 	if rec.TieBreak != "" {
 		s += "; " + rec.Strategy + " by the tie-break: " + rec.TieBreak
@@ -522,4 +570,35 @@ func renderVerdict(rec *Recommendation) string {
 		s += "; " + rec.Strategy + " named"
 	}
 	return s
+}
+
+// renderBaselineNotes are the sentences that must precede a baseline's
+// table: whether the runs are comparable, and whether they have cells in
+// common at all.
+func renderBaselineNotes(bc *BaselineComparison) []string {
+	var out []string
+	if !bc.Compatible {
+		s := "NOT LIKE WITH LIKE: the two runs differ in"
+		if len(bc.Mismatches) == 0 {
+			s += " conditions not recorded"
+		} else {
+			s += " " + strings.Join(bc.Mismatches, "; ")
+		}
+		out = append(out, s+". A change below may be that difference's, not the code's.")
+	}
+	if len(bc.Cells) == 0 {
+		out = append(out, "No cell in common: no workload, target and level of this run was measured in the baseline, so nothing was compared.")
+	}
+	return out
+}
+
+// renderBaselineQuiet is the count of cells without a significant change.
+func renderBaselineQuiet(bc *BaselineComparison) (quiet int, sentence string) {
+	for _, d := range bc.Cells {
+		if !d.Significant {
+			quiet++
+		}
+	}
+	return quiet, fmt.Sprintf("%d of %d cells without a significant change (Benjamini–Hochberg over the %d cells, and the interval of the change beyond the margin).",
+		quiet, len(bc.Cells), len(bc.Cells))
 }

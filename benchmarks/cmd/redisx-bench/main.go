@@ -104,7 +104,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.BoolVar(&o.peers, "peers", true, "measure the peers rueidis, redigo-pool-100 and go-redis")
 	fs.DurationVar(&o.duration, "duration", 0, "length of one sample (default 500ms; -quick 100ms)")
 	fs.DurationVar(&o.warmup, "warmup", 0, "warm-up of each target at each level, discarded (default half a sample)")
-	fs.IntVar(&o.repeats, "repeats", 6, "samples per cell (6 or more for significance at p < 0.05)")
+	fs.IntVar(&o.repeats, "repeats", 6, "samples per cell (at least 4 for any verdict to be significant at p < 0.05; 6 for a 95% interval of the median)")
 	fs.Float64Var(&o.rate, "rate", 0, "open loop: total requests per second (default closed loop)")
 	fs.StringVar(&o.slo, "slo", "", "SLO mode: find each target's highest rate under a latency bound, e.g. p99=2ms")
 	fs.BoolVar(&o.quick, "quick", false, "a small plan that finishes in about a minute")
@@ -308,8 +308,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		rep.Machine.Embedded, rep.Machine.Pinned, rep.Machine.PinNote = true, emb.Pinned, emb.PinNote
 	}
 	if base != nil {
-		rep.Baseline = benchmarks.CompareBaseline(base, rep, plan.Alpha)
+		rep.Baseline = benchmarks.CompareBaseline(base, rep, plan.Alpha, plan.Margin)
 		rep.Baseline.File = o.base
+		if !rep.Baseline.Compatible {
+			fmt.Fprintf(stderr, "redisx-bench: WARNING: the baseline %s was not measured like with like: %s\n",
+				o.base, strings.Join(rep.Baseline.Mismatches, "; "))
+		}
+		if len(rep.Baseline.Cells) == 0 {
+			fmt.Fprintf(stderr, "redisx-bench: the baseline %s has no cell in common with this run: nothing compared\n", o.base)
+		}
 	}
 	if err := benchmarks.WriteReports(o.out, rep); err != nil {
 		fmt.Fprintln(stderr, "redisx-bench: write reports:", err)
