@@ -157,8 +157,8 @@ type Plan struct {
 	Workloads []Workload
 	// Duration is the length of one sample; Warmup runs each target at
 	// each level before its samples, discarded. Repeats is the number of
-	// samples per cell (at least 6 for a confidence interval at 95% and
-	// for a rank test to reach p < 0.05).
+	// samples per cell: at least MinRepeats (4) for a verdict to be
+	// significant at p < 0.05, 6 for a 95% interval of the median.
 	Duration time.Duration
 	Warmup   time.Duration
 	Repeats  int

@@ -26,7 +26,8 @@ import (
 // targets instead of favouring one. The targets of a workload stay open
 // across its levels; each one's connections are counted on the
 // server by client name (CLIENT LIST, summed over the masters of a
-// cluster) halfway through each sample.
+// cluster) right after each sample, once its clock has stopped, so that
+// the count costs the server nothing while it is measured.
 //
 // Run refuses a database holding keys outside KeyPrefix unless s.Force,
 // skips the workloads whose deployment is missing (Report.Skipped), and
@@ -55,6 +56,7 @@ func Run(ctx context.Context, p Plan, s Servers, progress io.Writer) (*Report, e
 			GOMAXPROCS: runtime.GOMAXPROCS(0),
 			CPUs:       runtime.NumCPU(),
 			GoVersion:  runtime.Version(),
+			CPUModel:   cpuModel(),
 			OS:         runtime.GOOS,
 			Arch:       runtime.GOARCH,
 			Standalone: s.Standalone,
@@ -73,6 +75,10 @@ func Run(ctx context.Context, p Plan, s Servers, progress io.Writer) (*Report, e
 	}
 	if p.SLO != nil {
 		r.report.Settings.SLO = p.SLO.String()
+	}
+	if w := p.powerWarning(); w != "" {
+		r.report.Warnings = append(r.report.Warnings, w)
+		fmt.Fprintln(r.out, "warning:", w)
 	}
 	defer r.closeDeployments()
 	if err := r.connect(ctx); err != nil {
@@ -392,27 +398,14 @@ func (r *runner) workerHists(n int) []*hdr.Histogram {
 // measure runs op on level workers for d (closed loop, or open loop at
 // rate) and returns the sample and its merged latency histogram, valid
 // until the next call. With conns, it counts the target's connections
-// halfway through.
+// once the sample is over (they stay open: a pool keeps its idle ones),
+// so that CLIENT LIST never runs while the server is measured.
 func (r *runner) measure(ctx context.Context, d *deployment, o opened, op Op, level int, dur time.Duration, rate float64, conns bool) (sample, *hdr.Histogram) {
 	hists := r.workerHists(level)
 	st, hasStats := o.c.(interface{ Stats() redisx.Stats })
 	var before redisx.Stats
 	if hasStats {
 		before = st.Stats()
-	}
-	counted := make(chan int, 1)
-	if conns {
-		go func() {
-			t := time.NewTimer(dur / 2)
-			defer t.Stop()
-			select {
-			case <-t.C:
-				n, _ := d.clients(o.prefix)
-				counted <- n
-			case <-ctx.Done():
-				counted <- 0
-			}
-		}()
 	}
 	u0 := readUsage()
 	var l load
@@ -426,8 +419,8 @@ func (r *runner) measure(ctx context.Context, d *deployment, o opened, op Op, le
 	if l.elapsed > 0 {
 		s.qps = float64(l.ops) / l.elapsed.Seconds()
 	}
-	if conns {
-		s.conns = <-counted
+	if conns && ctx.Err() == nil {
+		s.conns, _ = d.clients(o.prefix)
 	}
 	if hasStats {
 		after := st.Stats()

@@ -3,11 +3,14 @@ package benchmarks_test
 import (
 	"context"
 	"errors"
+	"os"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	redigo "github.com/gomodule/redigo/redis"
 	"github.com/redisx-go/kit/benchmarks"
 	"github.com/redisx-go/kit/internal/launcher"
 	"github.com/redisx-go/kit/strategy"
@@ -50,6 +53,14 @@ func TestRunMeasuresEveryCellAndCleansUp(t *testing.T) {
 	}
 	if rep.Partial || rep.Version != benchmarks.ReportVersion || rep.Machine.RedisVersion == "" || rep.Machine.GOMAXPROCS == 0 {
 		t.Errorf("report header: partial %v, version %d, machine %+v", rep.Partial, rep.Version, rep.Machine)
+	}
+	if _, err := os.Stat("/proc/cpuinfo"); err == nil && rep.Machine.CPUModel == "" {
+		t.Errorf("Machine.CPUModel is empty; want the processor of /proc/cpuinfo")
+	}
+	// 2 samples a side can never reach p < 0.05: the report says so.
+	if len(rep.Warnings) != 1 || !strings.Contains(rep.Warnings[0], "cannot reach significance") ||
+		!strings.Contains(rep.Warnings[0], "at least 4") || !strings.Contains(progress.String(), "warning: 2 samples") {
+		t.Errorf("Warnings = %q; want one saying 2 samples cannot reach significance (4 needed)", rep.Warnings)
 	}
 	if len(rep.Skipped) != 1 || !strings.Contains(rep.Skipped[0], "mget") {
 		t.Errorf("Skipped = %q; want mget, which needs a cluster", rep.Skipped)
@@ -297,5 +308,58 @@ func TestNearTargetsAreIsolated(t *testing.T) {
 	}
 	if !u.Isolated {
 		t.Error("a URL target with a near-cache is not isolated")
+	}
+}
+
+func TestRunCountsConnectionsOutsideTheSamples(t *testing.T) {
+	srv := launcher.Standalone(t, launcher.Options{})
+	side, err := redigo.Dial("tcp", srv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer side.Close()
+	// clientLists is how many CLIENT LIST the server has run.
+	clientLists := func() int64 {
+		info, err := redigo.String(side.Do("INFO", "commandstats"))
+		if err != nil {
+			t.Error(err)
+			return -1
+		}
+		_, rest, ok := strings.Cut(info, "cmdstat_client|list:calls=")
+		if !ok {
+			return 0
+		}
+		n, _ := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
+		return n
+	}
+	// The workload's one operation reads that count: within a sample
+	// (i counts from 0 in each), it must never move.
+	var start, moved, samples atomic.Int64
+	probe := benchmarks.Workload{Name: "probe", Op: func(benchmarks.Client, int) benchmarks.Op {
+		return func(_ context.Context, _, i int) error {
+			n := clientLists()
+			if i == 0 {
+				start.Store(n)
+				samples.Add(1)
+			} else if n != start.Load() {
+				moved.Add(1)
+			}
+			return nil
+		}
+	}}
+	p := tinyPlan("get")
+	p.Workloads, p.Levels = []benchmarks.Workload{probe}, []int{1}
+	p.Duration, p.Repeats = 60*time.Millisecond, 3
+	rep, err := benchmarks.Run(context.Background(), p, benchmarks.Servers{Standalone: srv.Addr()}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if moved.Load() > 0 {
+		t.Errorf("CLIENT LIST ran inside a sample (%d operations saw its count move, over %d samples and warm-ups)", moved.Load(), samples.Load())
+	}
+	for _, c := range rep.Cells {
+		if c.Conns < 1 {
+			t.Errorf("%s: %d connections counted; want them counted after the samples", c.Target, c.Conns)
+		}
 	}
 }
