@@ -95,6 +95,16 @@ type Target struct {
 	// empty for a peer.
 	URL string
 	Go  string
+	// Servers, when set, are the servers the target measures instead of
+	// the run's: a deployment of its own, checked for foreign keys
+	// (unless the run's Servers.Force), seeded by each workload's Setup,
+	// its connections counted and its keys deleted there, reached with
+	// these Servers' credentials, TLS and database. Standalone names a
+	// server, or a node of a cluster (INFO says so), which then stands
+	// for the cluster; Cluster names a cluster's seeds. The target runs
+	// the workloads of its deployment's kind only. Force is ignored.
+	// URLTarget sets it from a URL with a host; nil: the run's servers.
+	Servers *Servers
 }
 
 // runsIn reports whether t applies to w on the deployment w needs.

@@ -63,6 +63,10 @@ type Machine struct {
 	// cluster), never with credentials.
 	Standalone string   `json:"standalone,omitempty"`
 	Cluster    []string `json:"cluster,omitempty"`
+	// TargetServers are, by target name, the servers of the targets that
+	// measured servers of their own (a -target URL with a host) rather
+	// than Standalone or Cluster.
+	TargetServers map[string][]string `json:"target_servers,omitempty"`
 }
 
 // Settings are the knobs of the run.

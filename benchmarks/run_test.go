@@ -363,3 +363,59 @@ func TestRunCountsConnectionsOutsideTheSamples(t *testing.T) {
 		}
 	}
 }
+
+func TestRunTargetWithItsOwnServerMeasuresIt(t *testing.T) {
+	here, there := launcher.Standalone(t, launcher.Options{}), launcher.Standalone(t, launcher.Options{})
+	mine, err := benchmarks.URLTarget("there", "redis://"+there.Addr()+"?strategy=pool&size=2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf, err := benchmarks.URLTarget("conf", "redis://?strategy=pool&size=3") // no host: the run's server
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mine.Servers == nil || mine.Servers.Standalone != there.Addr() || conf.Servers != nil {
+		t.Fatalf("URLTarget servers: with a host %+v, without %+v; want %s and none", mine.Servers, conf.Servers, there.Addr())
+	}
+	p := tinyPlan("get")
+	p.Levels = []int{1}
+	p.AddTarget(mine)
+	p.AddTarget(conf)
+	gets := func(s *launcher.Server) string {
+		info, err := s.CLI(context.Background(), "INFO", "commandstats")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, rest, _ := strings.Cut(info, "cmdstat_get:calls=")
+		n, _, _ := strings.Cut(rest, ",")
+		return n
+	}
+	rep, err := benchmarks.Run(context.Background(), p, benchmarks.Servers{Standalone: here.Addr()}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Cells) != 4 {
+		t.Fatalf("%d cells; want 4 (multiplexed-1, pool-4, there, conf)", len(rep.Cells))
+	}
+	for _, c := range rep.Cells {
+		if c.Failed || c.Ops == 0 || c.Conns < 1 {
+			t.Errorf("cell %s: failed %v (%s), %d ops, %d conns", c.Target, c.Failed, c.FirstError, c.Ops, c.Conns)
+		}
+	}
+	if n := gets(there); n == "" || n == "0" {
+		t.Errorf("the target's own server ran %q GETs; want the target's", n)
+	}
+	if got := rep.Machine.TargetServers["there"]; len(got) != 1 || got[0] != there.Addr() || len(rep.Machine.TargetServers) != 1 {
+		t.Errorf("TargetServers = %v; want there on %s only", rep.Machine.TargetServers, there.Addr())
+	}
+	if dbsize(t, there) != "0" || dbsize(t, here) != "0" {
+		t.Errorf("DBSIZE after Run: %s on the target's server, %s on the run's; want both cleaned up", dbsize(t, there), dbsize(t, here))
+	}
+	// Its server is checked for other keys as the run's is.
+	if _, err := there.CLI(context.Background(), "SET", "someone:else", "v"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := benchmarks.Run(context.Background(), p, benchmarks.Servers{Standalone: here.Addr()}, nil); !errors.Is(err, benchmarks.ErrForeignKeys) {
+		t.Errorf("Run with the target's server holding another key: %v; want ErrForeignKeys", err)
+	}
+}

@@ -26,7 +26,8 @@
 //	redisx-bench -quick
 //	redisx-bench -addr 10.0.0.5:6379 -levels 1,10,100 -workloads get,setget
 //	redisx-bench -cluster 10.0.0.5:7000,10.0.0.6:7000 -workloads mget
-//	redisx-bench -target mine='redis://x?strategy=pool&size=16' -peers=false
+//	redisx-bench -target mine='redis://?strategy=pool&size=16' -peers=false
+//	redisx-bench -target old=redis://10.0.0.5:6379 -target new=redis://10.0.0.6:6379 -only old,new
 //	redisx-bench -slo p99=2ms -quick
 //	redisx-bench -baseline old/report.json
 //	redisx-bench -only multiplexed-1,pool-32,rueidis -workloads values
@@ -96,7 +97,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.BoolVar(&o.tls, "tls", false, "connect with TLS")
 	fs.StringVar(&o.levels, "levels", "", "concurrency levels, e.g. 1,10,100 (default 1,10,50,100,500,1000; -quick 1,10,100)")
 	fs.StringVar(&o.workloads, "workloads", "", "workloads or families, e.g. get,mget,values/get-4KiB (default all)")
-	fs.Func("target", "add or replace a target: NAME=URL, e.g. mine='redis://h?strategy=pool&size=16' (repeatable)", func(s string) error {
+	fs.Func("target", "add or replace a target: NAME=URL (repeatable); a URL with a host measures that server, e.g. old=redis://10.0.0.5:6379, "+
+		"one without the run's servers, e.g. mine='redis://?strategy=pool&size=16'", func(s string) error {
 		o.targets = append(o.targets, s)
 		return nil
 	})
@@ -237,6 +239,18 @@ func (o *options) servers() (benchmarks.Servers, bool, error) {
 	return s, embedded, nil
 }
 
+// ownServersOnly reports whether every target of p measures servers of
+// its own (-target URLs with a host): the embedded servers would go
+// unused.
+func ownServersOnly(p benchmarks.Plan) bool {
+	for _, t := range p.Targets {
+		if t.Servers == nil {
+			return false
+		}
+	}
+	return len(p.Targets) > 0
+}
+
 // run is the whole command; main only wires the signals and the exit.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	o, err := parseFlags(args, stderr)
@@ -266,7 +280,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 
 	var emb *benchmarks.Embedded
-	if embedded {
+	if embedded && !ownServersOnly(plan) {
 		if err := benchmarks.EmbeddedAvailable(); err != nil {
 			fmt.Fprintln(stderr, "redisx-bench: no address given, and the embedded servers cannot start:", err)
 			return exitFailed
