@@ -33,9 +33,12 @@ func LoadReport(path string) (*Report, error) {
 // machine (GOMAXPROCS, CPUs, CPU model, OS and architecture, Go and Redis
 // versions, servers embedded and pinned or not), the same loop and rate,
 // the same sample and warm-up durations and repeats, and the same
-// definition of every workload in common. What differs is listed in
-// Mismatches; the cells are compared all the same, and the renderers say
-// loudly that a change may be the difference's.
+// definition of every workload in common; and, measured, the same speed:
+// a peer (rueidis, go-redis, redigo), whose code a change to this module
+// does not touch, must show no significant change, or the machine drifted
+// between the runs (on a shared machine it does, by 2x). What differs is
+// listed in Mismatches; the cells are compared all the same, and the
+// renderers say loudly that a change may be the difference's.
 //
 // Then every cell measured in both (same workload, target and level):
 // the change of the median QPS with the 95% interval of the ratio of the
@@ -72,15 +75,26 @@ func CompareBaseline(base, cur *Report, alpha, margin float64) *BaselineComparis
 		p := compare(o.QPSSamples, c.QPSSamples, alpha)
 		ps = append(ps, p)
 		bc.Cells = append(bc.Cells, Delta{
-			Workload: c.Workload, Target: c.Target, Concurrency: c.Concurrency,
+			Workload: c.Workload, Target: c.Target, Concurrency: c.Concurrency, Peer: c.Peer,
 			OldQPS: o.QPS, NewQPS: c.QPS, Change: ratio(c.QPS, o.QPS), ChangeLo: lo - 1, ChangeHi: hi - 1,
 			PValue: p,
 		})
 	}
+	var peers []string
 	for i, q := range adjustBH(ps) {
 		d := &bc.Cells[i]
 		d.PAdjusted = q
 		d.Significant = q < alpha && (d.ChangeLo >= margin || d.ChangeHi+1 <= 1/(1+margin))
+		if d.Peer && d.Significant {
+			peers = append(peers, fmt.Sprintf("%s %s at %d %+.0f%%", d.Workload, d.Target, d.Concurrency, 100*d.Change))
+		}
+	}
+	if peers != nil {
+		// The peers' code is not this module's: when they moved, the
+		// machine did (or their versions did), and every cell may have.
+		bc.Mismatches = append(bc.Mismatches, "the peers' throughput changed significantly ("+strings.Join(peers, ", ")+
+			"), though their code is not this module's: the machine's speed (or their versions) changed between the runs")
+		bc.Compatible = false
 	}
 	type rkey struct {
 		w string

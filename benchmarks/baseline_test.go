@@ -176,3 +176,22 @@ func TestBaselineWithNoCellInCommonSaysSo(t *testing.T) {
 		t.Errorf("summary of a baseline without cells in common does not say so:\n%s", b.String())
 	}
 }
+
+func TestBaselinePeersThatMovedMeanTheMachineDid(t *testing.T) {
+	peer := func(base float64) benchmarks.Cell {
+		c := cell("rueidis", 10, 2, base, tight...)
+		c.Peer = true
+		return c
+	}
+	base := &benchmarks.Report{Cells: []benchmarks.Cell{cell("multiplexed-1", 10, 1, 100_000, tight...), peer(100_000)}}
+	same := &benchmarks.Report{Cells: []benchmarks.Cell{cell("multiplexed-1", 10, 1, 130_000, tight...), peer(100_500)}}
+	if bc := benchmarks.CompareBaseline(base, same, 0.05, 0.05); !bc.Compatible || !bc.Cells[0].Significant {
+		t.Errorf("only the redisx target moved: compatible %v, mismatches %q, cells %+v; want compatible, its change significant",
+			bc.Compatible, bc.Mismatches, bc.Cells)
+	}
+	drift := &benchmarks.Report{Cells: []benchmarks.Cell{cell("multiplexed-1", 10, 1, 180_000, tight...), peer(180_000)}}
+	bc := benchmarks.CompareBaseline(base, drift, 0.05, 0.05)
+	if bc.Compatible || len(bc.Mismatches) != 1 || !strings.Contains(bc.Mismatches[0], "rueidis at 10 +80%") || !bc.Cells[1].Peer {
+		t.Errorf("the peer moved +80%% too: compatible %v, mismatches %q; want not compatible, naming rueidis", bc.Compatible, bc.Mismatches)
+	}
+}

@@ -248,11 +248,14 @@ type BaselineComparison struct {
 
 // Delta is one cell's QPS change against the baseline, benchstat style.
 type Delta struct {
-	Workload    string  `json:"workload"`
-	Target      string  `json:"target"`
-	Concurrency int     `json:"concurrency"`
-	OldQPS      float64 `json:"old_qps"`
-	NewQPS      float64 `json:"new_qps"`
+	Workload    string `json:"workload"`
+	Target      string `json:"target"`
+	Concurrency int    `json:"concurrency"`
+	// Peer marks a client that is not redisx: the control of the
+	// comparison (see CompareBaseline).
+	Peer   bool    `json:"peer,omitempty"`
+	OldQPS float64 `json:"old_qps"`
+	NewQPS float64 `json:"new_qps"`
 	// Change is NewQPS/OldQPS - 1; ChangeLo and ChangeHi the 95%
 	// interval of that ratio, less 1.
 	Change   float64 `json:"change"`
