@@ -191,13 +191,15 @@ func renderChart(c chartSpec) template.HTML {
 	}
 
 	// Error bars: the interval as it is, not a symmetric ±, in the
-	// line's colour, with caps; under the markers.
-	for _, s := range c.series {
+	// line's colour, with caps; under the markers, and each series' a few
+	// units aside of the others', so that overlapping bars stay apart.
+	for si, s := range c.series {
+		dodge := (float64(si) - float64(len(c.series)-1)/2) * min(3, 18/float64(max(len(c.series), 1)))
 		for i, p := range s.points {
 			if !p.bar(y) {
 				continue
 			}
-			px, y0, y1 := x.pos(c.levels[i]), y.pos(p.lo), y.pos(p.hi)
+			px, y0, y1 := x.pos(c.levels[i])+dodge, y.pos(p.lo), y.pos(p.hi)
 			fmt.Fprintf(&b, `<g class="errorbar"><title>%s at %d: 95%% interval %s</title><path d="M%s %s L%s %s M%s %s L%s %s M%s %s L%s %s" stroke="%s" stroke-width="1.5" fill="none"/></g>`,
 				chartEsc(s.name), c.levels[i], chartEsc(renderInterval(p.lo, p.hi, y.label)),
 				chartN(px), chartN(y0), chartN(px), chartN(y1),
@@ -388,23 +390,28 @@ func chartYScale(c chartSpec) chartY {
 	if c.latency {
 		label = renderMs
 	}
-	lo, hi := math.Inf(1), 0.0
+	// The points decide between a linear and a log axis; the axis then
+	// spans the error bars too.
+	lo, hi := math.Inf(1), 0.0 // of the points
+	barLo, barHi := lo, hi     // of the points and their error bars
+	fit := func(v float64, lo, hi *float64) {
+		if renderFinite64(v) && v >= 0 {
+			*hi = max(*hi, v)
+			if v > 0 {
+				*lo = min(*lo, v)
+			}
+		}
+	}
 	for _, s := range c.series {
 		for _, p := range s.points {
 			if p.state != chartOK {
 				continue
 			}
-			vs := []float64{p.y}
+			fit(p.y, &lo, &hi)
+			fit(p.y, &barLo, &barHi)
 			if !(p.lo == 0 && p.hi == 0) {
-				vs = append(vs, p.lo, p.hi) // the error bars fit too
-			}
-			for _, v := range vs {
-				if renderFinite64(v) && v >= 0 {
-					hi = max(hi, v)
-					if v > 0 {
-						lo = min(lo, v)
-					}
-				}
+				fit(p.lo, &barLo, &barHi)
+				fit(p.hi, &barLo, &barHi)
 			}
 		}
 	}
@@ -412,6 +419,7 @@ func chartYScale(c chartSpec) chartY {
 	// the network, 1 goroutine against 1000) would crush the small ones
 	// flat on a linear axis: a log axis shows them all, and says so.
 	if hi > 0 && hi/lo >= 30 {
+		lo, hi = barLo, barHi
 		a, b := math.Log10(lo)-0.08, math.Log10(hi)+0.08
 		var ticks, decades []float64
 		for e := math.Floor(a); e <= math.Ceil(b); e++ {
@@ -431,6 +439,7 @@ func chartYScale(c chartSpec) chartY {
 		}
 		return chartY{log: true, lo: a, hi: b, ticks: ticks, label: label}
 	}
+	hi = barHi
 	if !(hi > 0) {
 		hi = 1
 	}
