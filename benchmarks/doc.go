@@ -36,7 +36,8 @@
 // each target's highest open-loop rate under a latency bound.
 // [CompareBaseline] compares a run with an earlier report, cell by cell:
 // it says when the two were not measured like with like (machine, loop,
-// durations, repeats, workloads), and a change is significant when its
+// durations, repeats, workloads, or peers whose speed changed: the
+// machine's did), and a change is significant when its
 // p-value, corrected for the number of cells by Benjamini–Hochberg, is
 // under Alpha and its interval lies beyond the margin.
 //
