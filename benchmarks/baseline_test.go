@@ -47,11 +47,11 @@ func TestBaselineDeltasAndVerdictChanges(t *testing.T) {
 			{Workload: "get", Concurrency: 100, Strategy: "multiplexed-1", Confidence: benchmarks.Significant},
 		},
 	}
-	bc := benchmarks.CompareBaseline(base, cur, 0.05)
-	if len(bc.Deltas) != 2 {
-		t.Fatalf("deltas = %+v; want the two cells measured in both runs", bc.Deltas)
+	bc := benchmarks.CompareBaseline(base, cur, 0.05, 0.05)
+	if len(bc.Cells) != 2 {
+		t.Fatalf("cells = %+v; want the two cells measured in both runs", bc.Cells)
 	}
-	mux, pool := bc.Deltas[0], bc.Deltas[1]
+	mux, pool := bc.Cells[0], bc.Cells[1]
 	if mux.Target != "multiplexed-1" || !mux.Significant || mux.PValue >= 0.05 || mux.Change < 0.199 || mux.Change > 0.201 {
 		t.Errorf("multiplexed-1 delta = %+v; want +20%%, significant", mux)
 	}
@@ -79,5 +79,119 @@ func TestLoadReportRejectsANewerVersion(t *testing.T) {
 	}
 	if _, err := benchmarks.LoadReport(path); err == nil {
 		t.Error("LoadReport of garbage succeeded; want an error")
+	}
+}
+
+func TestBaselineTieToTieIsNoVerdictChange(t *testing.T) {
+	rec := func(level int, strategy, confidence string) benchmarks.Recommendation {
+		return benchmarks.Recommendation{Workload: "get", Concurrency: level, Strategy: strategy, Confidence: confidence}
+	}
+	base := &benchmarks.Report{Recommendations: []benchmarks.Recommendation{
+		rec(1, "multiplexed-1", benchmarks.Tie),
+		rec(10, "multiplexed-1", benchmarks.Tie),
+		rec(100, "pool-32", benchmarks.Significant),
+		rec(1000, "pool-32", benchmarks.Significant),
+	}}
+	cur := &benchmarks.Report{Recommendations: []benchmarks.Recommendation{
+		rec(1, "multiplexed-2", benchmarks.Tie),            // a tie-break naming another: no change
+		rec(10, "pool-8", benchmarks.Significant),          // a new winner
+		rec(100, "multiplexed-1", benchmarks.Tie),          // the old winner lost its win
+		rec(1000, "multiplexed-4", benchmarks.Significant), // another winner
+	}}
+	bc := benchmarks.CompareBaseline(base, cur, 0.05, 0.05)
+	if len(bc.VerdictChanges) != 3 {
+		t.Fatalf("verdict changes = %q; want 3 (10, 100 and 1000 goroutines), not the tie at 1", bc.VerdictChanges)
+	}
+	for _, c := range bc.VerdictChanges {
+		if strings.HasPrefix(c, "get at 1 goroutines") {
+			t.Errorf("a tie named differently on both sides counted as a change: %q", c)
+		}
+	}
+}
+
+func TestBaselineSaysWhatIsNotLikeWithLike(t *testing.T) {
+	run := func() *benchmarks.Report {
+		return &benchmarks.Report{
+			Machine: benchmarks.Machine{GOMAXPROCS: 2, CPUs: 2, CPUModel: "AMD EPYC 7B13", GoVersion: "go1.26.8", OS: "linux", Arch: "amd64",
+				RedisVersion: "7.0.15", Embedded: true, Pinned: true},
+			Settings: benchmarks.Settings{Mode: "closed", Duration: 500 * time.Millisecond, Warmup: 250 * time.Millisecond, Repeats: 6, Seed: 1},
+			Cells:    []benchmarks.Cell{cell("multiplexed-1", 10, 1, 100_000, tight...)},
+		}
+	}
+	if bc := benchmarks.CompareBaseline(run(), run(), 0.05, 0.05); !bc.Compatible || len(bc.Mismatches) != 0 {
+		t.Errorf("two runs of one plan on one machine: compatible %v, mismatches %q; want compatible", bc.Compatible, bc.Mismatches)
+	}
+	other := run()
+	other.Settings.Seed = 7 // the order of the targets, not the conditions
+	other.Settings.Levels = []int{1, 10}
+	if bc := benchmarks.CompareBaseline(run(), other, 0.05, 0.05); !bc.Compatible {
+		t.Errorf("another seed and other levels: mismatches %q; want compatible", bc.Mismatches)
+	}
+	for name, change := range map[string]func(r *benchmarks.Report){
+		"CPU model":       func(r *benchmarks.Report) { r.Machine.CPUModel = "Intel Xeon" },
+		"GOMAXPROCS":      func(r *benchmarks.Report) { r.Machine.GOMAXPROCS = 8 },
+		"Redis version":   func(r *benchmarks.Report) { r.Machine.RedisVersion = "7.2.4" },
+		"loop":            func(r *benchmarks.Report) { r.Settings.Mode, r.Settings.Rate = "open", 2000 },
+		"sample duration": func(r *benchmarks.Report) { r.Settings.Duration = 100 * time.Millisecond },
+		"repeats":         func(r *benchmarks.Report) { r.Settings.Repeats = 10 },
+		"pinned servers":  func(r *benchmarks.Report) { r.Machine.Pinned = false },
+	} {
+		cur := run()
+		change(cur)
+		bc := benchmarks.CompareBaseline(run(), cur, 0.05, 0.05)
+		if bc.Compatible || len(bc.Mismatches) == 0 || !strings.HasPrefix(bc.Mismatches[0], name+":") {
+			t.Errorf("%s changed: compatible %v, mismatches %q; want not compatible, naming %s", name, bc.Compatible, bc.Mismatches, name)
+		}
+	}
+}
+
+func TestBaselineWorkloadDefinitionsAreCompared(t *testing.T) {
+	old := benchmarks.WorkloadDefs([]byte(`{"workloads": [{"name": "custom", "mix": "get:90,set:10", "keys": 1000}, {"name": "get"}]}`))
+	now := benchmarks.WorkloadDefs([]byte(`{"workloads": [{"keys": 1000, "mix": "get:90,set:10", "name": "custom"}, {"name": "get"}]}`))
+	if len(old) != 2 || old["custom"] != now["custom"] {
+		t.Fatalf("the same definitions read %q and %q; want equal", old, now)
+	}
+	changed := benchmarks.WorkloadDefs([]byte(`{"workloads": [{"name": "custom", "mix": "get:50,set:50", "keys": 1000}]}`))
+	if changed["custom"] == old["custom"] {
+		t.Errorf("another mix reads the same definition %q", changed["custom"])
+	}
+	if got := benchmarks.WorkloadDefs([]byte(`{"cells": []}`)); len(got) != 0 {
+		t.Errorf("a report without workloads reads %q; want none", got)
+	}
+}
+
+func TestBaselineWithNoCellInCommonSaysSo(t *testing.T) {
+	base := &benchmarks.Report{Cells: []benchmarks.Cell{cell("pool-8", 10, 8, 100_000, tight...)}}
+	cur := &benchmarks.Report{Cells: []benchmarks.Cell{cell("multiplexed-1", 10, 1, 100_000, tight...)}}
+	bc := benchmarks.CompareBaseline(base, cur, 0.05, 0.05)
+	if bc.Cells == nil || len(bc.Cells) != 0 {
+		t.Fatalf("cells = %#v; want an empty list (report.json: [])", bc.Cells)
+	}
+	cur.Baseline = bc
+	var b strings.Builder
+	if err := benchmarks.WriteSummary(&b, cur); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "No cell in common") {
+		t.Errorf("summary of a baseline without cells in common does not say so:\n%s", b.String())
+	}
+}
+
+func TestBaselinePeersThatMovedMeanTheMachineDid(t *testing.T) {
+	peer := func(base float64) benchmarks.Cell {
+		c := cell("rueidis", 10, 2, base, tight...)
+		c.Peer = true
+		return c
+	}
+	base := &benchmarks.Report{Cells: []benchmarks.Cell{cell("multiplexed-1", 10, 1, 100_000, tight...), peer(100_000)}}
+	same := &benchmarks.Report{Cells: []benchmarks.Cell{cell("multiplexed-1", 10, 1, 130_000, tight...), peer(100_500)}}
+	if bc := benchmarks.CompareBaseline(base, same, 0.05, 0.05); !bc.Compatible || !bc.Cells[0].Significant {
+		t.Errorf("only the redisx target moved: compatible %v, mismatches %q, cells %+v; want compatible, its change significant",
+			bc.Compatible, bc.Mismatches, bc.Cells)
+	}
+	drift := &benchmarks.Report{Cells: []benchmarks.Cell{cell("multiplexed-1", 10, 1, 180_000, tight...), peer(180_000)}}
+	bc := benchmarks.CompareBaseline(base, drift, 0.05, 0.05)
+	if bc.Compatible || len(bc.Mismatches) != 1 || !strings.Contains(bc.Mismatches[0], "rueidis at 10 +80%") || !bc.Cells[1].Peer {
+		t.Errorf("the peer moved +80%% too: compatible %v, mismatches %q; want not compatible, naming rueidis", bc.Compatible, bc.Mismatches)
 	}
 }

@@ -15,24 +15,37 @@
 // measured from the request's intended send time (no coordinated
 // omission). Latencies go to one HDR histogram per worker, merged per
 // cell. Each [Cell] reports the median QPS with its 95% confidence
-// interval, p50/p90/p99/p99.9/max, errors (a cell with errors has failed
-// and never wins), the connections the server saw (counted by client
-// name with CLIENT LIST, summed over a cluster's masters), and the
-// client's CPU time and allocations per operation.
+// interval and its samples, p50/p90/p99/p99.9/max, errors (a cell with
+// errors has failed and never wins), the connections the server held
+// (counted by client name with CLIENT LIST after each sample, never
+// during one, summed over a cluster's masters), and the client's CPU time
+// and allocations per operation.
 //
 // [Recommend] turns cells into verdicts: per workload and level, the
 // fastest redisx target wins only when it beats the runner-up
-// significantly (Mann-Whitney U, p < Alpha) and by at least Margin (5%);
-// otherwise the verdict is a tie, broken toward fewer connections and
-// labelled so. Peers are measured for comparison and never recommended.
-// [FindCrossovers] brackets the levels where the verdict changes. With
-// Plan.SLO, Run also finds each target's highest open-loop rate under a
-// latency bound. [CompareBaseline] compares a run with an earlier
-// report, cell by cell.
+// significantly (Mann-Whitney U, p < Alpha) and the lower end of the 95%
+// interval of the ratio of their throughputs (Hodges–Lehmann, the same
+// rank test inverted) reaches 1 + Margin (5%): a margin the samples
+// support, not one of the medians alone. Otherwise the verdict is a tie,
+// broken toward fewer connections and labelled so, and underpowered when
+// its interval is wider than the margin. With fewer than [MinRepeats]
+// samples (4) nothing can be significant, and Run warns. Peers are
+// measured for comparison and never recommended. [FindCrossovers]
+// brackets the levels between two significant verdicts that name
+// different targets: ties never cross. With Plan.SLO, Run also finds
+// each target's highest open-loop rate under a latency bound.
+// [CompareBaseline] compares a run with an earlier report, cell by cell:
+// it says when the two were not measured like with like (machine, loop,
+// durations, repeats, workloads, or peers whose speed changed: the
+// machine's did), and a change is significant when its
+// p-value, corrected for the number of cells by Benjamini–Hochberg, is
+// under Alpha and its interval lies beyond the margin.
 //
 // Your own configuration is a target ([StrategyTarget] over any strategy
-// value, [URLTarget] over a redis:// URL, or any Open function) and your
-// own workload is an operation over a [Client] (see the example of Run).
+// value, [URLTarget] over a redis:// URL — which, with a host, measures
+// that server, so that two servers compare in one run — or any Open
+// function) and your own workload is an operation over a [Client] (see
+// the example of Run).
 //
 // On a server of yours, every key written starts with [KeyPrefix] and is
 // deleted at the end, and Run refuses a database holding other keys

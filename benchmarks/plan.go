@@ -95,6 +95,16 @@ type Target struct {
 	// empty for a peer.
 	URL string
 	Go  string
+	// Servers, when set, are the servers the target measures instead of
+	// the run's: a deployment of its own, checked for foreign keys
+	// (unless the run's Servers.Force), seeded by each workload's Setup,
+	// its connections counted and its keys deleted there, reached with
+	// these Servers' credentials, TLS and database. Standalone names a
+	// server, or a node of a cluster (INFO says so), which then stands
+	// for the cluster; Cluster names a cluster's seeds. The target runs
+	// the workloads of its deployment's kind only. Force is ignored.
+	// URLTarget sets it from a URL with a host; nil: the run's servers.
+	Servers *Servers
 }
 
 // runsIn reports whether t applies to w on the deployment w needs.
@@ -157,8 +167,8 @@ type Plan struct {
 	Workloads []Workload
 	// Duration is the length of one sample; Warmup runs each target at
 	// each level before its samples, discarded. Repeats is the number of
-	// samples per cell (at least 6 for a confidence interval at 95% and
-	// for a rank test to reach p < 0.05).
+	// samples per cell: at least MinRepeats (4) for a verdict to be
+	// significant at p < 0.05, 6 for a 95% interval of the median.
 	Duration time.Duration
 	Warmup   time.Duration
 	Repeats  int

@@ -180,6 +180,10 @@ func renderCopyFinite(dst, src reflect.Value) {
 type reportView struct {
 	r         *Report
 	workloads []*reportWorkload
+	// targets are every target of the report, in the plan's order then
+	// first appearance: a target's place here is its colour and marker
+	// in every chart of the report.
+	targets []string
 }
 
 // reportWorkload is one workload's cells, verdicts and crossovers.
@@ -192,7 +196,8 @@ type reportWorkload struct {
 	// recLevels are the levels that have a verdict, ascending.
 	recLevels  []int
 	crossovers []Crossover
-	failed     []*Cell // in table order
+	failed     []*Cell      // in table order
+	styles     []chartStyle // of each target, the same in every workload
 }
 
 type reportKey struct {
@@ -277,6 +282,11 @@ func newReportView(r *Report) *reportView {
 	}
 	for _, w := range v.workloads {
 		slices.SortStableFunc(w.targets, func(a, b string) int { return cmp.Compare(target(a), target(b)) })
+		for _, t := range w.targets {
+			if !slices.Contains(v.targets, t) {
+				v.targets = append(v.targets, t)
+			}
+		}
 		slices.Sort(w.levels)
 		slices.Sort(w.recLevels)
 		for _, t := range w.targets {
@@ -285,6 +295,13 @@ func newReportView(r *Report) *reportView {
 					w.failed = append(w.failed, c)
 				}
 			}
+		}
+	}
+	slices.SortStableFunc(v.targets, func(a, b string) int { return cmp.Compare(target(a), target(b)) })
+	for _, w := range v.workloads {
+		w.styles = make([]chartStyle, len(w.targets))
+		for i, t := range w.targets {
+			w.styles[i] = chartStyleOf(slices.Index(v.targets, t))
 		}
 	}
 	return v
@@ -376,18 +393,13 @@ func renderQPS(x float64) string {
 // renderMs formats milliseconds with 3 significant digits.
 func renderMs(x float64) string { return renderSig(x, 3) }
 
-// renderCI is the half-width of c's confidence interval relative to its
-// median, "±1.2%"; empty when the interval is unknown.
+// renderCI is c's 95% confidence interval as it is, "[119k, 123k]";
+// empty when the interval is unknown.
 func renderCI(c *Cell) string {
-	if !(c.QPS > 0) || !renderFinite64(c.QPSLow) || !renderFinite64(c.QPSHigh) || c.QPSHigh < c.QPSLow ||
-		c.QPSLow == 0 && c.QPSHigh == 0 {
+	if !(c.QPS > 0) || c.QPSLow == 0 && c.QPSHigh == 0 {
 		return ""
 	}
-	pct := (c.QPSHigh - c.QPSLow) / 2 / c.QPS * 100
-	if s := strconv.FormatFloat(pct, 'f', 1, 64); len(s) <= 3 { // "9.9", not "10.0"
-		return "±" + s + "%"
-	}
-	return "±" + strconv.FormatFloat(pct, 'f', 0, 64) + "%"
+	return renderInterval(c.QPSLow, c.QPSHigh, renderQPS)
 }
 
 // renderPercent formats a ratio less 1 as a signed percentage: "+23.0%".
@@ -410,14 +422,6 @@ func renderP(p float64) string {
 		return "<0.001"
 	}
 	return strconv.FormatFloat(p, 'f', 3, 64)
-}
-
-// renderCrossover is c as a sentence.
-func renderCrossover(c Crossover) string {
-	if c.Text != "" {
-		return c.Text
-	}
-	return fmt.Sprintf("%s overtakes %s between %d and %d goroutines", c.To, c.From, c.Below, c.Above)
 }
 
 // renderWhen is the date and length of the run.
@@ -490,7 +494,7 @@ func renderPlan(s Settings) string {
 	if s.SLO != "" {
 		fmt.Fprintf(&b, ", SLO %s", s.SLO)
 	}
-	fmt.Fprintf(&b, "; a win needs p < %s and a margin of %s, else a tie", strconv.FormatFloat(s.Alpha, 'g', -1, 64),
+	fmt.Fprintf(&b, "; a win needs p < %s and the 95%% interval of its margin at least %s, else a tie", strconv.FormatFloat(s.Alpha, 'g', -1, 64),
 		strings.TrimPrefix(renderPercent(s.Margin), "+"))
 	fmt.Fprintf(&b, "; seed %d", s.Seed)
 	return b.String()
@@ -499,27 +503,3 @@ func renderPlan(s Settings) string {
 // renderPartial is the warning of an interrupted run.
 const renderPartial = "Partial run: it was interrupted, so some cells are missing " +
 	"and the verdicts cover only the cells measured."
-
-// renderVerdict is a verdict as a sentence, honest about ties.
-func renderVerdict(rec *Recommendation) string {
-	switch {
-	case rec.Strategy == "":
-		return "no verdict: no cell succeeded"
-	case rec.Confidence == Significant && rec.RunnerUp == "":
-		return rec.Strategy + " wins (the only target)"
-	case rec.Confidence == Significant:
-		return fmt.Sprintf("%s wins over %s by %s (p = %s)", rec.Strategy, rec.RunnerUp,
-			strings.TrimPrefix(renderPercent(rec.Margin), "+"), renderP(rec.PValue))
-	}
-	s := fmt.Sprintf("tie between %s and %s (%s, p = %s)", rec.Strategy, rec.RunnerUp,
-		renderPercent(rec.Margin), renderP(rec.PValue))
-	if rec.RunnerUp == "" {
-		s = "tie"
-	}
-	if rec.TieBreak != "" {
-		s += "; " + rec.Strategy + " by the tie-break: " + rec.TieBreak
-	} else {
-		s += "; " + rec.Strategy + " named"
-	}
-	return s
-}

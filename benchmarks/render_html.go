@@ -13,6 +13,7 @@ import (
 type renderPage struct {
 	When, Command, Machine, Servers, Plan string
 	Partial                               string
+	Warnings                              []string
 	Workloads                             []renderPageWorkload
 	Verdicts                              []renderPageVerdict
 	SLOBound                              string
@@ -42,7 +43,7 @@ type renderPageCell struct {
 }
 
 type renderPageVerdict struct {
-	Workload, Level, Winner, Confidence, Margin, P, RunnerUp, TieBreak, Class string
+	Workload, Level, Winner, Confidence, Margin, Interval, P, RunnerUp, TieBreak, Class string
 }
 
 type renderPageSLO struct {
@@ -51,6 +52,7 @@ type renderPageSLO struct {
 
 type renderPageBaseline struct {
 	File, Started string
+	Notes         []string
 	Rows          [][]string
 	Quiet         string
 	Changes       []string
@@ -83,6 +85,7 @@ func renderHTMLPage(r *Report) renderPage {
 	if r.Partial {
 		p.Partial = renderPartial
 	}
+	p.Warnings = r.Warnings
 	for i, w := range v.workloads {
 		pw := renderPageWorkload{ID: "w" + strconv.Itoa(i+1), Name: w.name, Levels: w.levels}
 		if len(w.targets) > 0 {
@@ -127,8 +130,11 @@ func renderHTMLPage(r *Report) renderPage {
 			rec := w.recs[l]
 			pv := renderPageVerdict{
 				Workload: w.name, Level: strconv.Itoa(l), Winner: rec.Strategy, Confidence: rec.Confidence,
-				Margin: renderPercent(rec.Margin), P: renderP(rec.PValue), RunnerUp: rec.RunnerUp, TieBreak: rec.TieBreak,
-				Class: "tie",
+				Margin: renderPercent(rec.Margin), Interval: renderPercentInterval(rec.MarginLo, rec.MarginHi),
+				P: renderP(rec.PValue), RunnerUp: rec.RunnerUp, TieBreak: rec.TieBreak, Class: "tie",
+			}
+			if rec.Underpowered {
+				pv.Confidence += " (underpowered)"
 			}
 			if rec.Confidence == Significant {
 				pv.Class = "win"
@@ -151,17 +157,17 @@ func renderHTMLPage(r *Report) renderPage {
 		}
 	}
 	if bc := r.Baseline; bc != nil {
-		pb := &renderPageBaseline{File: bc.File, Started: bc.Started, Changes: bc.VerdictChanges}
-		quiet := 0
-		for _, d := range bc.Deltas {
-			if !d.Significant {
-				quiet++
-				continue
+		pb := &renderPageBaseline{File: bc.File, Started: bc.Started, Notes: renderBaselineNotes(bc), Changes: bc.VerdictChanges}
+		for _, d := range bc.Cells {
+			if d.Significant {
+				pb.Rows = append(pb.Rows, []string{d.Workload, d.Target, strconv.Itoa(d.Concurrency),
+					renderQPS(d.OldQPS), renderQPS(d.NewQPS), renderPercent(d.Change),
+					renderPercentInterval(d.ChangeLo, d.ChangeHi), renderP(d.PAdjusted)})
 			}
-			pb.Rows = append(pb.Rows, []string{d.Workload, d.Target, strconv.Itoa(d.Concurrency),
-				renderQPS(d.OldQPS), renderQPS(d.NewQPS), renderPercent(d.Change), renderP(d.PValue)})
 		}
-		pb.Quiet = fmt.Sprintf("%d of %d cells without a significant change.", quiet, len(bc.Deltas))
+		if len(bc.Cells) > 0 {
+			_, pb.Quiet = renderBaselineQuiet(bc)
+		}
 		p.Baseline = pb
 	}
 	for _, g := range v.recommended() {
@@ -169,12 +175,12 @@ func renderHTMLPage(r *Report) renderPage {
 			Target: g.rec.Strategy, Where: strings.Join(g.where, "; "), URL: g.rec.URL, Go: strings.TrimRight(g.rec.Go, "\n"),
 		})
 	}
-	p.CellHeader = []string{"workload", "target", "goroutines", "QPS", "95% CI", "p50 ms", "p90 ms", "p99 ms",
+	p.CellHeader = []string{"workload", "target", "goroutines", "QPS", "95% CI [lo, hi]", "p50 ms", "p90 ms", "p99 ms",
 		"p99.9 ms", "max ms", "ops", "errors", "conns", "CPU µs/op", "allocs/op", "B/op", "hit ratio", "rate/s"}
 	for _, c := range r.Cells {
 		ci := "n/a"
 		if renderFinite64(c.QPSLow) && renderFinite64(c.QPSHigh) {
-			ci = renderQPS(c.QPSLow) + "–" + renderQPS(c.QPSHigh)
+			ci = renderInterval(c.QPSLow, c.QPSHigh, renderQPS)
 		}
 		errs := strconv.FormatInt(c.Errors, 10)
 		if c.Failed {
@@ -211,7 +217,7 @@ h3 { font-size: 15px; margin: 16px 0 6px; }
 dl.meta { display: grid; grid-template-columns: max-content 1fr; gap: 2px 14px; margin: 0 0 12px; }
 dl.meta dt { font-weight: 600; }
 dl.meta dd { margin: 0; }
-.partial { background: #fff3cd; border: 1px solid #e0b100; padding: 8px 12px; margin: 0 0 12px; font-weight: 600; }
+.partial, .warning { background: #fff3cd; border: 1px solid #e0b100; padding: 8px 12px; margin: 0 0 12px; font-weight: 600; }
 nav a { margin-right: 12px; }
 .charts { display: flex; flex-wrap: wrap; gap: 12px; align-items: flex-start; }
 .charts svg { max-width: 100%; height: auto; border: 1px solid #e5e5e5; background: #fff; }
@@ -234,6 +240,7 @@ ul.notes { margin: 4px 0 8px; padding-left: 20px; }
 <body>
 <h1>redisx-bench report</h1>
 {{if .Partial}}<p class="partial">{{.Partial}}</p>
+{{end}}{{range .Warnings}}<p class="warning">Warning: {{.}}</p>
 {{end}}<dl class="meta">
 <dt>Date</dt><dd>{{.When}}</dd>
 {{if .Command}}<dt>Command</dt><dd><code>{{.Command}}</code></dd>
@@ -256,7 +263,7 @@ ul.notes { margin: 4px 0 8px; padding-left: 20px; }
 {{range .Rows}}<tr><td class="name">{{.Target}}</td>{{range .Cells}}<td class="{{.Class}}">{{.QPS}}{{if .CI}} <span class="ci">{{.CI}}</span>{{end}}{{if .Mark}} <span class="mark">{{.Mark}}</span>{{end}}{{if .P99}}<br><span class="p99">p99 {{.P99}}</span>{{end}}{{if .Note}}<br><span class="p99">{{.Note}}</span>{{end}}</td>{{end}}</tr>
 {{end}}</tbody>
 </table>
-<p class="ci">QPS: median of the samples, ±: half-width of its 95% confidence interval. A failed cell had errors and never wins.</p>
+<p class="ci">QPS: median of the samples, [lo, hi]: its 95% confidence interval (the error bars of the chart). A failed cell had errors and never wins.</p>
 {{if .Failed}}<ul class="notes">{{range .Failed}}<li>{{.}}</li>{{end}}</ul>
 {{end}}{{else}}<p>No cell was measured.</p>
 {{end}}</section>
@@ -264,12 +271,12 @@ ul.notes { margin: 4px 0 8px; padding-left: 20px; }
 <section id="verdicts">
 <h2>Verdicts</h2>
 {{if .Verdicts}}<table>
-<thead><tr><th class="name">workload</th><th>goroutines</th><th class="name">winner</th><th class="name">confidence</th><th>margin</th><th>p</th><th class="name">runner-up</th><th class="name">tie-break</th></tr></thead>
+<thead><tr><th class="name">workload</th><th>goroutines</th><th class="name">winner</th><th class="name">confidence</th><th>margin</th><th>95% interval</th><th>p</th><th class="name">runner-up</th><th class="name">tie-break</th></tr></thead>
 <tbody>
-{{range .Verdicts}}<tr><td class="name">{{.Workload}}</td><td>{{.Level}}</td><td class="name {{.Class}}">{{.Winner}}</td><td class="name">{{.Confidence}}</td><td>{{.Margin}}</td><td>{{.P}}</td><td class="name">{{.RunnerUp}}</td><td class="name">{{.TieBreak}}</td></tr>
+{{range .Verdicts}}<tr><td class="name">{{.Workload}}</td><td>{{.Level}}</td><td class="name {{.Class}}">{{.Winner}}</td><td class="name">{{.Confidence}}</td><td>{{.Margin}}</td><td>{{.Interval}}</td><td>{{.P}}</td><td class="name">{{.RunnerUp}}</td><td class="name">{{.TieBreak}}</td></tr>
 {{end}}</tbody>
 </table>
-<p class="ci">A winner beats the runner-up significantly (rank test) and by the margin of the plan; otherwise it is a tie, and the tie-break names one of the tied.</p>
+<p class="ci">A winner beats the runner-up significantly (rank test, p &lt; alpha) and the lower end of the 95% interval of its margin reaches the margin of the plan; otherwise it is a tie, and the tie-break names one of the tied. An underpowered tie has an interval wider than the margin: the samples could not tell a margin-sized difference from none.</p>
 {{else}}<p>No verdict.</p>
 {{end}}</section>
 {{if .SLO}}
@@ -287,8 +294,9 @@ ul.notes { margin: 4px 0 8px; padding-left: 20px; }
 <section id="baseline">
 <h2>Against the baseline</h2>
 <p>Baseline <code>{{.File}}</code>, run {{.Started}}. {{.Quiet}}</p>
-{{if .Rows}}<table>
-<thead><tr><th class="name">workload</th><th class="name">target</th><th>goroutines</th><th>old QPS</th><th>new QPS</th><th>change</th><th>p</th></tr></thead>
+{{range .Notes}}<p class="warning">{{.}}</p>
+{{end}}{{if .Rows}}<table>
+<thead><tr><th class="name">workload</th><th class="name">target</th><th>goroutines</th><th>old QPS</th><th>new QPS</th><th>change</th><th>95% interval</th><th>adjusted p</th></tr></thead>
 <tbody>
 {{range .Rows}}<tr>{{range $i, $c := .}}<td{{if lt $i 2}} class="name"{{end}}>{{$c}}</td>{{end}}</tr>
 {{end}}</tbody>

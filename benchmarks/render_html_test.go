@@ -125,3 +125,87 @@ func TestRenderHTMLEdgeCases(t *testing.T) {
 		t.Errorf("report.html has %d legend entries; want one per target per chart (42)", strings.Count(page, "<g class=\"legend\">"))
 	}
 }
+
+// renderLegendColors returns, per chart, each legend entry's target and
+// its line colour and marker.
+func renderLegendColors(t *testing.T, page string) []map[string]string {
+	t.Helper()
+	var out []map[string]string
+	for _, svg := range renderSVGs(page) {
+		m := map[string]string{}
+		for _, entry := range strings.Split(svg, `<g class="legend"><title>`)[1:] {
+			name, rest, _ := strings.Cut(entry, "</title>")
+			_, rest, _ = strings.Cut(rest, `stroke="`)
+			color, rest, _ := strings.Cut(rest, `"`)
+			// The marker: its element name and fill.
+			marker, _, _ := strings.Cut(rest[strings.Index(rest, "/>")+2:], " ")
+			m[name] = color + " " + marker
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func TestRenderHTMLOneStylePerTargetAcrossCharts(t *testing.T) {
+	// get has near-mux between multiplexed-4 and rueidis; mget has not:
+	// rueidis must keep its look all the same.
+	page := string(renderAllFiles(t, renderSyntheticReport())["report.html"])
+	seen := map[string]string{}
+	for i, chart := range renderLegendColors(t, page) {
+		if len(chart) == 0 {
+			t.Fatalf("chart %d has no legend", i+1)
+		}
+		for name, style := range chart {
+			if was, ok := seen[name]; ok && was != style {
+				t.Errorf("%s is drawn %q in chart %d and %q in an earlier one", name, style, i+1, was)
+			}
+			seen[name] = style
+		}
+	}
+	styles := map[string]string{}
+	for name, style := range seen {
+		if other, ok := styles[style]; ok {
+			t.Errorf("%s and %s share the look %q", name, other, style)
+		}
+		styles[style] = name
+	}
+}
+
+func TestRenderHTMLDrawsIntervalsAsErrorBars(t *testing.T) {
+	r := renderSyntheticReport()
+	page := string(renderAllFiles(t, r)["report.html"])
+	svgs := renderSVGs(page)
+	// The QPS chart of get: one bar per cell (5 targets × 4 levels), in
+	// the interval as measured, asymmetric.
+	qps := svgs[0]
+	if n := strings.Count(qps, `<g class="errorbar">`); n != 20 {
+		t.Errorf("get's QPS chart has %d error bars; want 20, one per cell", n)
+	}
+	if !strings.Contains(qps, "multiplexed-1 at 10: 95% interval [119k, 122k]") {
+		t.Errorf("get's QPS chart lacks the interval of multiplexed-1 at 10 as [lo, hi]")
+	}
+	if strings.Contains(svgs[1], `class="errorbar"`) {
+		t.Errorf("the p99 chart has error bars; p99 has no interval")
+	}
+	if !strings.Contains(qps, "95% interval</text>") {
+		t.Errorf("the QPS chart's key does not explain the error bars")
+	}
+	if strings.Contains(page, "±") {
+		t.Errorf("report.html still shows a symmetric ±")
+	}
+}
+
+func TestRenderShowsWarningsAndBaselineMismatches(t *testing.T) {
+	r := renderSyntheticReport()
+	r.Warnings = []string{"3 samples per cell cannot reach significance"}
+	r.Baseline.Compatible = false
+	r.Baseline.Mismatches = []string{"CPU model: AMD EPYC 7B13 → Intel Xeon"}
+	files := renderAllFiles(t, r)
+	for _, name := range []string{"report.html", "report.md", "summary.txt"} {
+		for _, want := range []string{"3 samples per cell cannot reach significance", "NOT LIKE WITH LIKE", "CPU model: AMD EPYC 7B13 → Intel Xeon"} {
+			if !strings.Contains(string(files[name]), want) {
+				t.Errorf("%s lacks %q", name, want)
+			}
+		}
+	}
+}

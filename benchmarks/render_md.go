@@ -25,11 +25,14 @@ func renderMarkdown(out *bytes.Buffer, r *Report) error {
 	fmt.Fprintf(&b, "- **Machine:** %s\n", renderMD(renderMachine(r.Machine)))
 	fmt.Fprintf(&b, "- **Servers:** %s\n", renderMD(renderServers(r.Machine)))
 	fmt.Fprintf(&b, "- **Plan:** %s\n", renderMD(renderPlan(r.Settings)))
+	for _, w := range r.Warnings {
+		fmt.Fprintf(&b, "\n> **Warning:** %s\n", renderMD(w))
+	}
 
 	for _, w := range v.workloads {
 		fmt.Fprintf(&b, "\n## %s\n", renderMD(w.name))
 		if len(w.targets) > 0 {
-			b.WriteString("\nQPS (median of the samples) / p99 latency, by goroutines. " +
+			b.WriteString("\nQPS (median of the samples) [95% confidence interval] / p99 latency, by goroutines. " +
 				"**Bold**: the winner at that level; *tie*: no significant winner, " +
 				"the one named by the tie-break.\n\n")
 			b.WriteString("| target |")
@@ -91,24 +94,28 @@ func renderMarkdown(out *bytes.Buffer, r *Report) error {
 	}
 
 	if bc := r.Baseline; bc != nil {
-		fmt.Fprintf(&b, "\n## Against the baseline\n\nBaseline %s, run %s. Cells whose QPS changed significantly:\n\n",
-			renderMDCode(bc.File), renderMD(bc.Started))
-		quiet := 0
+		fmt.Fprintf(&b, "\n## Against the baseline\n\nBaseline %s, run %s.\n\n", renderMDCode(bc.File), renderMD(bc.Started))
+		for _, n := range renderBaselineNotes(bc) {
+			fmt.Fprintf(&b, "> **%s**\n\n", renderMD(n))
+		}
 		var rows strings.Builder
-		for _, d := range bc.Deltas {
-			if !d.Significant {
-				quiet++
-				continue
+		for _, d := range bc.Cells {
+			if d.Significant {
+				fmt.Fprintf(&rows, "| %s | %s | %d | %s | %s | %s | %s | %s |\n", renderMD(d.Workload), renderMD(d.Target),
+					d.Concurrency, renderQPS(d.OldQPS), renderQPS(d.NewQPS), renderPercent(d.Change),
+					renderPercentInterval(d.ChangeLo, d.ChangeHi), renderP(d.PAdjusted))
 			}
-			fmt.Fprintf(&rows, "| %s | %s | %d | %s | %s | %s | %s |\n", renderMD(d.Workload), renderMD(d.Target),
-				d.Concurrency, renderQPS(d.OldQPS), renderQPS(d.NewQPS), renderPercent(d.Change), renderP(d.PValue))
 		}
 		if rows.Len() > 0 {
-			b.WriteString("| workload | target | goroutines | old QPS | new QPS | change | p |\n|---|---|--:|--:|--:|--:|--:|\n")
+			b.WriteString("Cells whose QPS changed significantly:\n\n")
+			b.WriteString("| workload | target | goroutines | old QPS | new QPS | change | 95% interval | adjusted p |\n|---|---|--:|--:|--:|--:|--:|--:|\n")
 			b.WriteString(rows.String())
 			b.WriteString("\n")
 		}
-		fmt.Fprintf(&b, "%d of %d cells without a significant change.\n", quiet, len(bc.Deltas))
+		if len(bc.Cells) > 0 {
+			_, quiet := renderBaselineQuiet(bc)
+			b.WriteString(renderMD(quiet) + "\n")
+		}
 		if len(bc.VerdictChanges) > 0 {
 			b.WriteString("\nVerdicts that changed:\n\n")
 			for _, c := range bc.VerdictChanges {
@@ -155,6 +162,9 @@ func renderMDCell(w *reportWorkload, target string, level int) string {
 		qps = "**" + qps + "**"
 	default:
 		qps = "*" + qps + " tie*"
+	}
+	if ci := renderCI(c); ci != "" {
+		qps += " " + ci // digits, SI suffixes, commas and brackets: no markup
 	}
 	return qps + " / " + renderMs(c.P99ms) + " ms"
 }

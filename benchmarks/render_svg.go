@@ -12,7 +12,9 @@ import (
 // The charts of report.html, drawn as inline SVG by this file alone: no
 // script, no remote asset, and the same Report always gives the same
 // bytes. Each target is a line with its own colour, dash pattern and
-// marker, so that the lines stay apart in greyscale too.
+// marker, so that the lines stay apart in greyscale too, and the same in
+// every chart of a report (reportView.targets); a point with a
+// confidence interval has it as an error bar.
 
 // chartColors is the Okabe–Ito palette (readable by the colour-blind),
 // its yellow replaced by a dark gold that shows on white.
@@ -57,6 +59,14 @@ type chartPoint struct {
 	y     float64
 	state int
 	ring  int
+	// lo and hi are the ends of y's confidence interval, drawn as an
+	// error bar; both 0: none.
+	lo, hi float64
+}
+
+// bar reports whether p has an error bar that s can draw.
+func (p chartPoint) bar(s chartY) bool {
+	return p.state == chartOK && !(p.lo == 0 && p.hi == 0) && p.lo <= p.hi && s.drawable(p.lo) && s.drawable(p.hi)
 }
 
 type chartSeries struct {
@@ -180,6 +190,24 @@ func renderChart(c chartSpec) template.HTML {
 		fmt.Fprintf(&b, `<path d="%s" fill="none" stroke="%s" stroke-width="2"%s stroke-linejoin="round"/>`, d.String(), s.style.color, dash)
 	}
 
+	// Error bars: the interval as it is, not a symmetric ±, in the
+	// line's colour, with caps; under the markers, and each series' a few
+	// units aside of the others', so that overlapping bars stay apart.
+	for si, s := range c.series {
+		dodge := (float64(si) - float64(len(c.series)-1)/2) * min(3, 18/float64(max(len(c.series), 1)))
+		for i, p := range s.points {
+			if !p.bar(y) {
+				continue
+			}
+			px, y0, y1 := x.pos(c.levels[i])+dodge, y.pos(p.lo), y.pos(p.hi)
+			fmt.Fprintf(&b, `<g class="errorbar"><title>%s at %d: 95%% interval %s</title><path d="M%s %s L%s %s M%s %s L%s %s M%s %s L%s %s" stroke="%s" stroke-width="1.5" fill="none"/></g>`,
+				chartEsc(s.name), c.levels[i], chartEsc(renderInterval(p.lo, p.hi, y.label)),
+				chartN(px), chartN(y0), chartN(px), chartN(y1),
+				chartN(px-4), chartN(y0), chartN(px+4), chartN(y0),
+				chartN(px-4), chartN(y1), chartN(px+4), chartN(y1), s.style.color)
+		}
+	}
+
 	// Markers on top of every line, failures at the foot of the plot.
 	failedAt := make([]int, len(c.levels)) // failures drawn per level so far
 	for _, s := range c.series {
@@ -254,15 +282,23 @@ type chartKey struct {
 
 // chartKeys returns the keys to the marks c uses.
 func chartKeys(c chartSpec) []chartKey {
-	var win, tie, failed bool
+	var win, tie, failed, bars bool
+	y := chartYScale(c)
 	for _, s := range c.series {
 		for _, p := range s.points {
 			win = win || p.ring == chartWinRing
 			tie = tie || p.ring == chartTieRing
 			failed = failed || p.state == chartFailed
+			bars = bars || p.bar(y)
 		}
 	}
 	var keys []chartKey
+	if bars {
+		keys = append(keys, chartKey{"95% interval", func(x, y float64) string {
+			return fmt.Sprintf(`<path d="M%s %s L%s %s M%s %s L%s %s M%s %s L%s %s" stroke="#111" stroke-width="1.5" fill="none"/>`,
+				chartN(x+5), chartN(y-6), chartN(x+5), chartN(y+6), chartN(x+1), chartN(y-6), chartN(x+9), chartN(y-6), chartN(x+1), chartN(y+6), chartN(x+9), chartN(y+6))
+		}})
+	}
 	if win {
 		keys = append(keys, chartKey{"winner (significant)", func(x, y float64) string {
 			return fmt.Sprintf(`<circle cx="%s" cy="%s" r="6" fill="none" stroke="#111" stroke-width="1.8"/>`, chartN(x+5), chartN(y))
@@ -354,14 +390,28 @@ func chartYScale(c chartSpec) chartY {
 	if c.latency {
 		label = renderMs
 	}
-	lo, hi := math.Inf(1), 0.0
+	// The points decide between a linear and a log axis; the axis then
+	// spans the error bars too.
+	lo, hi := math.Inf(1), 0.0 // of the points
+	barLo, barHi := lo, hi     // of the points and their error bars
+	fit := func(v float64, lo, hi *float64) {
+		if renderFinite64(v) && v >= 0 {
+			*hi = max(*hi, v)
+			if v > 0 {
+				*lo = min(*lo, v)
+			}
+		}
+	}
 	for _, s := range c.series {
 		for _, p := range s.points {
-			if p.state == chartOK && renderFinite64(p.y) && p.y >= 0 {
-				hi = max(hi, p.y)
-				if p.y > 0 {
-					lo = min(lo, p.y)
-				}
+			if p.state != chartOK {
+				continue
+			}
+			fit(p.y, &lo, &hi)
+			fit(p.y, &barLo, &barHi)
+			if !(p.lo == 0 && p.hi == 0) {
+				fit(p.lo, &barLo, &barHi)
+				fit(p.hi, &barLo, &barHi)
 			}
 		}
 	}
@@ -369,6 +419,7 @@ func chartYScale(c chartSpec) chartY {
 	// the network, 1 goroutine against 1000) would crush the small ones
 	// flat on a linear axis: a log axis shows them all, and says so.
 	if hi > 0 && hi/lo >= 30 {
+		lo, hi = barLo, barHi
 		a, b := math.Log10(lo)-0.08, math.Log10(hi)+0.08
 		var ticks, decades []float64
 		for e := math.Floor(a); e <= math.Ceil(b); e++ {
@@ -388,6 +439,7 @@ func chartYScale(c chartSpec) chartY {
 		}
 		return chartY{log: true, lo: a, hi: b, ticks: ticks, label: label}
 	}
+	hi = barHi
 	if !(hi > 0) {
 		hi = 1
 	}
@@ -452,10 +504,10 @@ func chartEsc(s string) string { return template.HTMLEscapeString(s) }
 
 // renderCharts builds the QPS and p99 charts of one workload.
 func renderCharts(w *reportWorkload) (qps, p99 template.HTML) {
-	mk := func(title, yTitle string, latency bool, val func(*Cell) float64) chartSpec {
+	mk := func(title, yTitle string, latency bool, val func(*Cell) (y, lo, hi float64)) chartSpec {
 		spec := chartSpec{title: title, yTitle: yTitle, latency: latency, levels: w.levels}
 		for i, t := range w.targets {
-			s := chartSeries{name: t, style: chartStyleOf(i)}
+			s := chartSeries{name: t, style: w.styles[i]}
 			for _, l := range w.levels {
 				var p chartPoint
 				switch c := w.cell(t, l); {
@@ -463,7 +515,8 @@ func renderCharts(w *reportWorkload) (qps, p99 template.HTML) {
 				case c.Failed:
 					p.state = chartFailed
 				default:
-					p.state, p.y = chartOK, val(c)
+					p.state = chartOK
+					p.y, p.lo, p.hi = val(c)
 				}
 				if rec := w.winner(t, l); rec != nil && !latency {
 					p.ring = chartTieRing
@@ -477,12 +530,14 @@ func renderCharts(w *reportWorkload) (qps, p99 template.HTML) {
 		}
 		return spec
 	}
-	q := mk(w.name+": throughput", "QPS (operations/s)", false, func(c *Cell) float64 { return c.QPS })
+	q := mk(w.name+": throughput", "QPS (operations/s)", false, func(c *Cell) (y, lo, hi float64) { return c.QPS, c.QPSLow, c.QPSHigh })
 	for i, c := range w.crossovers {
 		if slices.Contains(w.levels, c.Below) || slices.Contains(w.levels, c.Above) {
 			q.bands = append(q.bands, chartBand{below: c.Below, above: c.Above, label: fmt.Sprintf("×%d", i+1), text: renderCrossover(c)})
 		}
 	}
-	p := mk(w.name+": p99 latency", "p99 latency (ms)", true, func(c *Cell) float64 { return c.P99ms })
+	// p99 is one percentile over every sample's operations: no interval
+	// to draw.
+	p := mk(w.name+": p99 latency", "p99 latency (ms)", true, func(c *Cell) (y, lo, hi float64) { return c.P99ms, 0, 0 })
 	return renderChart(q), renderChart(p)
 }

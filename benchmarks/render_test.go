@@ -112,33 +112,33 @@ func renderSyntheticReport() *benchmarks.Report {
 
 	url := func(s string) string { return "redis://127.0.0.1:6379?" + s }
 	r.Recommendations = []benchmarks.Recommendation{
-		{Workload: "get", Concurrency: 1, Strategy: "near-mux", Confidence: benchmarks.Significant, Margin: 88.3, PValue: 0.0022,
+		{Workload: "get", Concurrency: 1, Strategy: "near-mux", Confidence: benchmarks.Significant, Margin: 88.3, MarginLo: 86.9, MarginHi: 89.7, PValue: 0.0022,
 			RunnerUp: "multiplexed-1", URL: url("strategy=multiplexed&near=64MiB"), Go: renderGoConfig("localcache.Near{MaxBytes: 64 << 20}")},
-		{Workload: "get", Concurrency: 10, Strategy: "near-mux", Confidence: benchmarks.Significant, Margin: 29.7, PValue: 0.0022,
+		{Workload: "get", Concurrency: 10, Strategy: "near-mux", Confidence: benchmarks.Significant, Margin: 29.7, MarginLo: 29.1, MarginHi: 30.4, PValue: 0.0022,
 			RunnerUp: "multiplexed-1", URL: url("strategy=multiplexed&near=64MiB"), Go: renderGoConfig("localcache.Near{MaxBytes: 64 << 20}")},
-		{Workload: "get", Concurrency: 100, Strategy: "near-mux", Confidence: benchmarks.Significant, Margin: 15.9, PValue: 0.0022,
+		{Workload: "get", Concurrency: 100, Strategy: "near-mux", Confidence: benchmarks.Significant, Margin: 15.9, MarginLo: 15.5, MarginHi: 16.3, PValue: 0.0022,
 			RunnerUp: "pool-32", URL: url("strategy=multiplexed&near=64MiB"), Go: renderGoConfig("localcache.Near{MaxBytes: 64 << 20}")},
-		{Workload: "get", Concurrency: 1000, Strategy: "near-mux", Confidence: benchmarks.Significant, Margin: 13.9, PValue: 0.0022,
+		{Workload: "get", Concurrency: 1000, Strategy: "near-mux", Confidence: benchmarks.Significant, Margin: 13.9, MarginLo: 13.6, MarginHi: 14.2, PValue: 0.0022,
 			RunnerUp: "rueidis", URL: url("strategy=multiplexed&near=64MiB"), Go: renderGoConfig("localcache.Near{MaxBytes: 64 << 20}")},
-		{Workload: "mget", Concurrency: 1, Strategy: "multiplexed-1", Confidence: benchmarks.Tie, Margin: 0.0123, PValue: 0.31,
+		{Workload: "mget", Concurrency: 1, Strategy: "multiplexed-1", Confidence: benchmarks.Tie, Margin: 0.0123, MarginLo: -0.009, MarginHi: 0.031, PValue: 0.31,
 			RunnerUp: "multiplexed-4", TieBreak: "fewest connections (1 against 4)",
 			URL: url("strategy=multiplexed&conns=1"), Go: renderGoConfig("strategy.Multiplexed{Conns: 1}")},
-		{Workload: "mget", Concurrency: 10, Strategy: "multiplexed-1", Confidence: benchmarks.Tie, Margin: 0.0133, PValue: 0.18,
+		{Workload: "mget", Concurrency: 10, Strategy: "multiplexed-1", Confidence: benchmarks.Tie, Margin: 0.0133, MarginLo: -0.006, MarginHi: 0.029, PValue: 0.18,
 			RunnerUp: "multiplexed-4", TieBreak: "fewest connections (1 against 4)",
 			URL: url("strategy=multiplexed&conns=1"), Go: renderGoConfig("strategy.Multiplexed{Conns: 1}")},
-		{Workload: "mget", Concurrency: 100, Strategy: "multiplexed-4", Confidence: benchmarks.Tie, Margin: 0.0072, PValue: 0.59,
+		{Workload: "mget", Concurrency: 100, Strategy: "multiplexed-4", Confidence: benchmarks.Tie, Margin: 0.0072, MarginLo: -0.041, MarginHi: 0.062, PValue: 0.59, Underpowered: true,
 			RunnerUp: "rueidis", TieBreak: "fewest connections among the tied: multiplexed-4 (4), rueidis (counted 6)",
 			URL: url("strategy=multiplexed&conns=4"), Go: renderGoConfig("strategy.Multiplexed{Conns: 4}")},
-		{Workload: "mget", Concurrency: 1000, Strategy: "rueidis", Confidence: benchmarks.Significant, Margin: 0.0886, PValue: 0.0043,
+		{Workload: "mget", Concurrency: 1000, Strategy: "rueidis", Confidence: benchmarks.Significant, Margin: 0.0886, MarginLo: 0.061, MarginHi: 0.113, PValue: 0.0043,
 			RunnerUp: "multiplexed-4"},
-		{Workload: "values/set-32KiB", Concurrency: 100, Strategy: "multiplexed-1", Confidence: benchmarks.Tie, Margin: 0.0063, PValue: 0.82,
+		{Workload: "values/set-32KiB", Concurrency: 100, Strategy: "multiplexed-1", Confidence: benchmarks.Tie, Margin: 0.0063, MarginLo: -0.011, MarginHi: 0.024, PValue: 0.82,
 			RunnerUp: "pool-32", TieBreak: "fewest connections (1 against 32)",
 			URL: url("strategy=multiplexed&conns=1"), Go: renderGoConfig("strategy.Multiplexed{Conns: 1}")},
 	}
 	r.Crossovers = []benchmarks.Crossover{
-		{Workload: "get", From: "multiplexed-1", To: "pool-32", Below: 10, Above: 100,
+		{Workload: "get", From: "multiplexed-1", To: "pool-32", Between: [2]int{10, 100}, Below: 10, Above: 100,
 			Text: "pool-32 overtakes multiplexed-1 between 10 and 100 goroutines"},
-		{Workload: "mget", From: "multiplexed-4", To: "rueidis", Below: 100, Above: 1000},
+		{Workload: "mget", From: "multiplexed-4", To: "rueidis", Between: [2]int{100, 1000}, Below: 100, Above: 1000},
 	}
 	r.SLO = []benchmarks.SLOResult{
 		{Workload: "get", Target: "multiplexed-4", Concurrency: 64, Rate: 180000, Latency: 1.87, Headroom: 0.125, Winner: true},
@@ -147,10 +147,14 @@ func renderSyntheticReport() *benchmarks.Report {
 	}
 	r.Baseline = &benchmarks.BaselineComparison{
 		File: "results/2026-09-01/report.json", Started: "2026-09-01T09:12:00Z",
-		Deltas: []benchmarks.Delta{
-			{Workload: "get", Target: "multiplexed-1", Concurrency: 1000, OldQPS: 195000, NewQPS: 212000, Change: 0.0872, PValue: 0.0022, Significant: true},
-			{Workload: "get", Target: "pool-32", Concurrency: 1000, OldQPS: 250000, NewQPS: 251000, Change: 0.004, PValue: 0.69},
-			{Workload: "mget", Target: "multiplexed-4", Concurrency: 100, OldQPS: 77000, NewQPS: 70000, Change: -0.0909, PValue: 0.0043, Significant: true},
+		Compatible: true,
+		Cells: []benchmarks.Delta{
+			{Workload: "get", Target: "multiplexed-1", Concurrency: 1000, OldQPS: 195000, NewQPS: 212000, Change: 0.0872,
+				ChangeLo: 0.061, ChangeHi: 0.112, PValue: 0.0022, PAdjusted: 0.0065, Significant: true},
+			{Workload: "get", Target: "pool-32", Concurrency: 1000, OldQPS: 250000, NewQPS: 251000, Change: 0.004,
+				ChangeLo: -0.018, ChangeHi: 0.027, PValue: 0.69, PAdjusted: 0.69},
+			{Workload: "mget", Target: "multiplexed-4", Concurrency: 100, OldQPS: 77000, NewQPS: 70000, Change: -0.0909,
+				ChangeLo: -0.118, ChangeHi: -0.062, PValue: 0.0043, PAdjusted: 0.0065, Significant: true},
 		},
 		VerdictChanges: []string{"mget at 100 goroutines: multiplexed-4 (tie) where the baseline chose pool-32"},
 	}
@@ -162,11 +166,12 @@ func renderSyntheticReport() *benchmarks.Report {
 // workload without cells, a partial run on the user's server.
 func renderEdgeReport() *benchmarks.Report {
 	r := &benchmarks.Report{
-		Version: benchmarks.ReportVersion,
-		Started: time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC),
-		Command: "redisx-bench -target '<script>alert(1)</script>=redis://h' -target 'a|b`c=redis://h'",
-		Partial: true,
-		Machine: benchmarks.Machine{GOMAXPROCS: 8, CPUs: 16, GoVersion: "go1.26.8", RedisVersion: "7.2.4", PinNote: "user's server"},
+		Version:  benchmarks.ReportVersion,
+		Started:  time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC),
+		Command:  "redisx-bench -target '<script>alert(1)</script>=redis://h' -target 'a|b`c=redis://h'",
+		Partial:  true,
+		Warnings: []string{"2 samples per cell cannot reach significance: <b>-repeats 4</b>"},
+		Machine:  benchmarks.Machine{GOMAXPROCS: 8, CPUs: 16, GoVersion: "go1.26.8", RedisVersion: "7.2.4", PinNote: "user's server"},
 		Settings: benchmarks.Settings{
 			Levels: []int{1, 2, 3, 5, 8, 10, 20, 50}, Workloads: []string{"get"}, Repeats: 6,
 			Duration: time.Second, Alpha: 0.05, Margin: 0.05,
@@ -208,7 +213,7 @@ func renderEdgeReport() *benchmarks.Report {
 		{Workload: "empty", Concurrency: 10, Confidence: benchmarks.Tie},
 	}
 	r.Crossovers = []benchmarks.Crossover{{Workload: "get", From: hostile[1], To: hostile[0], Below: 3, Above: 5, Text: "<script>x</script>"}}
-	r.Baseline = &benchmarks.BaselineComparison{File: "<old>.json", Deltas: []benchmarks.Delta{
+	r.Baseline = &benchmarks.BaselineComparison{File: "<old>.json", Cells: []benchmarks.Delta{
 		{Workload: "get", Target: hostile[0], Concurrency: 1, OldQPS: 0, NewQPS: 1000, Change: math.Inf(1), Significant: true},
 	}}
 	return r

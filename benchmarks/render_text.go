@@ -34,12 +34,15 @@ func renderSummary(b *strings.Builder, r *Report) {
 	}
 	renderWrap(b, "machine: "+renderMachine(r.Machine)+"; "+renderServers(r.Machine), "  ")
 	renderWrap(b, "plan: "+renderPlan(r.Settings), "  ")
+	for _, w := range r.Warnings {
+		renderWrap(b, "!! warning: "+renderOneLine(w), "   ")
+	}
 
 	for _, w := range v.workloads {
 		if len(w.targets) == 0 {
 			continue
 		}
-		fmt.Fprintf(b, "\n%s: QPS by goroutines, median ±95%% CI (* winner; = tie, named by the tie-break)\n", w.name)
+		fmt.Fprintf(b, "\n%s: QPS by goroutines, median [95%% CI] (* winner; = tie, named by the tie-break)\n", w.name)
 		renderQPSTable(b, w)
 		for _, c := range w.failed {
 			msg := fmt.Sprintf("  FAILED %s at %d: %d errors", c.Target, c.Concurrency, c.Errors)
@@ -52,9 +55,11 @@ func renderSummary(b *strings.Builder, r *Report) {
 
 	if len(r.Recommendations) > 0 {
 		b.WriteString("\nverdicts (winner against runner-up per workload and level)\n")
+		// The margin as its 95% interval (the point between its ends is in
+		// report.md): a 100-column line has no room for both.
 		t := renderTable{right: []bool{false, true, false, false, true, true, false}}
-		t.add("workload", "level", "winner", "confidence", "margin", "p", "runner-up")
-		var notes []string // the tie-breaks, after their rows
+		t.add("workload", "level", "winner", "confidence", "margin (95%)", "p", "runner-up")
+		var notes []string // why, after each row: underpowered, the tie-break
 		for _, w := range v.workloads {
 			for _, l := range w.recLevels {
 				rec := w.recs[l]
@@ -62,13 +67,20 @@ func renderSummary(b *strings.Builder, r *Report) {
 				if winner == "" {
 					winner = "(none: every cell failed)"
 				}
-				t.add(renderTrunc(w.name, 20), strconv.Itoa(l), renderTrunc(winner, 24), rec.Confidence,
-					renderPercent(rec.Margin), renderP(rec.PValue), renderTrunc(rec.RunnerUp, 24))
-				note := ""
-				if rec.TieBreak != "" {
-					note = "tie-break: " + renderOneLine(rec.TieBreak)
+				margin := renderPercentInterval(rec.MarginLo, rec.MarginHi)
+				if margin == "" || utf8.RuneCountInString(margin) > 18 {
+					margin = renderPercent(rec.Margin)
 				}
-				notes = append(notes, note)
+				t.add(renderTrunc(w.name, 16), strconv.Itoa(l), renderTrunc(winner, 16), rec.Confidence,
+					margin, renderP(rec.PValue), renderTrunc(rec.RunnerUp, 16))
+				var why []string
+				if rec.Underpowered {
+					why = append(why, "underpowered (the interval is wider than the margin)")
+				}
+				if rec.TieBreak != "" {
+					why = append(why, "tie-break: "+renderOneLine(rec.TieBreak))
+				}
+				notes = append(notes, strings.Join(why, "; "))
 			}
 		}
 		lines := t.lines()
@@ -120,23 +132,27 @@ func renderSummary(b *strings.Builder, r *Report) {
 
 	if bc := r.Baseline; bc != nil {
 		renderWrap(b, "\nbaseline "+renderOneLine(bc.File)+" (run "+bc.Started+"): significant changes in QPS", "  ")
-		t := renderTable{right: []bool{false, false, true, true, true, true, true}}
-		t.add("workload", "target", "level", "old", "new", "change", "p")
-		quiet := 0
-		for _, d := range bc.Deltas {
-			if !d.Significant {
-				quiet++
-				continue
+		for _, n := range renderBaselineNotes(bc) {
+			renderWrap(b, "  !! "+n, "     ")
+		}
+		t := renderTable{right: []bool{false, false, true, true, true, true, false, true}}
+		t.add("workload", "target", "level", "old", "new", "change", "95% interval", "adj. p")
+		for _, d := range bc.Cells {
+			if d.Significant {
+				t.add(renderTrunc(d.Workload, 18), renderTrunc(d.Target, 20), strconv.Itoa(d.Concurrency),
+					renderQPS(d.OldQPS), renderQPS(d.NewQPS), renderPercent(d.Change),
+					renderPercentInterval(d.ChangeLo, d.ChangeHi), renderP(d.PAdjusted))
 			}
-			t.add(renderTrunc(d.Workload, 20), renderTrunc(d.Target, 28), strconv.Itoa(d.Concurrency),
-				renderQPS(d.OldQPS), renderQPS(d.NewQPS), renderPercent(d.Change), renderP(d.PValue))
 		}
 		if len(t.rows) > 1 {
 			for _, line := range t.lines() {
 				b.WriteString("  " + line + "\n")
 			}
 		}
-		fmt.Fprintf(b, "  %d of %d cells without a significant change\n", quiet, len(bc.Deltas))
+		if len(bc.Cells) > 0 {
+			_, quiet := renderBaselineQuiet(bc)
+			renderWrap(b, "  "+quiet, "  ")
+		}
 		for _, c := range bc.VerdictChanges {
 			renderWrap(b, "  verdict changed: "+renderOneLine(c), "      ")
 		}

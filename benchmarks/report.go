@@ -32,10 +32,15 @@ type Report struct {
 	// Skipped says which workloads did not run, and why ("mget skipped:
 	// it needs a cluster").
 	Skipped []string `json:"skipped,omitempty"`
+	// Warnings are what a reader must know before trusting the verdicts:
+	// a plan too small to ever be significant, and the like.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
-// ReportVersion is the Version written by this package.
-const ReportVersion = 1
+// ReportVersion is the Version written by this package. Version 2
+// renamed cells' qps_low/qps_high to qps_lo/qps_hi and the baseline's
+// deltas to cells.
+const ReportVersion = 2
 
 // Machine is where the run happened.
 type Machine struct {
@@ -45,6 +50,9 @@ type Machine struct {
 	OS           string `json:"os"`
 	Arch         string `json:"arch"`
 	RedisVersion string `json:"redis_version"`
+	// CPUModel is the client machine's processor ("model name" of
+	// /proc/cpuinfo; empty where unknown).
+	CPUModel string `json:"cpu_model,omitempty"`
 	// Embedded is set when the harness started its own redis-server
 	// processes; Pinned when they ran on a CPU of their own (taskset), and
 	// PinNote says which CPUs or why not.
@@ -55,6 +63,10 @@ type Machine struct {
 	// cluster), never with credentials.
 	Standalone string   `json:"standalone,omitempty"`
 	Cluster    []string `json:"cluster,omitempty"`
+	// TargetServers are, by target name, the servers of the targets that
+	// measured servers of their own (a -target URL with a host) rather
+	// than Standalone or Cluster.
+	TargetServers map[string][]string `json:"target_servers,omitempty"`
 }
 
 // Settings are the knobs of the run.
@@ -92,10 +104,13 @@ type Cell struct {
 	Peer bool `json:"peer"`
 
 	// QPS is the median of the samples' throughputs (operations per
-	// second); QPSLow and QPSHigh its 95% confidence interval.
+	// second); QPSLow and QPSHigh its 95% confidence interval (with
+	// fewer than 6 samples, their range). QPSSamples are the samples
+	// themselves, in the order measured: the verdicts and a later
+	// baseline comparison test them.
 	QPS        float64   `json:"qps"`
-	QPSLow     float64   `json:"qps_low"`
-	QPSHigh    float64   `json:"qps_high"`
+	QPSLow     float64   `json:"qps_lo"`
+	QPSHigh    float64   `json:"qps_hi"`
 	Samples    int       `json:"samples"`
 	QPSSamples []float64 `json:"qps_samples"`
 
@@ -114,8 +129,10 @@ type Cell struct {
 	FirstError string `json:"first_error,omitempty"`
 	Failed     bool   `json:"failed"`
 
-	// Conns is the number of client connections the server(s) saw while
-	// the cell ran (INFO clients, less the harness's own).
+	// Conns is the most client connections of the target the server(s)
+	// held after any of the cell's samples (CLIENT LIST by client name,
+	// summed over a cluster's masters, counted once the sample's clock
+	// has stopped, so that counting costs the sample nothing).
 	Conns int `json:"conns"`
 	// MaxConns is the most connections the target may open per server
 	// (a pool's size, a multiplexer's connections; 0: not fixed): ties
@@ -144,16 +161,24 @@ type Recommendation struct {
 	// Strategy is the winning target's name.
 	Strategy string `json:"strategy"`
 	// Confidence is "significant" when the winner beats the runner-up
-	// with p < Alpha by at least Margin, "tie" otherwise; a tie names the
-	// target with the fewest connections among the tied, and TieBreak
-	// says so.
+	// with p < Alpha and the lower end of the interval of its margin is
+	// at least Settings.Margin, "tie" otherwise; a tie names the target
+	// with the fewest connections among the tied, and TieBreak says so.
 	Confidence string `json:"confidence"`
 	// Margin is the winner's median QPS over the runner-up's, less 1
-	// (0.23: 23% faster).
+	// (0.23: 23% faster); MarginLo and MarginHi the 95% interval of that
+	// ratio, less 1 (see Recommend).
 	Margin   float64 `json:"margin"`
+	MarginLo float64 `json:"margin_lo"`
+	MarginHi float64 `json:"margin_hi"`
 	PValue   float64 `json:"p_value"`
 	RunnerUp string  `json:"runner_up"`
 	TieBreak string  `json:"tie_break,omitempty"`
+	// Underpowered marks a tie whose interval of the margin is wider
+	// than Settings.Margin: the samples could not have told a difference
+	// of the margin from none, so the tie says "not measured apart", not
+	// "equal". More samples (-repeats) or longer ones narrow it.
+	Underpowered bool `json:"underpowered,omitempty"`
 	// URL configures the winner through redisx.ParseURL; Go is the same
 	// as a Go snippet. Empty for a peer (a client that is not redisx).
 	URL string `json:"url"`
@@ -172,16 +197,18 @@ const (
 )
 
 // Crossover is where one target overtakes another as concurrency grows:
-// From led at level Below, To leads at level Above (two adjacent levels
-// measured; the crossing lies between them).
+// From won significantly at level Below, To wins significantly at level
+// Above, and no level between them has a significant winner (they are
+// ties or were not measured); the crossing lies between them.
 type Crossover struct {
 	Workload string `json:"workload"`
 	From     string `json:"from"`
 	To       string `json:"to"`
-	Below    int    `json:"below"`
-	Above    int    `json:"above"`
-	// Confidence is "significant" when the verdicts at both levels are,
-	// "tie" when either was a tie-break.
+	// Between is [Below, Above].
+	Between [2]int `json:"between"`
+	Below   int    `json:"below"`
+	Above   int    `json:"above"`
+	// Confidence is always "significant": a tie never makes a crossover.
 	Confidence string `json:"confidence"`
 	// Text is the human sentence: "pool-32 overtakes multiplexed-1
 	// between 4 and 10 goroutines".
@@ -202,22 +229,45 @@ type SLOResult struct {
 
 // BaselineComparison is a run compared with an earlier one.
 type BaselineComparison struct {
-	File    string  `json:"file"`
-	Started string  `json:"started"` // of the baseline run
-	Deltas  []Delta `json:"deltas"`
+	File    string `json:"file"`
+	Started string `json:"started"` // of the baseline run
+	// Compatible is set when the two runs measured like with like: the
+	// same machine, loop, rates, sample durations, repeats and workload
+	// definitions. Otherwise Mismatches says what differs, and a change
+	// may be the difference's rather than the code's.
+	Compatible bool     `json:"compatible"`
+	Mismatches []string `json:"mismatches,omitempty"`
+	// Cells are the cells measured in both runs (same workload, target
+	// and level); empty when the runs have none in common.
+	Cells []Delta `json:"cells"`
 	// VerdictChanges lists the workload/levels whose recommended strategy
-	// differs from the baseline's, as sentences.
+	// differs from the baseline's, as sentences; a tie named differently
+	// by its tie-break on both sides is no change.
 	VerdictChanges []string `json:"verdict_changes"`
 }
 
 // Delta is one cell's QPS change against the baseline, benchstat style.
 type Delta struct {
-	Workload    string  `json:"workload"`
-	Target      string  `json:"target"`
-	Concurrency int     `json:"concurrency"`
-	OldQPS      float64 `json:"old_qps"`
-	NewQPS      float64 `json:"new_qps"`
-	Change      float64 `json:"change"` // NewQPS/OldQPS - 1
-	PValue      float64 `json:"p_value"`
-	Significant bool    `json:"significant"`
+	Workload    string `json:"workload"`
+	Target      string `json:"target"`
+	Concurrency int    `json:"concurrency"`
+	// Peer marks a client that is not redisx: the control of the
+	// comparison (see CompareBaseline).
+	Peer   bool    `json:"peer,omitempty"`
+	OldQPS float64 `json:"old_qps"`
+	NewQPS float64 `json:"new_qps"`
+	// Change is NewQPS/OldQPS - 1; ChangeLo and ChangeHi the 95%
+	// interval of that ratio, less 1.
+	Change   float64 `json:"change"`
+	ChangeLo float64 `json:"change_lo"`
+	ChangeHi float64 `json:"change_hi"`
+	// PValue is the Mann–Whitney U p-value of the two cells' samples,
+	// PAdjusted the same corrected for the number of cells compared
+	// (Benjamini–Hochberg).
+	PValue    float64 `json:"p_value"`
+	PAdjusted float64 `json:"p_adjusted"`
+	// Significant is set when PAdjusted < alpha and the interval of the
+	// change lies beyond the margin on one side: ChangeLo ≥ margin, or
+	// ChangeHi ≤ 1/(1+margin) - 1 (-4.8% for a 5% margin).
+	Significant bool `json:"significant"`
 }

@@ -26,7 +26,8 @@ import (
 // targets instead of favouring one. The targets of a workload stay open
 // across its levels; each one's connections are counted on the
 // server by client name (CLIENT LIST, summed over the masters of a
-// cluster) halfway through each sample.
+// cluster) right after each sample, once its clock has stopped, so that
+// the count costs the server nothing while it is measured.
 //
 // Run refuses a database holding keys outside KeyPrefix unless s.Force,
 // skips the workloads whose deployment is missing (Report.Skipped), and
@@ -47,6 +48,7 @@ func Run(ctx context.Context, p Plan, s Servers, progress io.Writer) (*Report, e
 		out:     progress,
 		rng:     rand.New(rand.NewPCG(uint64(p.Seed), 0x5eed)),
 		deps:    map[bool]*deployment{},
+		own:     map[string]*deployment{},
 	}
 	r.report = &Report{
 		Version: ReportVersion,
@@ -55,6 +57,7 @@ func Run(ctx context.Context, p Plan, s Servers, progress io.Writer) (*Report, e
 			GOMAXPROCS: runtime.GOMAXPROCS(0),
 			CPUs:       runtime.NumCPU(),
 			GoVersion:  runtime.Version(),
+			CPUModel:   cpuModel(),
 			OS:         runtime.GOOS,
 			Arch:       runtime.GOARCH,
 			Standalone: s.Standalone,
@@ -73,6 +76,10 @@ func Run(ctx context.Context, p Plan, s Servers, progress io.Writer) (*Report, e
 	}
 	if p.SLO != nil {
 		r.report.Settings.SLO = p.SLO.String()
+	}
+	if w := p.powerWarning(); w != "" {
+		r.report.Warnings = append(r.report.Warnings, w)
+		fmt.Fprintln(r.out, "warning:", w)
 	}
 	defer r.closeDeployments()
 	if err := r.connect(ctx); err != nil {
@@ -124,7 +131,8 @@ type runner struct {
 	out     io.Writer
 	rng     *rand.Rand
 	report  *Report
-	deps    map[bool]*deployment // by "is a cluster"
+	deps    map[bool]*deployment   // by "is a cluster"
+	own     map[string]*deployment // of targets with Servers of their own, by name (ownservers.go)
 
 	hists      []*hdr.Histogram // one per worker, reused
 	sampleHist *hdr.Histogram
@@ -138,32 +146,17 @@ type runner struct {
 	lastNote time.Time
 }
 
-// connect opens the deployments the plan needs, checks they hold no
-// foreign keys, and notes the workloads it must skip.
+// connect opens the deployments the plan needs (the run's, then the
+// targets' own), checks they hold no foreign keys, and notes the
+// workloads it must skip.
 func (r *runner) connect(ctx context.Context) error {
 	var needStandalone, needCluster bool
-	var run []string
 	for _, w := range r.plan.Workloads {
-		switch {
-		case w.Cluster && r.servers.Cluster == nil:
-			r.skip(fmt.Sprintf("%s skipped: it needs a cluster (-cluster, or no address for the embedded one)", w.Name))
-			continue
-		case !w.Cluster && r.servers.Standalone == "":
-			r.skip(fmt.Sprintf("%s skipped: it needs a standalone server (-addr, or no address for the embedded one)", w.Name))
-			continue
-		case len(r.plan.targetsOf(w)) == 0:
-			r.skip(fmt.Sprintf("%s skipped: no target applies", w.Name))
-			continue
+		if !slices.ContainsFunc(r.plan.targetsOf(w), func(t Target) bool { return t.Servers == nil }) {
+			continue // only targets with servers of their own, if any
 		}
-		needCluster = needCluster || w.Cluster
-		needStandalone = needStandalone || !w.Cluster
-		run = append(run, w.Name)
-	}
-	r.report.Settings.Workloads = run
-	for _, t := range r.plan.Targets {
-		if slices.ContainsFunc(r.plan.Workloads, func(w Workload) bool { return slices.Contains(run, w.Name) && t.runsIn(w) }) {
-			r.report.Settings.Targets = append(r.report.Settings.Targets, t.Name)
-		}
+		needCluster = needCluster || w.Cluster && r.servers.Cluster != nil
+		needStandalone = needStandalone || !w.Cluster && r.servers.Standalone != ""
 	}
 	for _, need := range []struct {
 		on      bool
@@ -187,6 +180,38 @@ func (r *runner) connect(ctx context.Context) error {
 			}
 		}
 	}
+	if err := r.openOwnServers(ctx); err != nil {
+		return err
+	}
+	r.report.Machine.TargetServers = r.ownAddrs()
+	var run []string
+	for _, w := range r.plan.Workloads {
+		if len(r.targetsOf(w)) > 0 {
+			run = append(run, w.Name)
+			continue
+		}
+		switch {
+		case len(r.plan.targetsOf(w)) == 0:
+			r.skip(fmt.Sprintf("%s skipped: no target applies", w.Name))
+		case w.Cluster:
+			r.skip(fmt.Sprintf("%s skipped: it needs a cluster (-cluster, or no address for the embedded one)", w.Name))
+		default:
+			r.skip(fmt.Sprintf("%s skipped: it needs a standalone server (-addr, or no address for the embedded one)", w.Name))
+		}
+	}
+	r.report.Settings.Workloads = run
+	for _, t := range r.plan.Targets {
+		if slices.ContainsFunc(r.plan.Workloads, func(w Workload) bool {
+			return slices.Contains(run, w.Name) && slices.ContainsFunc(r.targetsOf(w), func(u Target) bool { return u.Name == t.Name })
+		}) {
+			r.report.Settings.Targets = append(r.report.Settings.Targets, t.Name)
+		}
+	}
+	for _, d := range r.allDeployments() {
+		if r.report.Machine.RedisVersion == "" {
+			r.report.Machine.RedisVersion = d.version
+		}
+	}
 	return nil
 }
 
@@ -196,12 +221,12 @@ func (r *runner) skip(msg string) {
 }
 
 func (r *runner) runnable(w Workload) bool {
-	return r.deps[w.Cluster] != nil && slices.Contains(r.report.Settings.Workloads, w.Name)
+	return slices.Contains(r.report.Settings.Workloads, w.Name)
 }
 
 // runAll measures every runnable workload.
 func (r *runner) runAll(ctx context.Context) error {
-	est := r.plan.Estimate(r.deps[false] != nil, r.deps[true] != nil)
+	est := r.plan.Estimate(r.deps[false] != nil || r.ownKind(false), r.deps[true] != nil || r.ownKind(true))
 	r.total, r.cells = est.Samples, est.Cells
 	mode := "closed loop"
 	if r.plan.Rate > 0 {
@@ -228,19 +253,25 @@ type opened struct {
 	t      Target
 	c      Client // nil when Open failed
 	err    error
-	prefix string // client name prefix of its connections
+	prefix string      // client name prefix of its connections
+	d      *deployment // the servers it measures
+	setup  error       // of the workload's Setup on d
 }
 
 // clientNameChars are the characters kept in a client name (CLIENT
 // SETNAME refuses spaces).
 var clientNameChars = regexp.MustCompile(`[^A-Za-z0-9._:-]`)
 
+// open connects t to d, the run's deployment for the workload at hand,
+// or to t's own servers if it has some.
 func (r *runner) open(ctx context.Context, t Target, d *deployment) opened {
 	r.opened++
 	prefix := fmt.Sprintf("redisx-bench-%d.", r.opened)
+	d = r.deploymentOf(t, d)
+	s := d.servers
 	env := Env{
 		Addrs: d.addrs, Cluster: d.cluster,
-		Username: r.servers.Username, Password: r.servers.Password, TLS: r.servers.TLS, DB: r.servers.DB,
+		Username: s.Username, Password: s.Password, TLS: s.TLS, DB: s.DB,
 		ClientName: prefix + clientNameChars.ReplaceAllString(t.Name, "_"),
 	}
 	octx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -251,7 +282,7 @@ func (r *runner) open(ctx context.Context, t Target, d *deployment) opened {
 		err = fmt.Errorf("open %s: %w", t.Name, err)
 		fmt.Fprintf(r.out, "%v\n", err)
 	}
-	return opened{t: t, c: c, err: err, prefix: prefix}
+	return opened{t: t, c: c, err: err, prefix: prefix, d: d}
 }
 
 // runWorkload measures w at each of its levels on every target that
@@ -260,11 +291,11 @@ func (r *runner) open(ctx context.Context, t Target, d *deployment) opened {
 // service's would), then closed; isolated ones are opened for each of
 // their samples only (see Target.Isolated).
 func (r *runner) runWorkload(ctx context.Context, w Workload) error {
-	d := r.deps[w.Cluster]
+	d := r.deps[w.Cluster] // nil when only targets with servers of their own run w
 	var ts []opened
-	for _, t := range r.plan.targetsOf(w) {
+	for _, t := range r.targetsOf(w) {
 		if t.Isolated {
-			ts = append(ts, opened{t: t})
+			ts = append(ts, opened{t: t, d: r.deploymentOf(t, d)})
 			continue
 		}
 		ts = append(ts, r.open(ctx, t, d))
@@ -276,22 +307,13 @@ func (r *runner) runWorkload(ctx context.Context, w Workload) error {
 			}
 		}
 	}()
-	var setupErr error
-	if w.Setup != nil {
-		sctx, cancel := context.WithTimeout(ctx, time.Minute)
-		setupErr = w.Setup(sctx, d.seeder)
-		cancel()
-		if setupErr != nil {
-			setupErr = fmt.Errorf("setup of %s: %w", w.Name, setupErr)
-			fmt.Fprintln(r.out, setupErr)
-		}
-	}
+	r.setUp(ctx, w, ts)
 	for _, level := range r.plan.LevelsOf(w) {
-		if err := r.runLevel(ctx, d, w, level, ts, setupErr); err != nil {
+		if err := r.runLevel(ctx, d, w, level, ts); err != nil {
 			return err
 		}
 	}
-	if r.plan.SLO != nil && setupErr == nil {
+	if r.plan.SLO != nil && !slices.ContainsFunc(ts, func(o opened) bool { return o.setup != nil }) {
 		return r.searchSLO(ctx, w, ts)
 	}
 	return nil
@@ -299,7 +321,7 @@ func (r *runner) runWorkload(ctx context.Context, w Workload) error {
 
 // runLevel measures the cells of w at one level: a warm-up of every
 // target, then Repeats rounds of one sample per target in shuffled order.
-func (r *runner) runLevel(ctx context.Context, d *deployment, w Workload, level int, ts []opened, setupErr error) error {
+func (r *runner) runLevel(ctx context.Context, d *deployment, w Workload, level int, ts []opened) error {
 	accs := make([]*cellAcc, len(ts))
 	ops := make([]Op, len(ts))
 	var live []int // indexes of the targets that can run
@@ -308,8 +330,8 @@ func (r *runner) runLevel(ctx context.Context, d *deployment, w Workload, level 
 		switch {
 		case o.err != nil:
 			accs[i].fail(o.err)
-		case setupErr != nil:
-			accs[i].fail(setupErr)
+		case o.setup != nil:
+			accs[i].fail(o.setup)
 		case o.t.Isolated:
 			live = append(live, i) // opened for each sample
 		default:
@@ -392,27 +414,17 @@ func (r *runner) workerHists(n int) []*hdr.Histogram {
 // measure runs op on level workers for d (closed loop, or open loop at
 // rate) and returns the sample and its merged latency histogram, valid
 // until the next call. With conns, it counts the target's connections
-// halfway through.
+// once the sample is over (they stay open: a pool keeps its idle ones),
+// so that CLIENT LIST never runs while the server is measured.
 func (r *runner) measure(ctx context.Context, d *deployment, o opened, op Op, level int, dur time.Duration, rate float64, conns bool) (sample, *hdr.Histogram) {
+	if o.d != nil {
+		d = o.d // the servers o was opened on
+	}
 	hists := r.workerHists(level)
 	st, hasStats := o.c.(interface{ Stats() redisx.Stats })
 	var before redisx.Stats
 	if hasStats {
 		before = st.Stats()
-	}
-	counted := make(chan int, 1)
-	if conns {
-		go func() {
-			t := time.NewTimer(dur / 2)
-			defer t.Stop()
-			select {
-			case <-t.C:
-				n, _ := d.clients(o.prefix)
-				counted <- n
-			case <-ctx.Done():
-				counted <- 0
-			}
-		}()
 	}
 	u0 := readUsage()
 	var l load
@@ -426,8 +438,8 @@ func (r *runner) measure(ctx context.Context, d *deployment, o opened, op Op, le
 	if l.elapsed > 0 {
 		s.qps = float64(l.ops) / l.elapsed.Seconds()
 	}
-	if conns {
-		s.conns = <-counted
+	if conns && ctx.Err() == nil {
+		s.conns, _ = d.clients(o.prefix)
 	}
 	if hasStats {
 		after := st.Stats()
@@ -488,21 +500,19 @@ func (r *runner) prime(ctx context.Context, w Workload, o opened) error {
 
 // cleanup deletes the harness's keys, even after a cancellation.
 func (r *runner) cleanup() {
-	for _, cluster := range []bool{false, true} {
-		if d := r.deps[cluster]; d != nil {
-			n, err := d.cleanup()
-			if err != nil {
-				fmt.Fprintf(r.out, "cleanup: %v\n", err)
-			}
-			if n > 0 {
-				fmt.Fprintf(r.out, "deleted %d keys under %s on %s\n", n, KeyPrefix, strings.Join(d.addrs, ","))
-			}
+	for _, d := range r.allDeployments() {
+		n, err := d.cleanup()
+		if err != nil {
+			fmt.Fprintf(r.out, "cleanup: %v\n", err)
+		}
+		if n > 0 {
+			fmt.Fprintf(r.out, "deleted %d keys under %s on %s\n", n, KeyPrefix, strings.Join(d.addrs, ","))
 		}
 	}
 }
 
 func (r *runner) closeDeployments() {
-	for _, d := range r.deps {
+	for _, d := range r.allDeployments() {
 		d.close()
 	}
 }
@@ -533,11 +543,14 @@ func (r *runner) conclude() {
 	for i := range rep.Recommendations {
 		rec := &rep.Recommendations[i]
 		t := targets[rec.Strategy]
-		addrs := []string{r.servers.Standalone}
+		addrs, tlsOn := []string{r.servers.Standalone}, r.servers.TLS != nil
 		if cluster[rec.Workload] {
 			addrs = r.servers.Cluster
 		}
-		rec.URL = recommendURL(t.URL, addrs, r.servers.TLS != nil)
+		if own := r.own[t.Name]; own != nil {
+			addrs, tlsOn = own.addrs, own.servers.TLS != nil
+		}
+		rec.URL = recommendURL(t.URL, addrs, tlsOn)
 		if t.Go != "" {
 			rec.Go = fmt.Sprintf("redisx.Options{Addrs: %s, Strategy: %s}", goStrings(addrs), t.Go)
 		}

@@ -3,11 +3,14 @@ package benchmarks_test
 import (
 	"context"
 	"errors"
+	"os"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	redigo "github.com/gomodule/redigo/redis"
 	"github.com/redisx-go/kit/benchmarks"
 	"github.com/redisx-go/kit/internal/launcher"
 	"github.com/redisx-go/kit/strategy"
@@ -50,6 +53,14 @@ func TestRunMeasuresEveryCellAndCleansUp(t *testing.T) {
 	}
 	if rep.Partial || rep.Version != benchmarks.ReportVersion || rep.Machine.RedisVersion == "" || rep.Machine.GOMAXPROCS == 0 {
 		t.Errorf("report header: partial %v, version %d, machine %+v", rep.Partial, rep.Version, rep.Machine)
+	}
+	if _, err := os.Stat("/proc/cpuinfo"); err == nil && rep.Machine.CPUModel == "" {
+		t.Errorf("Machine.CPUModel is empty; want the processor of /proc/cpuinfo")
+	}
+	// 2 samples a side can never reach p < 0.05: the report says so.
+	if len(rep.Warnings) != 1 || !strings.Contains(rep.Warnings[0], "cannot reach significance") ||
+		!strings.Contains(rep.Warnings[0], "at least 4") || !strings.Contains(progress.String(), "warning: 2 samples") {
+		t.Errorf("Warnings = %q; want one saying 2 samples cannot reach significance (4 needed)", rep.Warnings)
 	}
 	if len(rep.Skipped) != 1 || !strings.Contains(rep.Skipped[0], "mget") {
 		t.Errorf("Skipped = %q; want mget, which needs a cluster", rep.Skipped)
@@ -297,5 +308,114 @@ func TestNearTargetsAreIsolated(t *testing.T) {
 	}
 	if !u.Isolated {
 		t.Error("a URL target with a near-cache is not isolated")
+	}
+}
+
+func TestRunCountsConnectionsOutsideTheSamples(t *testing.T) {
+	srv := launcher.Standalone(t, launcher.Options{})
+	side, err := redigo.Dial("tcp", srv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer side.Close()
+	// clientLists is how many CLIENT LIST the server has run.
+	clientLists := func() int64 {
+		info, err := redigo.String(side.Do("INFO", "commandstats"))
+		if err != nil {
+			t.Error(err)
+			return -1
+		}
+		_, rest, ok := strings.Cut(info, "cmdstat_client|list:calls=")
+		if !ok {
+			return 0
+		}
+		n, _ := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
+		return n
+	}
+	// The workload's one operation reads that count: within a sample
+	// (i counts from 0 in each), it must never move.
+	var start, moved, samples atomic.Int64
+	probe := benchmarks.Workload{Name: "probe", Op: func(benchmarks.Client, int) benchmarks.Op {
+		return func(_ context.Context, _, i int) error {
+			n := clientLists()
+			if i == 0 {
+				start.Store(n)
+				samples.Add(1)
+			} else if n != start.Load() {
+				moved.Add(1)
+			}
+			return nil
+		}
+	}}
+	p := tinyPlan("get")
+	p.Workloads, p.Levels = []benchmarks.Workload{probe}, []int{1}
+	p.Duration, p.Repeats = 60*time.Millisecond, 3
+	rep, err := benchmarks.Run(context.Background(), p, benchmarks.Servers{Standalone: srv.Addr()}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if moved.Load() > 0 {
+		t.Errorf("CLIENT LIST ran inside a sample (%d operations saw its count move, over %d samples and warm-ups)", moved.Load(), samples.Load())
+	}
+	for _, c := range rep.Cells {
+		if c.Conns < 1 {
+			t.Errorf("%s: %d connections counted; want them counted after the samples", c.Target, c.Conns)
+		}
+	}
+}
+
+func TestRunTargetWithItsOwnServerMeasuresIt(t *testing.T) {
+	here, there := launcher.Standalone(t, launcher.Options{}), launcher.Standalone(t, launcher.Options{})
+	mine, err := benchmarks.URLTarget("there", "redis://"+there.Addr()+"?strategy=pool&size=2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf, err := benchmarks.URLTarget("conf", "redis://?strategy=pool&size=3") // no host: the run's server
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mine.Servers == nil || mine.Servers.Standalone != there.Addr() || conf.Servers != nil {
+		t.Fatalf("URLTarget servers: with a host %+v, without %+v; want %s and none", mine.Servers, conf.Servers, there.Addr())
+	}
+	p := tinyPlan("get")
+	p.Levels = []int{1}
+	p.AddTarget(mine)
+	p.AddTarget(conf)
+	gets := func(s *launcher.Server) string {
+		info, err := s.CLI(context.Background(), "INFO", "commandstats")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, rest, _ := strings.Cut(info, "cmdstat_get:calls=")
+		n, _, _ := strings.Cut(rest, ",")
+		return n
+	}
+	rep, err := benchmarks.Run(context.Background(), p, benchmarks.Servers{Standalone: here.Addr()}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Cells) != 4 {
+		t.Fatalf("%d cells; want 4 (multiplexed-1, pool-4, there, conf)", len(rep.Cells))
+	}
+	for _, c := range rep.Cells {
+		if c.Failed || c.Ops == 0 || c.Conns < 1 {
+			t.Errorf("cell %s: failed %v (%s), %d ops, %d conns", c.Target, c.Failed, c.FirstError, c.Ops, c.Conns)
+		}
+	}
+	if n := gets(there); n == "" || n == "0" {
+		t.Errorf("the target's own server ran %q GETs; want the target's", n)
+	}
+	if got := rep.Machine.TargetServers["there"]; len(got) != 1 || got[0] != there.Addr() || len(rep.Machine.TargetServers) != 1 {
+		t.Errorf("TargetServers = %v; want there on %s only", rep.Machine.TargetServers, there.Addr())
+	}
+	if dbsize(t, there) != "0" || dbsize(t, here) != "0" {
+		t.Errorf("DBSIZE after Run: %s on the target's server, %s on the run's; want both cleaned up", dbsize(t, there), dbsize(t, here))
+	}
+	// Its server is checked for other keys as the run's is.
+	if _, err := there.CLI(context.Background(), "SET", "someone:else", "v"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := benchmarks.Run(context.Background(), p, benchmarks.Servers{Standalone: here.Addr()}, nil); !errors.Is(err, benchmarks.ErrForeignKeys) {
+		t.Errorf("Run with the target's server holding another key: %v; want ErrForeignKeys", err)
 	}
 }

@@ -203,14 +203,15 @@ type deployment struct {
 	addrs   []string // the seeds targets connect to
 	nodes   []*node  // the standalone server, or every master
 	seeder  *redisx.Client
-	version string // redis_version
-	pid     []int  // process_id of each node
+	version string  // redis_version
+	pid     []int   // process_id of each node
+	servers Servers // how to reach it: credentials, TLS, database
 }
 
 // openDeployment connects to a standalone server (cluster false, one
 // address) or to a cluster's masters, found through the first seed.
 func openDeployment(ctx context.Context, addrs []string, isCluster bool, s Servers) (*deployment, error) {
-	d := &deployment{cluster: isCluster, addrs: addrs}
+	d := &deployment{cluster: isCluster, addrs: addrs, servers: s}
 	fail := func(err error) (*deployment, error) { d.close(); return nil, err }
 	masters := addrs[:1]
 	if isCluster {

@@ -74,16 +74,27 @@ func isNear(s strategy.Strategy) bool {
 }
 
 // URLTarget measures redisx configured by a redis:// URL, parsed with
-// redisx.ParseURL. The URL's strategy parameters apply; its host is
-// replaced by the servers of each workload, and its credentials are
-// used only when the run has none.
+// redisx.ParseURL: the URL's strategy parameters apply, and so do its
+// timeouts.
+//
+// A URL with a host ("redis://10.0.0.5:6379?strategy=pool&size=16")
+// measures that server — with its addr= seeds, the cluster they form —
+// with the URL's credentials, TLS and database (Target.Servers), so that
+// two servers can be compared in one run. A URL without a host
+// ("redis://?strategy=pool&size=16", "redis:///2?near=64MiB") is a
+// configuration only: it measures the run's servers, with the run's
+// credentials, or the URL's when the run has none.
 func URLTarget(name, rawURL string) (Target, error) {
 	o, err := redisx.ParseURL(rawURL)
 	if err != nil {
 		return Target{}, fmt.Errorf("benchmarks: target %s: %w", name, err)
 	}
+	u, err := url.Parse(rawURL)
+	if err != nil { // ParseURL accepted it: not reached
+		return Target{}, fmt.Errorf("benchmarks: target %s: malformed URL", name)
+	}
 	d := describe(o.Strategy)
-	return Target{
+	t := Target{
 		Name:     name,
 		Conns:    d.conns,
 		URL:      redactURL(rawURL),
@@ -103,7 +114,16 @@ func URLTarget(name, rawURL string) (Target, error) {
 			opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout = o.DialTimeout, o.ReadTimeout, o.WriteTimeout
 			return openRedisx(ctx, opts)
 		},
-	}, nil
+	}
+	if u.Host != "" {
+		t.Servers = &Servers{Username: o.Username, Password: o.Password, TLS: o.TLS, DB: o.DB}
+		if len(o.Addrs) > 1 {
+			t.Servers.Cluster = o.Addrs
+		} else {
+			t.Servers.Standalone = o.Addrs[0]
+		}
+	}
+	return t, nil
 }
 
 // openRedisx opens a redisx client as a Client (never a typed nil).

@@ -15,14 +15,18 @@ import (
 //
 // The leader (highest median QPS among the redisx targets whose cell did
 // not fail) wins only when it beats the runner-up significantly (a
-// Mann-Whitney U test over the samples, p < alpha) and by at least
-// margin (0.05: 5%). Otherwise the verdict is a tie among the leader and
-// every target it does not beat that way, broken toward the fewest
-// connections the server saw (then the lower bound on connections the
-// target may open, then the higher QPS), and TieBreak says
-// so. Margin and PValue compare the recommended target with RunnerUp:
-// for a tie-break away from the leader, RunnerUp is the leader and
-// Margin is negative.
+// Mann-Whitney U test over the samples, p < alpha) and by a margin the
+// samples support: the lower end of the 95% interval of the ratio of the
+// two targets' throughputs (the Hodges–Lehmann interval that inverts the
+// same rank test) must be at least 1 + margin (margin 0.05: 5%), so a
+// lead of 6% in the medians of two noisy samples is not a win. Otherwise
+// the verdict is a tie among the leader and every target it does not
+// beat that way, broken toward the fewest connections the server saw
+// (then the lower bound on connections the target may open, then the
+// higher QPS), and TieBreak says so. A tie whose interval is wider than
+// the margin is Underpowered. Margin, its interval and PValue compare
+// the recommended target with RunnerUp: for a tie-break away from the
+// leader, RunnerUp is the leader and Margin is negative.
 //
 // URL and Go are left empty; Run fills them from the targets.
 func Recommend(cells []Cell, alpha, margin float64) []Recommendation {
@@ -106,20 +110,14 @@ func decide(cands []Cell, alpha, margin float64) Recommendation {
 		rec.TieBreak = "the only redisx target measured"
 		return rec
 	}
-	// beaten reports whether the leader beats c significantly and by at
-	// least margin.
-	type versus struct {
-		p, m   float64
-		beaten bool
-	}
 	vs := make([]versus, len(cands))
 	for i, c := range cands[1:] {
-		p, m := compare(lead.QPSSamples, c.QPSSamples, alpha), ratio(lead.QPS, c.QPS)
-		vs[i+1] = versus{p, m, p < alpha && m >= margin}
+		vs[i+1] = against(lead, c, alpha, margin)
 	}
 	if vs[1].beaten {
 		rec.Confidence = Significant
-		rec.RunnerUp, rec.Margin, rec.PValue = cands[1].Target, vs[1].m, vs[1].p
+		rec.RunnerUp = cands[1].Target
+		vs[1].fill(&rec)
 		return rec
 	}
 	tied := []Cell{lead}
@@ -144,19 +142,41 @@ func decide(cands []Cell, alpha, margin float64) Recommendation {
 		names[i] = fmt.Sprintf("%s (%d conns)", c.Target, c.Conns)
 	}
 	rec.Strategy = pick.Target
-	if pick.Target == lead.Target {
-		rec.RunnerUp, rec.Margin, rec.PValue = cands[1].Target, vs[1].m, vs[1].p
-	} else {
-		rec.RunnerUp, rec.Margin = lead.Target, ratio(pick.QPS, lead.QPS)
-		rec.PValue = compare(pick.QPSSamples, lead.QPSSamples, alpha)
+	verdict := vs[1]
+	rec.RunnerUp = cands[1].Target
+	if pick.Target != lead.Target {
+		verdict = against(pick, lead, alpha, margin)
+		rec.RunnerUp = lead.Target
 	}
+	verdict.fill(&rec)
+	rec.Underpowered = !(rec.MarginHi-rec.MarginLo <= margin)
 	why := fmt.Sprintf("p=%.3f", vs[1].p)
 	if vs[1].p < alpha {
-		why = fmt.Sprintf("%s but margin %.1f%% < %.0f%%", why, 100*vs[1].m, 100*margin)
+		why = fmt.Sprintf("%s but the interval of the margin [%.1f%%, %.1f%%] does not clear %.0f%%",
+			why, 100*(vs[1].lo-1), 100*(vs[1].hi-1), 100*margin)
 	}
 	rec.TieBreak = fmt.Sprintf("tie (%s: %s over %s) among %s; picked the fewest connections (then the lowest bound on them): %s",
 		why, lead.Target, cands[1].Target, strings.Join(names, ", "), pick.Target)
 	return rec
+}
+
+// versus is one target compared with another: the rank test's p-value,
+// the ratio of the medians less 1, the interval of the ratio, and whether
+// the first beats the second by the verdict rule.
+type versus struct {
+	p, m, lo, hi float64
+	beaten       bool
+}
+
+func against(a, b Cell, alpha, margin float64) versus {
+	v := versus{p: compare(a.QPSSamples, b.QPSSamples, alpha), m: ratio(a.QPS, b.QPS)}
+	v.lo, v.hi = ratioInterval(a.QPSSamples, b.QPSSamples, alpha)
+	v.beaten = v.p < alpha && v.lo-1 >= margin
+	return v
+}
+
+func (v versus) fill(rec *Recommendation) {
+	rec.Margin, rec.PValue, rec.MarginLo, rec.MarginHi = v.m, v.p, v.lo-1, v.hi-1
 }
 
 // ratio is a/b - 1; 0 when b is 0.
@@ -167,11 +187,12 @@ func ratio(a, b float64) float64 {
 	return a/b - 1
 }
 
-// FindCrossovers returns where the recommended target changes between
-// two adjacent levels of a workload (levels without a verdict skipped):
-// computed from the verdicts, so among redisx targets only, with a tie's
-// tie-break counted as that level's leader and the crossover then
-// labelled a tie.
+// FindCrossovers returns where the winning target changes as
+// concurrency grows, per workload: between two levels whose verdicts are
+// both significant and name different targets, with no significant
+// verdict between them (the levels between are ties, named in Text).
+// A tie never makes a crossover: identical targets do not cross.
+// Computed from the verdicts, so among redisx targets only.
 func FindCrossovers(recs []Recommendation) []Crossover {
 	byWorkload := map[string][]Recommendation{}
 	var order []string
@@ -185,27 +206,27 @@ func FindCrossovers(recs []Recommendation) []Crossover {
 	for _, w := range order {
 		rs := slices.Clone(byWorkload[w])
 		slices.SortStableFunc(rs, func(a, b Recommendation) int { return cmp.Compare(a.Concurrency, b.Concurrency) })
-		for i := 1; i < len(rs); i++ {
-			below, above := rs[i-1], rs[i]
-			if below.Strategy == above.Strategy {
+		var last *Recommendation // the last significant verdict
+		var ties []string        // levels of the ties since
+		for i := range rs {
+			r := &rs[i]
+			if r.Confidence != Significant || r.Strategy == "" {
+				ties = append(ties, fmt.Sprint(r.Concurrency))
 				continue
 			}
-			x := Crossover{
-				Workload: w, From: below.Strategy, To: above.Strategy,
-				Below: below.Concurrency, Above: above.Concurrency, Confidence: Significant,
-				Text: fmt.Sprintf("%s overtakes %s between %d and %d goroutines", above.Strategy, below.Strategy, below.Concurrency, above.Concurrency),
-			}
-			var ties []string
-			for _, r := range []Recommendation{below, above} {
-				if r.Confidence != Significant {
-					ties = append(ties, fmt.Sprint(r.Concurrency))
+			if last != nil && last.Strategy != r.Strategy {
+				x := Crossover{
+					Workload: w, From: last.Strategy, To: r.Strategy,
+					Between: [2]int{last.Concurrency, r.Concurrency}, Below: last.Concurrency, Above: r.Concurrency,
+					Confidence: Significant,
+					Text:       fmt.Sprintf("%s overtakes %s between %d and %d goroutines", r.Strategy, last.Strategy, last.Concurrency, r.Concurrency),
 				}
+				if len(ties) > 0 {
+					x.Text += fmt.Sprintf(" (ties at %s)", strings.Join(ties, ", "))
+				}
+				out = append(out, x)
 			}
-			if ties != nil {
-				x.Confidence = Tie
-				x.Text += fmt.Sprintf(" (a tie at %s goroutines)", strings.Join(ties, " and "))
-			}
-			out = append(out, x)
+			last, ties = r, nil
 		}
 	}
 	return out

@@ -162,18 +162,28 @@ func TestCrossoverBracketsTheLevelsWhereTheLeaderChanges(t *testing.T) {
 	}
 }
 
-func TestCrossoverOfATieIsLabelled(t *testing.T) {
+func TestCrossoverNeedsSignificantVerdictsOnBothSides(t *testing.T) {
 	recs := []benchmarks.Recommendation{
+		{Workload: "get", Concurrency: 1, Strategy: "pool-8", Confidence: benchmarks.Tie},
 		{Workload: "get", Concurrency: 10, Strategy: "multiplexed-1", Confidence: benchmarks.Significant},
 		{Workload: "get", Concurrency: 50, Strategy: "pool-8", Confidence: benchmarks.Tie},
 		{Workload: "get", Concurrency: 100, Strategy: "pool-8", Confidence: benchmarks.Significant},
-		{Workload: "mget", Concurrency: 10, Strategy: "slotgrouped", Confidence: benchmarks.Significant},
+		{Workload: "get", Concurrency: 500, Strategy: "multiplexed-1", Confidence: benchmarks.Tie},
+		// Ties alone never cross, whatever their tie-breaks named.
+		{Workload: "setget", Concurrency: 1, Strategy: "multiplexed-1", Confidence: benchmarks.Tie},
+		{Workload: "setget", Concurrency: 10, Strategy: "multiplexed-2", Confidence: benchmarks.Tie},
+		{Workload: "setget", Concurrency: 50, Strategy: "multiplexed-1", Confidence: benchmarks.Tie},
 	}
 	xs := benchmarks.FindCrossovers(recs)
-	if len(xs) != 1 || xs[0].Confidence != benchmarks.Tie || xs[0].Below != 10 || xs[0].Above != 50 {
-		t.Fatalf("crossovers = %+v; want one tie between 10 and 50", xs)
+	if len(xs) != 1 {
+		t.Fatalf("crossovers = %+v; want one, between the significant verdicts at 10 and 100", xs)
 	}
-	if !strings.Contains(xs[0].Text, "tie at 50") {
-		t.Errorf("text = %q; want the tie named", xs[0].Text)
+	x := xs[0]
+	if x.From != "multiplexed-1" || x.To != "pool-8" || x.Between != [2]int{10, 100} || x.Below != 10 || x.Above != 100 ||
+		x.Confidence != benchmarks.Significant {
+		t.Errorf("crossover = %+v; want multiplexed-1 → pool-8 between [10, 100], significant", x)
+	}
+	if want := "pool-8 overtakes multiplexed-1 between 10 and 100 goroutines (ties at 50)"; x.Text != want {
+		t.Errorf("text = %q; want %q", x.Text, want)
 	}
 }

@@ -26,7 +26,8 @@
 //	redisx-bench -quick
 //	redisx-bench -addr 10.0.0.5:6379 -levels 1,10,100 -workloads get,setget
 //	redisx-bench -cluster 10.0.0.5:7000,10.0.0.6:7000 -workloads mget
-//	redisx-bench -target mine='redis://x?strategy=pool&size=16' -peers=false
+//	redisx-bench -target mine='redis://?strategy=pool&size=16' -peers=false
+//	redisx-bench -target old=redis://10.0.0.5:6379 -target new=redis://10.0.0.6:6379 -only old,new
 //	redisx-bench -slo p99=2ms -quick
 //	redisx-bench -baseline old/report.json
 //	redisx-bench -only multiplexed-1,pool-32,rueidis -workloads values
@@ -96,7 +97,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.BoolVar(&o.tls, "tls", false, "connect with TLS")
 	fs.StringVar(&o.levels, "levels", "", "concurrency levels, e.g. 1,10,100 (default 1,10,50,100,500,1000; -quick 1,10,100)")
 	fs.StringVar(&o.workloads, "workloads", "", "workloads or families, e.g. get,mget,values/get-4KiB (default all)")
-	fs.Func("target", "add or replace a target: NAME=URL, e.g. mine='redis://h?strategy=pool&size=16' (repeatable)", func(s string) error {
+	fs.Func("target", "add or replace a target: NAME=URL (repeatable); a URL with a host measures that server, e.g. old=redis://10.0.0.5:6379, "+
+		"one without the run's servers, e.g. mine='redis://?strategy=pool&size=16'", func(s string) error {
 		o.targets = append(o.targets, s)
 		return nil
 	})
@@ -104,7 +106,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.BoolVar(&o.peers, "peers", true, "measure the peers rueidis, redigo-pool-100 and go-redis")
 	fs.DurationVar(&o.duration, "duration", 0, "length of one sample (default 500ms; -quick 100ms)")
 	fs.DurationVar(&o.warmup, "warmup", 0, "warm-up of each target at each level, discarded (default half a sample)")
-	fs.IntVar(&o.repeats, "repeats", 6, "samples per cell (6 or more for significance at p < 0.05)")
+	fs.IntVar(&o.repeats, "repeats", 6, "samples per cell (at least 4 for any verdict to be significant at p < 0.05; 6 for a 95% interval of the median)")
 	fs.Float64Var(&o.rate, "rate", 0, "open loop: total requests per second (default closed loop)")
 	fs.StringVar(&o.slo, "slo", "", "SLO mode: find each target's highest rate under a latency bound, e.g. p99=2ms")
 	fs.BoolVar(&o.quick, "quick", false, "a small plan that finishes in about a minute")
@@ -237,6 +239,18 @@ func (o *options) servers() (benchmarks.Servers, bool, error) {
 	return s, embedded, nil
 }
 
+// ownServersOnly reports whether every target of p measures servers of
+// its own (-target URLs with a host): the embedded servers would go
+// unused.
+func ownServersOnly(p benchmarks.Plan) bool {
+	for _, t := range p.Targets {
+		if t.Servers == nil {
+			return false
+		}
+	}
+	return len(p.Targets) > 0
+}
+
 // run is the whole command; main only wires the signals and the exit.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	o, err := parseFlags(args, stderr)
@@ -266,7 +280,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 
 	var emb *benchmarks.Embedded
-	if embedded {
+	if embedded && !ownServersOnly(plan) {
 		if err := benchmarks.EmbeddedAvailable(); err != nil {
 			fmt.Fprintln(stderr, "redisx-bench: no address given, and the embedded servers cannot start:", err)
 			return exitFailed
@@ -308,8 +322,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		rep.Machine.Embedded, rep.Machine.Pinned, rep.Machine.PinNote = true, emb.Pinned, emb.PinNote
 	}
 	if base != nil {
-		rep.Baseline = benchmarks.CompareBaseline(base, rep, plan.Alpha)
+		rep.Baseline = benchmarks.CompareBaseline(base, rep, plan.Alpha, plan.Margin)
 		rep.Baseline.File = o.base
+		if !rep.Baseline.Compatible {
+			fmt.Fprintf(stderr, "redisx-bench: WARNING: the baseline %s was not measured like with like: %s\n",
+				o.base, strings.Join(rep.Baseline.Mismatches, "; "))
+		}
+		if len(rep.Baseline.Cells) == 0 {
+			fmt.Fprintf(stderr, "redisx-bench: the baseline %s has no cell in common with this run: nothing compared\n", o.base)
+		}
 	}
 	if err := benchmarks.WriteReports(o.out, rep); err != nil {
 		fmt.Fprintln(stderr, "redisx-bench: write reports:", err)

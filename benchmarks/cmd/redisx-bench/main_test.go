@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/redisx-go/kit/internal/launcher"
 )
 
 // readJSON reads a report.json as plain maps: the field names are the
@@ -44,7 +46,7 @@ func TestCLIRunsAgainstEmbeddedServersAndWritesTheReport(t *testing.T) {
 	out := t.TempDir()
 	var stdout, stderr bytes.Buffer
 	args := []string{"-levels", "1,2", "-workloads", "get", "-duration", "40ms", "-repeats", "2", "-peers=false",
-		"-target", "mine=redis://localhost?strategy=pool&size=2", "-out", out}
+		"-target", "mine=redis://?strategy=pool&size=2", "-out", out}
 	if code := run(context.Background(), args, &stdout, &stderr); code != exitOK {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
 	}
@@ -55,14 +57,14 @@ func TestCLIRunsAgainstEmbeddedServersAndWritesTheReport(t *testing.T) {
 		t.Fatalf("%d cells; want 14", len(cells))
 	}
 	for _, c := range cells {
-		hasFields(t, "cell", c, "workload", "target", "concurrency", "qps", "p50_ms", "p99_ms", "errors", "conns", "samples")
+		hasFields(t, "cell", c, "workload", "target", "concurrency", "qps", "qps_lo", "qps_hi", "qps_samples", "p50_ms", "p99_ms", "errors", "conns", "samples")
 	}
 	recs, _ := rep["recommendations"].([]any)
 	if len(recs) != 2 {
 		t.Fatalf("%d recommendations; want one per level", len(recs))
 	}
 	for _, r := range recs {
-		hasFields(t, "recommendation", r, "workload", "concurrency", "strategy", "confidence", "margin", "p_value", "runner_up", "url")
+		hasFields(t, "recommendation", r, "workload", "concurrency", "strategy", "confidence", "margin", "margin_lo", "margin_hi", "p_value", "runner_up", "url")
 	}
 	machine, _ := rep["machine"].(map[string]any)
 	if machine["embedded"] != true || machine["redis_version"] == "" {
@@ -88,11 +90,14 @@ func TestCLIRunsAgainstEmbeddedServersAndWritesTheReport(t *testing.T) {
 		t.Fatalf("baseline run: exit %d\n%s", code, stderr.String())
 	}
 	base, _ := readJSON(t, out2)["baseline"].(map[string]any)
-	hasFields(t, "baseline", base, "file", "started", "deltas", "verdict_changes")
-	if deltas, _ := base["deltas"].([]any); len(deltas) != 6 {
-		t.Errorf("%d deltas; want the 6 cells of level 1 measured in both runs", len(deltas))
+	hasFields(t, "baseline", base, "file", "started", "compatible", "cells", "verdict_changes")
+	if base["compatible"] != true {
+		t.Errorf("baseline of the same plan on the same machine: compatible = %v, mismatches %v", base["compatible"], base["mismatches"])
+	}
+	if cells, _ := base["cells"].([]any); len(cells) != 6 {
+		t.Errorf("%d baseline cells; want the 6 cells of level 1 measured in both runs", len(cells))
 	} else {
-		hasFields(t, "delta", deltas[0], "workload", "target", "concurrency", "old_qps", "new_qps", "change", "p_value", "significant")
+		hasFields(t, "baseline cell", cells[0], "workload", "target", "concurrency", "old_qps", "new_qps", "change", "p_value", "significant")
 	}
 }
 
@@ -175,5 +180,29 @@ func TestOnlyKeepsTheTargetsNamedAndTheUsersOwn(t *testing.T) {
 	}
 	if got := strings.Join(names, ","); got != "multiplexed-1,rueidis,mine" {
 		t.Errorf("targets = %s; want multiplexed-1,rueidis,mine", got)
+	}
+}
+
+func TestCLITargetWithAHostMeasuresThatServer(t *testing.T) {
+	srv := launcher.Standalone(t, launcher.Options{})
+	out := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	args := []string{"-levels", "1", "-workloads", "get", "-duration", "30ms", "-repeats", "2", "-peers=false",
+		"-target", "there=redis://" + srv.Addr() + "?strategy=pool&size=2", "-only", "there", "-out", out}
+	if code := run(context.Background(), args, &stdout, &stderr); code != exitOK {
+		t.Fatalf("exit %d\n%s", code, stderr.String())
+	}
+	if strings.Contains(stderr.String(), "starting embedded") {
+		t.Errorf("embedded servers started though the only target measures its own:\n%s", stderr.String())
+	}
+	rep := readJSON(t, out)
+	machine, _ := rep["machine"].(map[string]any)
+	servers, _ := machine["target_servers"].(map[string]any)
+	if got, _ := servers["there"].([]any); len(got) != 1 || got[0] != srv.Addr() {
+		t.Errorf("target_servers = %v; want there on %s", machine["target_servers"], srv.Addr())
+	}
+	recs, _ := rep["recommendations"].([]any)
+	if len(recs) != 1 || !strings.HasPrefix(recs[0].(map[string]any)["url"].(string), "redis://"+srv.Addr()+"?") {
+		t.Errorf("recommendations = %v; want one with a URL on %s", recs, srv.Addr())
 	}
 }
