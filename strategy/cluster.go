@@ -62,6 +62,13 @@ type clusterBackend struct {
 	redirects, refreshes, refreshErrors atomic.Int64
 }
 
+// dialWait is one shared piece of work (a slot-map refresh) that callers
+// wait for within their own context.
+type dialWait struct {
+	done chan struct{}
+	err  error
+}
+
 // topology is one immutable view of the slot map. Its masters are
 // members of the cluster's nodes when it is installed; a member that
 // leaves a later view is retired (see member).

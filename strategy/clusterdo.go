@@ -69,7 +69,7 @@ func (c *clusterBackend) doSlot(ctx context.Context, slot int, keys []string, ar
 	err := c.route(ctx, slot,
 		func(n node) (err error) { v, err = n.Do(ctx, args...); return err },
 		func(n node) error {
-			rp := Reply{Kind: ReplyAny}
+			rp := conn.Reply{Kind: conn.ReplyAny}
 			err := askExec(ctx, n, keys, &rp, func(b []byte) []byte {
 				b, _ = conn.AppendArgs(b, args) // checked by Do
 				return b

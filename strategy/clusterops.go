@@ -19,9 +19,9 @@ const askingCmd = "*1\r\n$6\r\nASKING\r\n"
 
 // askExec runs the command appended by enc, on keys, on n right after
 // ASKING, in one round trip, decoding its reply into rp.
-func askExec(ctx context.Context, n node, keys []string, rp *Reply, enc func([]byte) []byte) error {
+func askExec(ctx context.Context, n node, keys []string, rp *conn.Reply, enc func([]byte) []byte) error {
 	buf := enc(append(make([]byte, 0, 64), askingCmd...))
-	rps := []Reply{{Kind: ReplyOK}, *rp}
+	rps := []conn.Reply{{Kind: conn.ReplyOK}, *rp}
 	if err := n.Exec(ctx, keys, buf, rps); err != nil {
 		return err
 	}
@@ -38,7 +38,7 @@ func (c *clusterBackend) Get(ctx context.Context, key string) ([]byte, error) {
 	err := c.route(ctx, cluster.Slot(key),
 		func(n node) (err error) { v, err = n.Get(ctx, key); return err },
 		func(n node) error {
-			rp := Reply{Kind: ReplyBulk}
+			rp := conn.Reply{Kind: conn.ReplyBulk}
 			err := askExec(ctx, n, []string{key}, &rp, func(b []byte) []byte { return conn.AppendGet(b, key) })
 			if err == nil && rp.Val == nil {
 				err = ErrNotFound
@@ -57,7 +57,7 @@ func (c *clusterBackend) Set(ctx context.Context, key string, value []byte, ttl 
 	return c.route(ctx, cluster.Slot(key),
 		func(n node) error { return n.Set(ctx, key, value, ttl) },
 		func(n node) error {
-			rp := Reply{Kind: ReplyOK}
+			rp := conn.Reply{Kind: conn.ReplyOK}
 			return askExec(ctx, n, []string{key}, &rp, func(b []byte) []byte { return conn.AppendSet(b, key, value, ttl) })
 		})
 }
@@ -95,7 +95,7 @@ func (c *clusterBackend) Del(ctx context.Context, keys ...string) (int64, error)
 		err := c.route(ctx, g.slot,
 			func(n node) (err error) { n64, err = n.Del(ctx, g.keys...); return err },
 			func(n node) error {
-				rp := Reply{Kind: ReplyInt}
+				rp := conn.Reply{Kind: conn.ReplyInt}
 				err := askExec(ctx, n, g.keys, &rp, func(b []byte) []byte { return conn.AppendKeys(b, "DEL", g.keys) })
 				n64 = rp.Num
 				return err
@@ -117,7 +117,7 @@ func (c *clusterBackend) mgetSlot(ctx context.Context, g slotGroup, vs [][]byte)
 	err := c.route(ctx, g.slot,
 		func(n node) (err error) { got, err = n.MGet(ctx, g.keys); return err },
 		func(n node) error {
-			rp := Reply{Kind: ReplyBulks, Vals: make([][]byte, len(g.keys))}
+			rp := conn.Reply{Kind: conn.ReplyBulks, Vals: make([][]byte, len(g.keys))}
 			err := askExec(ctx, n, g.keys, &rp, func(b []byte) []byte { return conn.AppendKeys(b, "MGET", g.keys) })
 			got = rp.Vals
 			return err
@@ -148,7 +148,7 @@ func (c *clusterBackend) msetSlot(ctx context.Context, slot int, kv map[string][
 	return c.route(ctx, slot,
 		func(n node) error { return n.MSet(ctx, kv, ttl) },
 		func(n node) error {
-			rp := Reply{Kind: ReplyOK}
+			rp := conn.Reply{Kind: conn.ReplyOK}
 			return askExec(ctx, n, keys, &rp, func(b []byte) []byte {
 				b, rp.N = conn.AppendMSet(b, kv, ttl)
 				return b

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/internal/mux"
+	"github.com/redisx-go/kit/internal/pool"
 	"strings"
 
 	"github.com/gomodule/redigo/redis"
@@ -23,8 +25,8 @@ type capable interface {
 }
 
 var (
-	_ node     = (*muxNode)(nil)
-	_ node     = (*poolNode)(nil)
+	_ node     = (*mux.Node)(nil)
+	_ node     = (*pool.Node)(nil)
 	_ capable  = (*clusterBackend)(nil)
 	_ NodeDoer = (*clusterBackend)(nil)
 	_ capable  = (*slotGrouped)(nil)
@@ -37,7 +39,7 @@ type node interface {
 	// Exec sends the commands encoded in buf back to back, on the
 	// connection of keys, the keys they name, and decodes their replies
 	// into rps.
-	Exec(ctx context.Context, keys []string, buf []byte, rps []Reply) error
+	Exec(ctx context.Context, keys []string, buf []byte, rps []conn.Reply) error
 	Address() string
 }
 

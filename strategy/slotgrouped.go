@@ -167,31 +167,37 @@ func (g *slotGrouped) plan(keys []string) ([]*member, [][]batchGroup) {
 	return nodes, perNode
 }
 
+// sender is a node that can have pipelines in flight on several nodes
+// from one goroutine: Multiplexed's (mux.Node.Send).
+type sender interface {
+	Send(ctx context.Context, keys []string, buf []byte, rps []conn.Reply) (conn.Pending, error)
+}
+
 // runPipelines sends bufs[i], commands on keys[i], to nodes[i], decoding
-// into rps[i], all nodes
-// at once: pipelines on Multiplexed nodes are queued from this goroutine,
+// into rps[i], all nodes at once: pipelines on senders are queued from
+// this goroutine,
 // the last one sent and awaited at once (so that this caller may read its
 // reply itself), then the others awaited; other nodes get a goroutine
 // each. errs[i] is node i's connection or context failure; a nil node
 // fails with errSlotUnserved.
-func runPipelines(ctx context.Context, nodes []node, keys [][]string, bufs [][]byte, rps [][]Reply) []error {
+func runPipelines(ctx context.Context, nodes []node, keys [][]string, bufs [][]byte, rps [][]conn.Reply) []error {
 	errs := make([]error, len(nodes))
-	calls := make([]*call, len(nodes))
+	calls := make([]conn.Pending, len(nodes))
 	var blocking []int
 	last := -1 // the last multiplexed node: its pipeline is sent last, and awaited first
 	for i, n := range nodes {
 		switch n.(type) {
 		case nil:
 			errs[i] = errSlotUnserved
-		case *muxNode:
+		case sender:
 			last = i
 		default:
 			blocking = append(blocking, i)
 		}
 	}
 	for i, n := range nodes {
-		if n, ok := n.(*muxNode); ok && i != last {
-			calls[i], errs[i] = n.send(ctx, keys[i], bufs[i], rps[i])
+		if n, ok := n.(sender); ok && i != last {
+			calls[i], errs[i] = n.Send(ctx, keys[i], bufs[i], rps[i])
 		}
 	}
 	fanOut(len(blocking), func(j int) {
@@ -205,7 +211,7 @@ func runPipelines(ctx context.Context, nodes []node, keys [][]string, bufs [][]b
 	}
 	for i, cl := range calls {
 		if cl != nil {
-			errs[i] = nodes[i].(*muxNode).await(ctx, cl)
+			errs[i] = cl.Await(ctx)
 		}
 	}
 	return errs
@@ -247,8 +253,8 @@ func (f *failures) err() error {
 // nodeFailure). The error joins one *NodeError per node with keys that
 // still failed.
 func (g *slotGrouped) grouped(ctx context.Context, keys []string, cmd string,
-	enc func(buf []byte, bg batchGroup) ([]byte, Reply),
-	ok func(bg batchGroup, rp *Reply),
+	enc func(buf []byte, bg batchGroup) ([]byte, conn.Reply),
+	ok func(bg batchGroup, rp *conn.Reply),
 	retry func(bg batchGroup) error) error {
 	members, perNode := g.plan(keys)
 	// Each node is held for its pipeline; one retired since the plan was
@@ -271,13 +277,13 @@ func (g *slotGrouped) grouped(ctx context.Context, keys []string, cmd string,
 
 // run is grouped once its nodes are held.
 func (g *slotGrouped) run(ctx context.Context, nodes []node, perNode [][]batchGroup, keys []string, cmd string,
-	enc func(buf []byte, bg batchGroup) ([]byte, Reply),
-	ok func(bg batchGroup, rp *Reply),
+	enc func(buf []byte, bg batchGroup) ([]byte, conn.Reply),
+	ok func(bg batchGroup, rp *conn.Reply),
 	retry func(bg batchGroup) error) error {
 	nodeKeys := make([][]string, len(nodes))
 	bufs := make([][]byte, len(nodes))
-	rps := make([][]Reply, len(nodes))
-	all := make([]Reply, 0, len(keys))
+	rps := make([][]conn.Reply, len(nodes))
+	all := make([]conn.Reply, 0, len(keys))
 	for i, groups := range perNode {
 		size, count := 0, 0
 		for _, bg := range groups {
@@ -292,7 +298,7 @@ func (g *slotGrouped) run(ctx context.Context, nodes []node, perNode [][]batchGr
 		nk := make([]string, 0, count)
 		for _, bg := range groups {
 			nk = append(nk, bg.keys...)
-			var rp Reply
+			var rp conn.Reply
 			buf, rp = enc(buf, bg)
 			all = append(all, rp)
 		}
@@ -304,7 +310,7 @@ func (g *slotGrouped) run(ctx context.Context, nodes []node, perNode [][]batchGr
 	// each retry is a round trip or a wait for the cluster.
 	var retrying []int
 	for i, groups := range perNode {
-		if errs[i] != nil || slices.ContainsFunc(rps[i], func(rp Reply) bool { return rp.Err != nil }) {
+		if errs[i] != nil || slices.ContainsFunc(rps[i], func(rp conn.Reply) bool { return rp.Err != nil }) {
 			retrying = append(retrying, i)
 			continue
 		}
@@ -349,13 +355,13 @@ func (g *slotGrouped) MGet(ctx context.Context, keys []string) ([][]byte, error)
 	flat := make([][]byte, len(keys)) // every group's replies, in plan order
 	off := 0
 	err := g.grouped(ctx, keys, "mget",
-		func(buf []byte, bg batchGroup) ([]byte, Reply) {
+		func(buf []byte, bg batchGroup) ([]byte, conn.Reply) {
 			n := len(bg.keys)
-			rp := Reply{Kind: ReplyBulks, Vals: flat[off : off+n : off+n]}
+			rp := conn.Reply{Kind: conn.ReplyBulks, Vals: flat[off : off+n : off+n]}
 			off += n
 			return conn.AppendKeys(buf, "MGET", bg.keys), rp
 		},
-		func(bg batchGroup, rp *Reply) {
+		func(bg batchGroup, rp *conn.Reply) {
 			for k, p := range bg.pos {
 				vs[p] = rp.Vals[k]
 			}
@@ -385,20 +391,20 @@ func (g *slotGrouped) MSet(ctx context.Context, kv map[string][]byte, ttl time.D
 		keys = append(keys, k)
 	}
 	return g.grouped(ctx, keys, "mset",
-		func(buf []byte, bg batchGroup) ([]byte, Reply) {
+		func(buf []byte, bg batchGroup) ([]byte, conn.Reply) {
 			if ttl <= 0 {
 				buf = conn.AppendArrayHeader(buf, 2*len(bg.keys)+1, "MSET")
 				for _, k := range bg.keys {
 					buf = conn.AppendPair(buf, k, kv[k])
 				}
-				return buf, Reply{Kind: ReplyOK, N: 1}
+				return buf, conn.Reply{Kind: conn.ReplyOK, N: 1}
 			}
 			for _, k := range bg.keys {
 				buf = conn.AppendSet(buf, k, kv[k], ttl)
 			}
-			return buf, Reply{Kind: ReplyOK, N: len(bg.keys)}
+			return buf, conn.Reply{Kind: conn.ReplyOK, N: len(bg.keys)}
 		},
-		func(batchGroup, *Reply) {},
+		func(batchGroup, *conn.Reply) {},
 		func(bg batchGroup) error {
 			sub := make(map[string][]byte, len(bg.keys))
 			for _, k := range bg.keys {
@@ -418,10 +424,10 @@ func (g *slotGrouped) Del(ctx context.Context, keys ...string) (int64, error) {
 	}
 	var total atomic.Int64
 	err := g.grouped(ctx, keys, "del",
-		func(buf []byte, bg batchGroup) ([]byte, Reply) {
-			return conn.AppendKeys(buf, "DEL", bg.keys), Reply{Kind: ReplyInt}
+		func(buf []byte, bg batchGroup) ([]byte, conn.Reply) {
+			return conn.AppendKeys(buf, "DEL", bg.keys), conn.Reply{Kind: conn.ReplyInt}
 		},
-		func(_ batchGroup, rp *Reply) { total.Add(rp.Num) },
+		func(_ batchGroup, rp *conn.Reply) { total.Add(rp.Num) },
 		func(bg batchGroup) error {
 			n, err := g.cluster.Del(ctx, bg.keys...)
 			total.Add(n)

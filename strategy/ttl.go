@@ -11,7 +11,7 @@ import (
 
 // TTLGetter is an optional interface that may be implemented by a Backend:
 // reads that also return each key's remaining time to live, in the same
-// round trip (GET or MGET pipelined with PTTL). A near-cache uses it so
+// round trip (GET or MGET pipelined with conn.PTTL). A near-cache uses it so
 // that no entry outlives its key. A TTL of NoTTL means the key has no
 // expiry; UnknownTTL that it could not be read. Without it localcache.Near
 // bounds entries by its own TTL only.
@@ -22,93 +22,9 @@ type TTLGetter interface {
 
 // Sentinel TTLs of TTLGetter.
 const (
-	NoTTL      time.Duration = -1
-	UnknownTTL time.Duration = -3
+	NoTTL      = conn.NoTTL
+	UnknownTTL = conn.UnknownTTL
 )
-
-// PTTL turns a PTTL reply into a TTL: -1 no expiry, -2 (gone) and errors
-// unknown.
-func PTTL(rp *Reply) time.Duration {
-	switch {
-	case rp.Err != nil || rp.Num == -2:
-		return UnknownTTL
-	case rp.Num == -1:
-		return NoTTL
-	}
-	return time.Duration(rp.Num) * time.Millisecond
-}
-
-// TTLPipeline encodes MGET (or GET for one key) followed by one PTTL per
-// key, and the replies to decode them into.
-func TTLPipeline(keys []string, single bool) ([]byte, []Reply) {
-	var buf []byte
-	rps := make([]Reply, 1+len(keys))
-	if single {
-		buf = conn.AppendGet(buf, keys[0])
-		rps[0] = Reply{Kind: ReplyBulk}
-	} else {
-		buf = conn.AppendKeys(buf, "MGET", keys)
-		rps[0] = Reply{Kind: ReplyBulks, Vals: make([][]byte, len(keys))}
-	}
-	for i, k := range keys {
-		buf = conn.AppendKeys(buf, "PTTL", []string{k})
-		rps[1+i] = Reply{Kind: ReplyInt}
-	}
-	return buf, rps
-}
-
-func GetWithTTL(ctx context.Context, n node, key string) ([]byte, time.Duration, error) {
-	keys := []string{key}
-	buf, rps := TTLPipeline(keys, true)
-	if err := n.Exec(ctx, keys, buf, rps); err != nil {
-		return nil, 0, err
-	}
-	if rps[0].Err != nil {
-		return nil, 0, conn.ReplyError("get", rps[0].Err)
-	}
-	if rps[0].Val == nil {
-		return nil, 0, ErrNotFound
-	}
-	return rps[0].Val, PTTL(&rps[1]), nil
-}
-
-func MGetWithTTL(ctx context.Context, n node, keys []string) ([][]byte, []time.Duration, error) {
-	if len(keys) == 0 {
-		return [][]byte{}, []time.Duration{}, nil
-	}
-	buf, rps := TTLPipeline(keys, false)
-	if err := n.Exec(ctx, keys, buf, rps); err != nil {
-		return nil, nil, err
-	}
-	if rps[0].Err != nil {
-		return nil, nil, conn.ReplyError("mget", rps[0].Err)
-	}
-	ttls := make([]time.Duration, len(keys))
-	for i := range keys {
-		ttls[i] = PTTL(&rps[1+i])
-	}
-	return rps[0].Vals, ttls, nil
-}
-
-// GetWithTTL implements TTLGetter.
-func (n *muxNode) GetWithTTL(ctx context.Context, key string) ([]byte, time.Duration, error) {
-	return GetWithTTL(ctx, n, key)
-}
-
-// MGetWithTTL implements TTLGetter.
-func (n *muxNode) MGetWithTTL(ctx context.Context, keys []string) ([][]byte, []time.Duration, error) {
-	return MGetWithTTL(ctx, n, keys)
-}
-
-// GetWithTTL implements TTLGetter.
-func (n *poolNode) GetWithTTL(ctx context.Context, key string) ([]byte, time.Duration, error) {
-	return GetWithTTL(ctx, n, key)
-}
-
-// MGetWithTTL implements TTLGetter.
-func (n *poolNode) MGetWithTTL(ctx context.Context, keys []string) ([][]byte, []time.Duration, error) {
-	return MGetWithTTL(ctx, n, keys)
-}
 
 // GetWithTTL implements TTLGetter. Under ASK (a slot being migrated) the
 // TTL is reported unknown.
@@ -116,9 +32,9 @@ func (c *clusterBackend) GetWithTTL(ctx context.Context, key string) ([]byte, ti
 	var v []byte
 	var ttl time.Duration
 	err := c.route(ctx, cluster.Slot(key),
-		func(n node) (err error) { v, ttl, err = GetWithTTL(ctx, n, key); return err },
+		func(n node) (err error) { v, ttl, err = conn.GetWithTTL(ctx, n, key); return err },
 		func(n node) error {
-			rp := Reply{Kind: ReplyBulk}
+			rp := conn.Reply{Kind: conn.ReplyBulk}
 			err := askExec(ctx, n, []string{key}, &rp, func(b []byte) []byte { return conn.AppendGet(b, key) })
 			if err == nil && rp.Val == nil {
 				err = ErrNotFound
@@ -141,9 +57,9 @@ func (c *clusterBackend) MGetWithTTL(ctx context.Context, keys []string) ([][]by
 		var gv [][]byte
 		var gt []time.Duration
 		err := c.route(ctx, g.slot,
-			func(n node) (err error) { gv, gt, err = MGetWithTTL(ctx, n, g.keys); return err },
+			func(n node) (err error) { gv, gt, err = conn.MGetWithTTL(ctx, n, g.keys); return err },
 			func(n node) error {
-				rp := Reply{Kind: ReplyBulks, Vals: make([][]byte, len(g.keys))}
+				rp := conn.Reply{Kind: conn.ReplyBulks, Vals: make([][]byte, len(g.keys))}
 				err := askExec(ctx, n, g.keys, &rp, func(b []byte) []byte { return conn.AppendKeys(b, "MGET", g.keys) })
 				gv, gt = rp.Vals, make([]time.Duration, len(g.keys))
 				for i := range gt {
@@ -171,7 +87,7 @@ func (g *slotGrouped) GetWithTTL(ctx context.Context, key string) ([]byte, time.
 // wrong are sent again one slot at a time through the cluster's routing.
 func (g *slotGrouped) MGetWithTTL(ctx context.Context, keys []string) ([][]byte, []time.Duration, error) {
 	if g.cluster == nil {
-		return MGetWithTTL(ctx, g.single, keys)
+		return conn.MGetWithTTL(ctx, g.single, keys)
 	}
 	vs := make([][]byte, len(keys))
 	ttls := make([]time.Duration, len(keys))
@@ -183,7 +99,7 @@ func (g *slotGrouped) MGetWithTTL(ctx context.Context, keys []string) ([][]byte,
 			var gt []time.Duration
 			var err error
 			if m := nodes[i]; m != nil && m.acquire() {
-				gv, gt, err = MGetWithTTL(ctx, m.n, bg.keys)
+				gv, gt, err = conn.MGetWithTTL(ctx, m.n, bg.keys)
 				m.release()
 			} else {
 				err = errSlotUnserved

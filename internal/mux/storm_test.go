@@ -1,4 +1,4 @@
-package strategy
+package mux
 
 import (
 	"context"
@@ -25,7 +25,7 @@ import (
 // storm runs goroutines × ops calls with contexts that end at every
 // moment (deadlines of 0–1.5 ms, cancellations, none), on keys whose
 // values name them, and checks every reply. It returns the successes.
-func storm(t *testing.T, n *muxNode, goroutines, ops int) int64 {
+func storm(t *testing.T, n *Node, goroutines, ops int) int64 {
 	t.Helper()
 	keys := leadKeys(64)
 	seedLeadKeys(t, n, keys)
@@ -67,7 +67,7 @@ func storm(t *testing.T, n *muxNode, goroutines, ops int) int64 {
 					}
 				default:
 					buf := conn.AppendGet(nil, k)
-					rps := []Reply{{Kind: ReplyBulk}}
+					rps := []conn.Reply{{Kind: conn.ReplyBulk}}
 					var cl *call
 					if cl, err = n.send(ctx, []string{k}, buf, rps); err == nil {
 						err = n.await(ctx, cl)
@@ -103,7 +103,7 @@ func TestMuxReviewDeadlineStorm(t *testing.T) {
 		for _, g := range []int{1, 500} {
 			t.Run(fmt.Sprintf("%s/%d", tg.name, g), func(t *testing.T) {
 				before := goleak.IgnoreCurrent()
-				n := muxReviewNode(t, tg.addr, tg.tls, Multiplexed{}, 30*time.Second)
+				n := muxReviewNode(t, tg.addr, tg.tls, Options{}, 30*time.Second)
 				ops := max(4000/g, 20)
 				if got := storm(t, n, g, ops); got == 0 {
 					t.Fatal("no call succeeded: the storm tested nothing")
@@ -133,7 +133,7 @@ func TestMuxReviewDeadlineStorm(t *testing.T) {
 // TestMuxReviewCloseMidFlight closes the node while 200 callers are in
 // every phase of a call (leading, waiting for a hand-off, pipelines sent
 // and not yet awaited, replies held back by a delay): each returns a
-// success or ErrClosed — never another error — promptly, and no goroutine
+// success or conn.ErrClosed — never another error — promptly, and no goroutine
 // is left.
 func TestMuxReviewCloseMidFlight(t *testing.T) {
 	plain, secure, _ := muxReviewTargets(t)
@@ -155,12 +155,11 @@ func closeMidFlight(t *testing.T, tg muxReviewTarget, delayed bool, round int) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	cfg := Config{Addrs: []string{p.Addr()}, TLS: tg.tls, DialTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second}
-	nd, err := Multiplexed{Conns: 2}.OpenNode(context.Background(), conn.Config(cfg), p.Addr())
+	cfg := conn.Config{Addrs: []string{p.Addr()}, TLS: tg.tls, DialTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second}
+	n, err := Open(context.Background(), cfg, p.Addr(), Options{Conns: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := nd.(*muxNode)
 	keys := leadKeys(32)
 	seedLeadKeys(t, n, keys)
 	if delayed {
@@ -188,7 +187,7 @@ func closeMidFlight(t *testing.T, tg muxReviewTarget, delayed bool, round int) {
 				case 1:
 					err = n.Set(context.Background(), k, []byte(leadValue(k)), time.Minute)
 				default:
-					rps := []Reply{{Kind: ReplyBulk}}
+					rps := []conn.Reply{{Kind: conn.ReplyBulk}}
 					var cl *call
 					if cl, err = n.send(context.Background(), []string{k}, conn.AppendGet(nil, k), rps); err == nil {
 						runtime.Gosched()
@@ -200,8 +199,8 @@ func closeMidFlight(t *testing.T, tg muxReviewTarget, delayed bool, round int) {
 					}
 				}
 				if err != nil {
-					if !errors.Is(err, ErrClosed) {
-						errs <- fmt.Errorf("a call in flight at Close failed with %v, want ErrClosed", err)
+					if !errors.Is(err, conn.ErrClosed) {
+						errs <- fmt.Errorf("a call in flight at Close failed with %v, want conn.ErrClosed", err)
 					}
 					return
 				}
@@ -240,7 +239,7 @@ func TestMuxReviewServerKilledMidStorm(t *testing.T) {
 		t.Skip("kills the server")
 	}
 	srv := launcher.Standalone(t, launcher.Options{})
-	n := muxReviewNode(t, srv.Addr(), nil, Multiplexed{}, time.Second)
+	n := muxReviewNode(t, srv.Addr(), nil, Options{}, time.Second)
 	var calls, connErrs atomic.Int64
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -275,10 +274,10 @@ func TestMuxReviewServerKilledMidStorm(t *testing.T) {
 				switch {
 				case err == nil:
 					calls.Add(1)
-				case errors.Is(err, ErrConnection):
+				case errors.Is(err, conn.ErrConnection):
 					connErrs.Add(1)
 					time.Sleep(time.Millisecond)
-				case errors.Is(err, context.DeadlineExceeded), errors.Is(err, ErrNotFound):
+				case errors.Is(err, context.DeadlineExceeded), errors.Is(err, conn.ErrNotFound):
 				default:
 					errs <- fmt.Errorf("unexpected error: %v", err)
 					return

@@ -1,6 +1,6 @@
 //go:build unix
 
-package strategy
+package pool
 
 import (
 	"crypto/tls"

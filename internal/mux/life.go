@@ -1,8 +1,9 @@
-package strategy
+package mux
 
 import (
 	"context"
 	"fmt"
+	"github.com/redisx-go/kit/internal/conn"
 	"time"
 )
 
@@ -16,7 +17,7 @@ import (
 // under any caller's context, and every caller — the one that started it
 // included — waits for it within its own context: a caller with a short
 // deadline gives up alone and leaves the dial to the others.
-func (n *muxNode) conn(ctx context.Context, i int) (*muxConn, error) {
+func (n *Node) conn(ctx context.Context, i int) (*muxConn, error) {
 	s := &n.slots[i]
 	if c := s.cur.Load(); c != nil && !c.broken.Load() {
 		return c, nil
@@ -28,7 +29,7 @@ func (n *muxNode) conn(ctx context.Context, i int) (*muxConn, error) {
 	}
 	if n.closed.Load() {
 		s.mu.Unlock()
-		return nil, ErrClosed
+		return nil, conn.ErrClosed
 	}
 	d := s.dialing
 	if d == nil {
@@ -49,9 +50,9 @@ func (n *muxNode) conn(ctx context.Context, i int) (*muxConn, error) {
 // redial opens slot s's connection and reports it to d's waiters. The
 // connection it replaces, when still alive (a replacement for age), is
 // retired.
-func (n *muxNode) redial(s *muxSlot, d *muxDial) {
+func (n *Node) redial(s *muxSlot, d *muxDial) {
 	defer n.wg.Done()
-	nc, err := dial(n.life, &n.cfg, n.addr)
+	nc, err := conn.Dial(n.life, &n.cfg, n.addr)
 	n.dials.Add(1)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -61,7 +62,7 @@ func (n *muxNode) redial(s *muxSlot, d *muxDial) {
 		if nc != nil {
 			nc.Close()
 		}
-		err = ErrClosed
+		err = conn.ErrClosed
 	case err != nil:
 		n.dialErrors.Add(1)
 		if c := s.cur.Load(); c != nil && !c.broken.Load() {
@@ -83,7 +84,7 @@ func (n *muxNode) redial(s *muxSlot, d *muxDial) {
 // age arranges, when MaxConnAge is set, for slot s's connection c to be
 // replaced after d: a timer, so that a call pays nothing for the check.
 // s.mu is held.
-func (n *muxNode) age(s *muxSlot, c *muxConn, d time.Duration) {
+func (n *Node) age(s *muxSlot, c *muxConn, d time.Duration) {
 	if n.cfg.MaxConnAge <= 0 {
 		return
 	}
@@ -96,7 +97,7 @@ func (n *muxNode) age(s *muxSlot, c *muxConn, d time.Duration) {
 // replace starts the dial of a replacement for c, slot s's connection,
 // unless c is no longer the slot's or a dial already runs. Callers keep
 // using c meanwhile: the dial is theirs only if c breaks.
-func (n *muxNode) replace(s *muxSlot, c *muxConn) {
+func (n *Node) replace(s *muxSlot, c *muxConn) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if n.closed.Load() || s.cur.Load() != c || c.broken.Load() || s.dialing != nil {
@@ -109,9 +110,9 @@ func (n *muxNode) replace(s *muxSlot, c *muxConn) {
 
 // errRetired is what callers who took a connection just as it was
 // retired get from it; enqueue then takes the slot's new connection. It
-// wraps ErrClosed so that the connection's failure is not counted as a
+// wraps conn.ErrClosed so that the connection's failure is not counted as a
 // broken connection.
-var errRetired = fmt.Errorf("%w: connection retired for its age", ErrClosed)
+var errRetired = fmt.Errorf("%w: connection retired for its age", conn.ErrClosed)
 
 // retiredPending is the pending count of a retired connection: far above
 // any MaxPending, so that a caller still holding the connection cannot
@@ -122,8 +123,8 @@ const retiredPending = 1 << 62
 // when its pending count is zero, which retire swaps for retiredPending
 // in one step, so that no call can slip in between the check and the
 // close. Until then it applies the ReadTimeout rule the watchdog applies
-// to current connections, and Close fails c's calls with ErrClosed.
-func (n *muxNode) retire(c *muxConn) {
+// to current connections, and Close fails c's calls with conn.ErrClosed.
+func (n *Node) retire(c *muxConn) {
 	defer n.wg.Done()
 	timeout := n.cfg.ReadTimeout
 	var s silence
@@ -142,7 +143,7 @@ func (n *muxNode) retire(c *muxConn) {
 		}
 		select {
 		case <-n.stop:
-			c.fail(ErrClosed)
+			c.fail(conn.ErrClosed)
 			return
 		case <-t.C:
 		}
@@ -160,7 +161,7 @@ func (n *muxNode) retire(c *muxConn) {
 // that stayed idle for a whole tick (see muxConn.watchIdle), so that a
 // server closing it is noticed before the next call. A negative timeout:
 // no overdue replies, idle connections watched every second.
-func (n *muxNode) watchdog(timeout time.Duration) {
+func (n *Node) watchdog(timeout time.Duration) {
 	defer n.wg.Done()
 	tick := time.Second
 	if timeout > 0 {

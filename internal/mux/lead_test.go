@@ -1,4 +1,4 @@
-package strategy
+package mux
 
 import (
 	"context"
@@ -23,14 +23,13 @@ import (
 // end, that are cancelled at a random moment, or that have a deadline —
 // and check every reply against the key it was asked for.
 
-func openMuxNode(t *testing.T, addr string, m Multiplexed) *muxNode {
+func openMuxNode(t *testing.T, addr string, m Options) *Node {
 	t.Helper()
-	cfg := Config{Addrs: []string{addr}, DialTimeout: 2 * time.Second, ReadTimeout: 3 * time.Second, WriteTimeout: 3 * time.Second}
-	nd, err := m.OpenNode(context.Background(), conn.Config(cfg), addr)
+	cfg := conn.Config{Addrs: []string{addr}, DialTimeout: 2 * time.Second, ReadTimeout: 3 * time.Second, WriteTimeout: 3 * time.Second}
+	n, err := Open(context.Background(), cfg, addr, m)
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := nd.(*muxNode)
 	t.Cleanup(func() { n.Close() })
 	return n
 }
@@ -39,7 +38,7 @@ func leadValue(k string) string { return "value-of-" + k }
 
 // leadWorkload runs goroutines × ops calls of every kind on n and returns
 // the successes; a reply to the wrong caller fails t.
-func leadWorkload(t *testing.T, n *muxNode, keys []string, goroutines, ops int, allowConnErrors bool) int64 {
+func leadWorkload(t *testing.T, n *Node, keys []string, goroutines, ops int, allowConnErrors bool) int64 {
 	t.Helper()
 	var ok atomic.Int64
 	var wg sync.WaitGroup
@@ -88,8 +87,8 @@ func leadWorkload(t *testing.T, n *muxNode, keys []string, goroutines, ops int, 
 					// A pipeline that cannot lead, awaited after a pause.
 					var buf []byte
 					buf = conn.AppendGet(buf, k)
-					buf = conn.AppendKeys(buf, "PTTL", []string{k})
-					rps := []Reply{{Kind: ReplyBulk}, {Kind: ReplyInt}}
+					buf = conn.AppendKeys(buf, "conn.PTTL", []string{k})
+					rps := []conn.Reply{{Kind: conn.ReplyBulk}, {Kind: conn.ReplyInt}}
 					var cl *call
 					cl, err = n.send(ctx, []string{k}, buf, rps)
 					if err == nil {
@@ -109,7 +108,7 @@ func leadWorkload(t *testing.T, n *muxNode, keys []string, goroutines, ops int, 
 				case err == nil:
 					ok.Add(1)
 				case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-				case allowConnErrors && errors.Is(err, ErrConnection):
+				case allowConnErrors && errors.Is(err, conn.ErrConnection):
 				default:
 					errs <- fmt.Errorf("op %d: %v", i, err)
 					return
@@ -133,7 +132,7 @@ func leadKeys(n int) []string {
 	return keys
 }
 
-func seedLeadKeys(t *testing.T, n *muxNode, keys []string) {
+func seedLeadKeys(t *testing.T, n *Node, keys []string) {
 	t.Helper()
 	for _, k := range keys {
 		if err := n.Set(context.Background(), k, []byte(leadValue(k)), time.Minute); err != nil {
@@ -147,14 +146,14 @@ func TestMuxReadSideMovesBetweenCallers(t *testing.T) {
 	keys := leadKeys(200)
 	for _, tc := range []struct {
 		name       string
-		m          Multiplexed
+		m          Options
 		goroutines int
 	}{
-		{"lone", Multiplexed{}, 1},
-		{"few", Multiplexed{}, 4},
-		{"many", Multiplexed{}, 300},
-		{"conns=3", Multiplexed{Conns: 3}, 50},
-		{"maxpending=8", Multiplexed{MaxPending: 8}, 40},
+		{"lone", Options{}, 1},
+		{"few", Options{}, 4},
+		{"many", Options{}, 300},
+		{"conns=3", Options{Conns: 3}, 50},
+		{"maxpending=8", Options{MaxPending: 8}, 40},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			n := openMuxNode(t, srv.Addr(), tc.m)
@@ -190,7 +189,7 @@ func TestMuxReadSideSurvivesCuts(t *testing.T) {
 	}
 	defer p.Close()
 	keys := leadKeys(100)
-	n := openMuxNode(t, p.Addr(), Multiplexed{})
+	n := openMuxNode(t, p.Addr(), Options{})
 	seedLeadKeys(t, n, keys)
 	stop := make(chan struct{})
 	go func() {
@@ -235,12 +234,11 @@ func TestMuxReadSideSurvivesCuts(t *testing.T) {
 // that call succeeds.
 func TestMuxIdleConnectionClosedByServer(t *testing.T) {
 	srv := launcher.Standalone(t, launcher.Options{})
-	cfg := Config{Addrs: []string{srv.Addr()}, DialTimeout: 2 * time.Second, ReadTimeout: 200 * time.Millisecond, WriteTimeout: time.Second}
-	nd, err := Multiplexed{}.OpenNode(context.Background(), conn.Config(cfg), srv.Addr())
+	cfg := conn.Config{Addrs: []string{srv.Addr()}, DialTimeout: 2 * time.Second, ReadTimeout: 200 * time.Millisecond, WriteTimeout: time.Second}
+	n, err := Open(context.Background(), cfg, srv.Addr(), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := nd.(*muxNode)
 	defer n.Close()
 	ctx := context.Background()
 	if err := n.Set(ctx, "idle", []byte("v"), 0); err != nil {
@@ -268,7 +266,7 @@ func TestMuxLoneCallAllocations(t *testing.T) {
 		t.Skip("allocation counts are distorted by the race detector")
 	}
 	srv := launcher.Standalone(t, launcher.Options{})
-	n := openMuxNode(t, srv.Addr(), Multiplexed{})
+	n := openMuxNode(t, srv.Addr(), Options{})
 	ctx := context.Background()
 	if err := n.Set(ctx, "a", make([]byte, 64), 0); err != nil {
 		t.Fatal(err)
@@ -283,7 +281,7 @@ func TestMuxBigSetAllocations(t *testing.T) {
 		t.Skip("allocation counts are distorted by the race detector")
 	}
 	srv := launcher.Standalone(t, launcher.Options{})
-	n := openMuxNode(t, srv.Addr(), Multiplexed{})
+	n := openMuxNode(t, srv.Addr(), Options{})
 	ctx := context.Background()
 	v := make([]byte, 32<<10)
 	for range 10 {
@@ -299,12 +297,11 @@ func TestMuxBigSetAllocations(t *testing.T) {
 // is idle: the heap returns to within 2x of what it was before.
 func TestMuxHeapAfterBurstOfBigValues(t *testing.T) {
 	srv := launcher.Standalone(t, launcher.Options{})
-	cfg := Config{Addrs: []string{srv.Addr()}, DialTimeout: 2 * time.Second, ReadTimeout: 400 * time.Millisecond, WriteTimeout: 3 * time.Second}
-	nd, err := Multiplexed{}.OpenNode(context.Background(), conn.Config(cfg), srv.Addr())
+	cfg := conn.Config{Addrs: []string{srv.Addr()}, DialTimeout: 2 * time.Second, ReadTimeout: 400 * time.Millisecond, WriteTimeout: 3 * time.Second}
+	n, err := Open(context.Background(), cfg, srv.Addr(), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := nd.(*muxNode)
 	defer n.Close()
 	ctx := context.Background()
 	v := make([]byte, 32<<10)

@@ -1,4 +1,4 @@
-package strategy
+package mux
 
 import (
 	"context"
@@ -331,3 +331,6 @@ func (c *muxConn) publishHead(cl *call) {
 		c.headDeadline.Store(cl.deadline)
 	}
 }
+
+// aLongTimeAgo is a deadline in the past: it unblocks a socket at once.
+var aLongTimeAgo = time.Unix(1, 0)

@@ -1,4 +1,4 @@
-package strategy
+package mux
 
 import (
 	"bytes"
@@ -26,14 +26,13 @@ import (
 
 // muxReviewNode opens a node with cfg's timeouts (and TLS), addr as its
 // only address.
-func muxReviewNode(t *testing.T, addr string, tlsCfg *tls.Config, m Multiplexed, readTimeout time.Duration) *muxNode {
+func muxReviewNode(t *testing.T, addr string, tlsCfg *tls.Config, m Options, readTimeout time.Duration) *Node {
 	t.Helper()
-	cfg := Config{Addrs: []string{addr}, TLS: tlsCfg, DialTimeout: 5 * time.Second, ReadTimeout: readTimeout, WriteTimeout: 30 * time.Second}
-	nd, err := m.OpenNode(context.Background(), conn.Config(cfg), addr)
+	cfg := conn.Config{Addrs: []string{addr}, TLS: tlsCfg, DialTimeout: 5 * time.Second, ReadTimeout: readTimeout, WriteTimeout: 30 * time.Second}
+	n, err := Open(context.Background(), cfg, addr, m)
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := nd.(*muxNode)
 	t.Cleanup(func() { n.Close() })
 	return n
 }
@@ -60,7 +59,7 @@ func muxReviewTargets(t *testing.T) (plain, secure muxReviewTarget, srv *launche
 }
 
 // conn0 returns the node's first shared connection.
-func conn0(t *testing.T, n *muxNode) *muxConn {
+func conn0(t *testing.T, n *Node) *muxConn {
 	t.Helper()
 	c := n.slots[0].cur.Load()
 	if c == nil {
@@ -94,7 +93,7 @@ type getResult struct {
 	dur time.Duration
 }
 
-func goGet(ctx context.Context, n *muxNode, key string) <-chan getResult {
+func goGet(ctx context.Context, n *Node, key string) <-chan getResult {
 	ch := make(chan getResult, 1)
 	go func() {
 		start := time.Now()
@@ -125,7 +124,7 @@ func TestMuxReviewLoneCallerLeavesWhileAwaitingBytes(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer p.Close()
-				n := muxReviewNode(t, p.Addr(), tg.tls, Multiplexed{}, 30*time.Second)
+				n := muxReviewNode(t, p.Addr(), tg.tls, Options{}, 30*time.Second)
 				ctx := context.Background()
 				big := bytes.Repeat([]byte("x"), 1500)
 				for i := range 4 {
@@ -200,7 +199,7 @@ func TestMuxReviewLeaderNotHeldByOthersReplies(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	n := muxReviewNode(t, p.Addr(), nil, Multiplexed{}, 30*time.Second)
+	n := muxReviewNode(t, p.Addr(), nil, Options{}, 30*time.Second)
 	ctx := context.Background()
 	if err := n.Set(ctx, "small", []byte("s"), time.Minute); err != nil {
 		t.Fatal(err)
@@ -250,7 +249,7 @@ func TestMuxReviewLeaderOwnSlowReply(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	n := muxReviewNode(t, p.Addr(), nil, Multiplexed{}, 30*time.Second)
+	n := muxReviewNode(t, p.Addr(), nil, Options{}, 30*time.Second)
 	ctx := context.Background()
 	big := bytes.Repeat([]byte("b"), 1<<20)
 	if err := n.Set(ctx, "big", big, time.Minute); err != nil {
@@ -292,7 +291,7 @@ func TestMuxReviewWriterNotHeldPastDeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	n := muxReviewNode(t, p.Addr(), nil, Multiplexed{}, 30*time.Second)
+	n := muxReviewNode(t, p.Addr(), nil, Options{}, 30*time.Second)
 	p.Bandwidth(faultproxy.Upstream, 64<<10)
 	actx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
@@ -326,13 +325,13 @@ func reviewBigValue(key string, n int) []byte {
 // several chunks (sealed chunks written with writev; over TLS one record
 // per chunk), from many goroutines, each one's key its own, with
 // contexts that sometimes end, and reads each back — through a lone
-// call, a pipeline exec (GET + PTTL) and send/await: every value comes
+// call, a pipeline exec (GET + conn.PTTL) and send/await: every value comes
 // back whole and its own, whatever chunks were reused meanwhile.
 func TestMuxReviewBigValuesAcrossChunks(t *testing.T) {
 	plain, secure, _ := muxReviewTargets(t)
 	for _, tg := range []muxReviewTarget{plain, secure} {
 		t.Run(tg.name, func(t *testing.T) {
-			n := muxReviewNode(t, tg.addr, tg.tls, Multiplexed{}, 30*time.Second)
+			n := muxReviewNode(t, tg.addr, tg.tls, Options{}, 30*time.Second)
 			var wg sync.WaitGroup
 			var ok atomic.Int64
 			for g := range 24 {
@@ -355,15 +354,15 @@ func TestMuxReviewBigValuesAcrossChunks(t *testing.T) {
 							case 0:
 								got, err = n.Get(ctx, k)
 							case 1:
-								buf, rps := TTLPipeline([]string{k}, true)
+								buf, rps := conn.TTLPipeline([]string{k}, true)
 								if err = n.Exec(ctx, []string{k}, buf, rps); err == nil {
 									got = rps[0].Val
 									if rps[1].Num <= 0 {
-										t.Errorf("PTTL %s = %d after SET … PX", k, rps[1].Num)
+										t.Errorf("conn.PTTL %s = %d after SET … PX", k, rps[1].Num)
 									}
 								}
 							default:
-								rps := []Reply{{Kind: ReplyBulk}}
+								rps := []conn.Reply{{Kind: conn.ReplyBulk}}
 								var cl *call
 								if cl, err = n.send(ctx, []string{k}, conn.AppendGet(nil, k), rps); err == nil {
 									if err = n.await(ctx, cl); err == nil {
@@ -410,7 +409,7 @@ func TestMuxReviewBigValuesAcrossChunks(t *testing.T) {
 // connection: it is noticed and replaced before the next call.
 func TestMuxReviewIdleWatchToggles(t *testing.T) {
 	srv := launcher.Standalone(t, launcher.Options{})
-	n := muxReviewNode(t, srv.Addr(), nil, Multiplexed{}, 100*time.Millisecond)
+	n := muxReviewNode(t, srv.Addr(), nil, Options{}, 100*time.Millisecond)
 	keys := leadKeys(16)
 	seedLeadKeys(t, n, keys)
 	var wg sync.WaitGroup
@@ -432,7 +431,7 @@ func TestMuxReviewIdleWatchToggles(t *testing.T) {
 				if rng.IntN(2) == 0 {
 					v, err = n.Get(ctx, k)
 				} else {
-					rps := []Reply{{Kind: ReplyBulk}}
+					rps := []conn.Reply{{Kind: conn.ReplyBulk}}
 					var cl *call
 					if cl, err = n.send(ctx, []string{k}, conn.AppendGet(nil, k), rps); err == nil {
 						err = n.await(ctx, cl)
@@ -450,7 +449,7 @@ func TestMuxReviewIdleWatchToggles(t *testing.T) {
 					}
 					ok.Add(1)
 				case errors.Is(err, context.DeadlineExceeded):
-				case errors.Is(err, ErrConnection):
+				case errors.Is(err, conn.ErrConnection):
 					// The watchdog may fail a connection on a busy machine
 					// (a 100 ms ReadTimeout); it must not misdeliver.
 				default:
@@ -483,7 +482,7 @@ func TestMuxReviewIdleWatchToggles(t *testing.T) {
 // TestMuxReviewWatchdogFailsHeldReadSide: the watchdog fails a connection
 // whose replies are overdue while the read side is held — by a leading
 // caller without a deadline, waiting for bytes, with callers handed off
-// and pipelines queued behind it. Every one of them gets ErrConnection
+// and pipelines queued behind it. Every one of them gets conn.ErrConnection
 // (no hang, no other error), and the next call, on a new connection, gets
 // its own value.
 func TestMuxReviewWatchdogFailsHeldReadSide(t *testing.T) {
@@ -493,7 +492,7 @@ func TestMuxReviewWatchdogFailsHeldReadSide(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	n := muxReviewNode(t, p.Addr(), nil, Multiplexed{}, 300*time.Millisecond)
+	n := muxReviewNode(t, p.Addr(), nil, Options{}, 300*time.Millisecond)
 	keys := leadKeys(8)
 	seedLeadKeys(t, n, keys)
 	for round := range 3 {
@@ -506,7 +505,7 @@ func TestMuxReviewWatchdogFailsHeldReadSide(t *testing.T) {
 			go func() {
 				k := keys[i%len(keys)]
 				if i%3 == 0 {
-					rps := []Reply{{Kind: ReplyBulk}}
+					rps := []conn.Reply{{Kind: conn.ReplyBulk}}
 					cl, err := n.send(context.Background(), []string{k}, conn.AppendGet(nil, k), rps)
 					if err == nil {
 						err = n.await(context.Background(), cl)
@@ -523,8 +522,8 @@ func TestMuxReviewWatchdogFailsHeldReadSide(t *testing.T) {
 		for range 20 {
 			select {
 			case err := <-errs:
-				if !errors.Is(err, ErrConnection) {
-					t.Fatalf("round %d: a call on the overdue connection returned %v, want ErrConnection", round, err)
+				if !errors.Is(err, conn.ErrConnection) {
+					t.Fatalf("round %d: a call on the overdue connection returned %v, want conn.ErrConnection", round, err)
 				}
 			case <-time.After(5 * time.Second):
 				t.Fatalf("round %d: a call on the overdue connection hangs", round)
@@ -547,7 +546,7 @@ func TestMuxReviewTinyMaxPending(t *testing.T) {
 	srv := launcher.Standalone(t, launcher.Options{})
 	for _, mp := range []int{1, 2} {
 		t.Run(strconv.Itoa(mp), func(t *testing.T) {
-			n := muxReviewNode(t, srv.Addr(), nil, Multiplexed{MaxPending: mp}, 30*time.Second)
+			n := muxReviewNode(t, srv.Addr(), nil, Options{MaxPending: mp}, 30*time.Second)
 			if got := storm(t, n, 50, 60); got == 0 {
 				t.Fatal("no call succeeded")
 			}

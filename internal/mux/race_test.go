@@ -1,6 +1,6 @@
 //go:build race
 
-package strategy
+package mux
 
 // raceOn: allocation counts are distorted by the race detector.
 const raceOn = true

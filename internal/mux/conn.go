@@ -1,4 +1,4 @@
-package strategy
+package mux
 
 import (
 	"context"
@@ -45,7 +45,7 @@ import (
 // to the next leader or the drainer) order its accesses. No lock is held
 // across I/O.
 type muxConn struct {
-	node *muxNode
+	node *Node
 	nc   net.Conn
 	r    *resp.Reader
 	quit chan struct{} // closed when the connection fails or is closed
@@ -95,7 +95,7 @@ type muxConn struct {
 	// bulk: one of the node's connections for SETs of big values. The
 	// calls on c whose callers left before their reply was read: the
 	// server may yet apply them, after commands sent later on another of
-	// the node's connections (see muxNode.routeBig).
+	// the node's connections (see Node.routeBig).
 	bulk      bool
 	abandoned atomic.Int64
 
@@ -116,7 +116,7 @@ type muxConn struct {
 
 var errUnsolicited = errors.New("reply with no command waiting for it")
 
-func (n *muxNode) startConn(nc net.Conn, bulk bool) *muxConn {
+func (n *Node) startConn(nc net.Conn, bulk bool) *muxConn {
 	c := &muxConn{
 		node:     n,
 		bulk:     bulk,
@@ -291,7 +291,7 @@ func (c *muxConn) failure() error {
 }
 
 // fail marks c broken, closes it and fails every queued call: with
-// ErrClosed when the client closes it, otherwise with ErrConnection
+// conn.ErrClosed when the client closes it, otherwise with conn.ErrConnection
 // wrapping err. The calls the read side has taken are failed by its
 // holder, whose next read errors (failRead); when nobody reads, the
 // drainer is woken to exit.
@@ -301,7 +301,7 @@ func (c *muxConn) fail(err error) {
 		c.mu.Unlock()
 		return
 	}
-	closing := errors.Is(err, ErrClosed)
+	closing := errors.Is(err, conn.ErrClosed)
 	if !closing {
 		err = conn.ConnError(c.node.addr, err)
 	}

@@ -1,85 +1,13 @@
-package strategy
+package mux
 
 import (
 	"context"
+	"github.com/redisx-go/kit/internal/conn"
 	"sync"
 	"sync/atomic"
 
 	"github.com/redisx-go/kit/internal/resp"
 )
-
-// Reply is where one command's Reply is decoded: which decoder to use and
-// the destination of each kind.
-type Reply struct {
-	Kind ReplyKind
-	N    int // replyOK: status replies expected (a run of SETs)
-
-	Val  []byte
-	Vals [][]byte // replyBulks: one element per key, nil where missing
-	Num  int64
-	Any  any
-	Err  error // reply-level error: a server error reply or a wrong type
-}
-
-type ReplyKind uint8
-
-const (
-	ReplyBulk  ReplyKind = iota // GET
-	ReplyOK                     // n status replies: SET, MSET, ASKING
-	ReplyInt                    // DEL
-	ReplyBulks                  // MGET into vals
-	ReplyAny                    // any command
-	ReplyPipe                   // several commands: see call.pipe
-)
-
-// Read decodes rp's reply from r. Reply-level errors are stored in rp.err;
-// stream-level errors, after which r is unusable, are returned.
-func (rp *Reply) Read(r *resp.Reader) error {
-	var err error
-	switch rp.Kind {
-	case ReplyBulk:
-		rp.Val, err = r.ReadBulk()
-	case ReplyInt:
-		rp.Num, err = r.ReadInt()
-	case ReplyBulks:
-		err = r.ReadBulks(rp.Vals)
-	case ReplyAny:
-		rp.Any, err = r.ReadAny()
-	case ReplyOK:
-		for i := 0; i < max(rp.N, 1); i++ {
-			e := r.ReadOK()
-			if resp.Fatal(e) {
-				return e
-			}
-			if err == nil {
-				err = e
-			}
-		}
-	}
-	if resp.Fatal(err) {
-		return err
-	}
-	rp.Err = err
-	return nil
-}
-
-// Count is the number of replies rp decodes.
-func (rp *Reply) Count() int {
-	if rp.Kind == ReplyOK {
-		return max(rp.N, 1)
-	}
-	return 1
-}
-
-// ReadAll decodes the replies of a pipeline in order.
-func ReadAll(r *resp.Reader, rps []Reply) error {
-	for i := range rps {
-		if err := rps[i].Read(r); err != nil {
-			return err
-		}
-	}
-	return nil
-}
 
 // A call is one caller's request on a shared connection. Calls are
 // recycled through a sync.Pool; a call abandoned by its caller (context
@@ -96,8 +24,8 @@ type call struct {
 	// call, so it can be handed the read side; a pipeline awaited later
 	// cannot.
 	lead bool
-	Reply
-	pipe []Reply // replyPipe: the replies of a pipeline, owned by the caller
+	conn.Reply
+	pipe []conn.Reply // replyPipe: the replies of a pipeline, owned by the caller
 	// deadline is the caller's context deadline in Unix nanoseconds, 0 for
 	// none: how long the watchdog lets the connection wait for this reply.
 	deadline int64
@@ -120,7 +48,7 @@ const (
 // the read side for its caller reads them only when they are all in the
 // buffer (resp.Reader.WholeN), since parsing cannot heed a context.
 func (cl *call) replies() int {
-	if cl.Kind != ReplyPipe {
+	if cl.Kind != conn.ReplyPipe {
 		return cl.Reply.Count()
 	}
 	n := 0
@@ -132,8 +60,8 @@ func (cl *call) replies() int {
 
 // read decodes the call's reply or replies.
 func (cl *call) read(r *resp.Reader) error {
-	if cl.Kind == ReplyPipe {
-		return ReadAll(r, cl.pipe)
+	if cl.Kind == conn.ReplyPipe {
+		return conn.ReadAll(r, cl.pipe)
 	}
 	return cl.Reply.Read(r)
 }
@@ -154,7 +82,7 @@ func (cp *callPool) get(ctx context.Context) *call {
 }
 
 func (cp *callPool) put(c *call) {
-	c.Reply = Reply{}
+	c.Reply = conn.Reply{}
 	c.pipe = nil
 	c.deadline = 0
 	c.fail = nil

@@ -1,5 +1,5 @@
 //go:build !race
 
-package strategy
+package mux
 
 const raceOn = false

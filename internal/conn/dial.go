@@ -1,0 +1,173 @@
+package conn
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+)
+
+// Dial opens one authenticated connection to addr. redigo does the
+// handshake (AUTH with an ACL user, SELECT, CLIENT SETNAME); the TLS
+// layer and the TCP dial are ours so that the net.Conn it speaks over can
+// be kept. redigo's own reader has consumed exactly the handshake's replies
+// when DialContext returns, so the stream is clean for package resp from
+// then on.
+func Dial(ctx context.Context, cfg *Config, addr string) (net.Conn, error) {
+	if cfg.DialTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, cfg.DialTimeout)
+		defer cancel()
+	}
+	username, password := cfg.Username, cfg.Password
+	if cfg.Credentials != nil {
+		var err error
+		if username, password, err = cfg.Credentials(ctx); err != nil {
+			// The function's error is the user's: it is wrapped, and had
+			// better not hold the secret it failed to produce.
+			return nil, MarkUnsent(fmt.Errorf("%w: credentials for %s: %w", ErrConnection, addr, err))
+		}
+	}
+	var nc net.Conn
+	opts := []redis.DialOption{
+		redis.DialContextFunc(func(ctx context.Context, network, addr string) (net.Conn, error) {
+			d := net.Dialer{KeepAlive: 30 * time.Second}
+			c, err := d.DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			if cfg.TLS != nil {
+				tc := tls.Client(c, tlsConfigFor(cfg.TLS, addr))
+				if err := tc.HandshakeContext(ctx); err != nil {
+					c.Close()
+					return nil, err
+				}
+				c = tc
+			}
+			nc = c
+			return c, nil
+		}),
+		redis.DialDatabase(cfg.DB),
+	}
+	if password != "" {
+		opts = append(opts, redis.DialPassword(password))
+		if username != "" {
+			opts = append(opts, redis.DialUsername(username))
+		}
+	}
+	if cfg.ClientName != "" {
+		opts = append(opts, redis.DialClientName(cfg.ClientName))
+	}
+	rc, err := redis.DialContext(ctx, "tcp", addr, opts...)
+	if err == nil && password == "" && cfg.ClientName == "" && cfg.DB == 0 {
+		// The handshake sent nothing, so nothing yet proves that a Redis
+		// server answers (Strategy.Open must verify it): any TCP listener
+		// would do. PING does; redigo reads exactly its reply.
+		var pong string
+		if pong, err = redis.String(redis.DoContext(rc, ctx, "PING")); err == nil && pong != "PONG" {
+			err = errNotRedis
+		}
+	}
+	if err == nil {
+		// redigo leaves the read deadline of its last handshake command
+		// on the connection. The strategies manage deadlines themselves;
+		// a stale one fails a read DialTimeout after the dial (Multiplexed
+		// then drops the connection, Pool with ReadTimeout < 0 fails the
+		// call).
+		err = nc.SetDeadline(time.Time{})
+	}
+	if err != nil {
+		if nc != nil {
+			nc.Close()
+		}
+		// Nothing but the handshake was written: no caller's request.
+		return nil, MarkUnsent(handshakeError(cfg, addr, err, nc != nil))
+	}
+	return nc, nil
+}
+
+// errNotRedis stands for a handshake reply that is not RESP, or not the
+// reply a Redis server gives.
+var errNotRedis = errors.New("not a Redis reply")
+
+// handshakeError says why the dial of addr failed with err, in terms a
+// user can act on; connected tells that the TCP (and TLS) connection was
+// up, so that err came from the handshake's replies. It never holds what
+// the peer sent, which may echo the password.
+func handshakeError(cfg *Config, addr string, err error, connected bool) error {
+	var re redis.Error
+	switch {
+	case authRefused(err):
+		return fmt.Errorf("%w: dial %s: %w", ErrAuth, addr, err)
+	case errors.Is(err, context.DeadlineExceeded) || isTimeout(err):
+		// The dial's own deadline (DialTimeout, or the deadline of the
+		// shared work it runs for), never a caller's: dials run detached
+		// from callers. A failure to connect, which another attempt may
+		// not meet — not a context's end, which would stop the retries.
+		return fmt.Errorf("%w: dial %s: no answer within the dial's deadline (DialTimeout %v)", ErrConnection, addr, cfg.DialTimeout)
+	case !connected || errors.As(err, &re) || errors.Is(err, context.Canceled):
+		return fmt.Errorf("%w: dial %s: %w", ErrConnection, addr, err)
+	case errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE):
+		hint := ""
+		if cfg.TLS == nil {
+			hint = " (does it require TLS?)"
+		}
+		return fmt.Errorf("%w: %s closed the connection during the handshake%s: %w", ErrConnection, addr, hint, err)
+	}
+	var ne net.Error
+	if errors.Is(err, errNotRedis) || !errors.As(err, &ne) {
+		// Not the network's failure, nor the server's error reply: a
+		// reply redigo could not parse as RESP (an HTTP or SSH server
+		// answering), or a PING answered with something else.
+		return fmt.Errorf("%w: %s did not answer as a Redis server", ErrConnection, addr)
+	}
+	return fmt.Errorf("%w: dial %s: %w", ErrConnection, addr, err)
+}
+
+// authRefused reports whether err is the server refusing a handshake for
+// its credentials. Redis 6+ answers a wrong password or user with
+// WRONGPASS, older servers with "ERR invalid password"; a command before
+// AUTH on a server that needs it gets NOAUTH; AUTH on a server without a
+// password "ERR AUTH <password> called without any password configured"
+// (the literal "<password>", not the one sent); a command the ACL user may
+// not run, NOPERM.
+func authRefused(err error) bool {
+	var re redis.Error
+	if !errors.As(err, &re) {
+		return false
+	}
+	msg := string(re)
+	for _, p := range []string{"WRONGPASS", "NOAUTH", "NOPERM"} {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	msg = strings.ToLower(msg)
+	return strings.Contains(msg, "invalid password") ||
+		strings.Contains(msg, "invalid username-password pair") ||
+		strings.Contains(msg, "without any password configured")
+}
+
+func tlsConfigFor(c *tls.Config, addr string) *tls.Config {
+	c = c.Clone()
+	if c.ServerName == "" {
+		if host, _, err := net.SplitHostPort(addr); err == nil {
+			c.ServerName = host
+		}
+	}
+	return c
+}
+
+// isTimeout reports a network timeout: a read or write of the handshake
+// that ran into the dial's deadline.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}

@@ -1,0 +1,574 @@
+// Package pool is the Pool transport: each call borrows a connection of
+// its own from a jackc/puddle pool for a blocking write and read on the
+// caller's goroutine. strategy.Pool documents it and opens it.
+package pool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/puddle/v2"
+	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/internal/resp"
+)
+
+// Options are strategy.Pool's fields, field for field (strategy converts
+// one into the other); their docs are strategy's.
+type Options struct {
+	Size              int
+	MinIdle           int
+	MaxIdleTime       time.Duration
+	MaxLifetime       time.Duration
+	HealthCheckPeriod time.Duration
+}
+
+// WithDefaults validates o and fills in the defaults of its zero fields.
+func (p Options) WithDefaults() (Options, error) {
+	switch {
+	case p.Size < 0:
+		return p, fmt.Errorf("%w: Pool.Size %d is negative", conn.ErrInvalidArgument, p.Size)
+	case p.MinIdle < 0:
+		return p, fmt.Errorf("%w: Pool.MinIdle %d is negative", conn.ErrInvalidArgument, p.MinIdle)
+	case p.MaxLifetime < 0:
+		return p, fmt.Errorf("%w: Pool.MaxLifetime %v is negative", conn.ErrInvalidArgument, p.MaxLifetime)
+	case p.HealthCheckPeriod < 0:
+		return p, fmt.Errorf("%w: Pool.HealthCheckPeriod %v is negative", conn.ErrInvalidArgument, p.HealthCheckPeriod)
+	}
+	if p.Size == 0 {
+		p.Size = 10 * runtime.GOMAXPROCS(0)
+	}
+	if p.MinIdle > p.Size {
+		return p, fmt.Errorf("%w: Pool.MinIdle %d over Size %d", conn.ErrInvalidArgument, p.MinIdle, p.Size)
+	}
+	if p.MaxIdleTime == 0 {
+		p.MaxIdleTime = 30 * time.Minute
+	}
+	if p.HealthCheckPeriod == 0 {
+		p.HealthCheckPeriod = time.Minute
+	}
+	return p, nil
+}
+
+// Open returns a Node for addr once it has opened a connection (or
+// MinIdle).
+func Open(ctx context.Context, cfg conn.Config, addr string, o Options) (*Node, error) {
+	n, err := New(cfg, addr, o)
+	if err != nil {
+		return nil, err
+	}
+	if err := n.p.CreateResource(ctx); err != nil {
+		n.Close()
+		if ctx.Err() == nil && !errors.Is(err, conn.ErrConnection) && !errors.Is(err, conn.ErrAuth) {
+			err = conn.ConnError(addr, err)
+		}
+		return nil, err
+	}
+	return n, nil
+}
+
+// Node is the Pool backend of one node.
+type Node struct {
+	cfg  conn.Config
+	addr string
+	opts Options
+	p    *puddle.Pool[*pconn]
+
+	closed atomic.Bool
+	life   context.Context // the node's own: background dials run under it; Close cancels it
+	cancel context.CancelFunc
+	stop   chan struct{}
+	gate   chan struct{} // one token per borrowed connection; see acquire
+	wg     sync.WaitGroup
+
+	// Every open connection, idle or borrowed, so that Close can close
+	// the sockets of borrowed ones and fail their calls at once.
+	connsMu sync.Mutex
+	conns   map[*pconn]struct{}
+
+	dials, dialErrors, broken     atomic.Int64
+	waits, waited, cancelledWaits atomic.Int64 // callers that waited for a token
+}
+
+// pconn is one pooled connection. Only its borrower touches it.
+type pconn struct {
+	nc          net.Conn
+	r           *resp.Reader
+	buf         []byte
+	deadline    time.Time // the deadline currently set on nc
+	fromTimeout bool      // deadline was set from ReadTimeout alone: see arm
+}
+
+func New(cfg conn.Config, addr string, opts Options) (*Node, error) {
+	opts, err := opts.WithDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if age := cfg.MaxConnAge; age > 0 && (opts.MaxLifetime == 0 || age < opts.MaxLifetime) {
+		opts.MaxLifetime = age
+	}
+	n := &Node{cfg: cfg, addr: addr, opts: opts, stop: make(chan struct{}), gate: make(chan struct{}, opts.Size), conns: map[*pconn]struct{}{}}
+	n.life, n.cancel = context.WithCancel(context.Background())
+	n.p, err = puddle.NewPool(&puddle.Config[*pconn]{
+		Constructor: n.construct,
+		Destructor:  n.destruct,
+		MaxSize:     int32(opts.Size),
+	})
+	if err != nil {
+		n.cancel()
+		return nil, fmt.Errorf("%w: %w", conn.ErrInvalidArgument, err)
+	}
+	n.wg.Add(1)
+	go n.maintain()
+	return n, nil
+}
+
+// construct dials a connection. puddle runs it detached from the
+// acquirer's cancellation (the acquirer waits within its own context); the
+// dial timeout bounds it, and Close aborts it.
+func (n *Node) construct(ctx context.Context) (*pconn, error) {
+	nc, err := conn.Dial(ctx, &n.cfg, n.addr)
+	n.dials.Add(1)
+	if err != nil {
+		n.dialErrors.Add(1)
+		return nil, err
+	}
+	c := &pconn{nc: nc, r: resp.NewReader(nc, 16<<10), buf: make([]byte, 0, 512)}
+	n.connsMu.Lock()
+	defer n.connsMu.Unlock()
+	if n.closed.Load() {
+		nc.Close()
+		return nil, conn.ErrClosed
+	}
+	n.conns[c] = struct{}{}
+	return c, nil
+}
+
+func (n *Node) destruct(c *pconn) {
+	n.connsMu.Lock()
+	delete(n.conns, c)
+	n.connsMu.Unlock()
+	c.nc.Close()
+}
+
+// acquire borrows a connection within ctx. A caller first takes a token
+// of gate, a channel as deep as the pool: waiting there costs no
+// allocation (a blocked channel send reuses the runtime's cached waiter),
+// whereas puddle's semaphore allocates a waiter per blocked Acquire — three
+// allocations per call once callers outnumber connections. Holding a token,
+// puddle's Acquire never waits on its semaphore. The token is returned by
+// done.
+//
+// A connection idle for peekIdle or longer is looked at before it is
+// lent, and destroyed when the server has closed it meanwhile: another is
+// taken instead.
+//
+// A caller whose context ends while every connection is lent gets an
+// exhaustedError; one whose acquire fails to create a connection, an
+// Unsent error.
+func (n *Node) acquire(ctx context.Context) (*puddle.Resource[*pconn], error) {
+	if err := ctx.Err(); err != nil {
+		return nil, conn.CtxErr(n.addr, false, err)
+	}
+	if n.closed.Load() {
+		return nil, conn.ErrClosed
+	}
+	select {
+	case n.gate <- struct{}{}:
+	default:
+		start := time.Now()
+		select {
+		case n.gate <- struct{}{}:
+			n.waits.Add(1)
+			n.waited.Add(int64(time.Since(start)))
+		case <-ctx.Done():
+			n.cancelledWaits.Add(1)
+			return nil, &exhaustedError{size: n.opts.Size, addr: n.addr, waited: time.Since(start), err: ctx.Err()}
+		case <-n.stop:
+			return nil, conn.ErrClosed
+		}
+	}
+	res, err := n.p.Acquire(ctx)
+	for err == nil && res.IdleDuration() >= peekIdle && (res.Value().r.Buffered() > 0 || peerGone(res.Value().nc)) {
+		// Closed by the server while idle: never lend it (its call would
+		// fail, after its request was sent), take another.
+		res.Destroy()
+		n.broken.Add(1)
+		res, err = n.p.Acquire(ctx)
+	}
+	if err != nil {
+		<-n.gate
+		switch {
+		case ctx.Err() != nil:
+			return nil, conn.CtxErr(n.addr, false, ctx.Err())
+		case errors.Is(err, puddle.ErrClosedPool), n.closed.Load():
+			return nil, conn.ErrClosed
+		case errors.Is(err, conn.ErrConnection), errors.Is(err, conn.ErrAuth):
+			return nil, conn.MarkUnsent(err)
+		}
+		return nil, conn.MarkUnsent(conn.ConnError(n.addr, err))
+	}
+	return res, nil
+}
+
+// peekIdle is how long a connection must have been idle for acquire to
+// check, before lending it, that the server has not closed it meanwhile
+// (peerGone: one system call, which a connection in steady use is spared).
+const peekIdle = 10 * time.Millisecond
+
+// exhaustedError is the error of a caller whose context ended while it
+// waited for one of a pool's connections, all lent: it wraps the
+// context's error, and says so with the pool's size, its server and the
+// wait, as in "redisx: pool of 2 connections to 127.0.0.1:7000 exhausted:
+// waited 200ms: context deadline exceeded".
+type exhaustedError struct {
+	size   int
+	addr   string
+	waited time.Duration
+	err    error // the context's
+}
+
+func (e *exhaustedError) Error() string {
+	w := e.waited.Round(time.Millisecond)
+	if w == 0 {
+		w = e.waited.Round(time.Microsecond)
+	}
+	return fmt.Sprintf("redisx: pool of %d connections to %s exhausted: waited %v: %v", e.size, e.addr, w, e.err)
+}
+
+func (e *exhaustedError) Unwrap() error { return e.err }
+
+// done gives back the token of a connection released or destroyed.
+func (n *Node) done() { <-n.gate }
+
+// exchange is one borrowed round trip: it arms the deadline and the
+// context's cancellation, writes c.buf, lets read decode the reply, then
+// releases the connection — or destroys it after a stream error or a
+// cancellation, since its stream may hold a late reply.
+type exchange struct {
+	n      *Node
+	res    *puddle.Resource[*pconn]
+	c      *pconn
+	stop   func() bool
+	unsent bool // the write failed with nothing written
+}
+
+// begin borrows a connection for a command that may block the server's
+// answer for block (see conn.BlockTime).
+func (n *Node) begin(ctx context.Context, block time.Duration) (exchange, error) {
+	res, err := n.acquire(ctx)
+	if err != nil {
+		return exchange{}, err
+	}
+	c := res.Value()
+	x := exchange{n: n, res: res, c: c}
+	c.arm(ctx, n.cfg.ReadTimeout, block)
+	if ctx.Done() != nil {
+		// Cancellation without a deadline: unblock the socket at once.
+		x.stop = context.AfterFunc(ctx, func() { c.nc.SetDeadline(aLongTimeAgo) })
+	}
+	c.buf = c.buf[:0]
+	return x, nil
+}
+
+// arm sets the socket deadline of a call starting now, by the rule of
+// Config.ReadTimeout: the context's deadline when it has one; otherwise
+// timeout plus the command's block time, and none at all for a command
+// that blocks forever or when timeout is not positive.
+//
+// A deadline set from timeout alone is kept for the next calls while it is
+// still at least timeout away, which saves a timer update per call: it is
+// set a quarter of timeout further than needed, so such a call gets
+// between timeout and 1.25 × timeout, never less. A deadline that came
+// from a context or a block time is never reused.
+func (c *pconn) arm(ctx context.Context, timeout, block time.Duration) {
+	deadline, ok := ctx.Deadline()
+	fromTimeout := false
+	switch {
+	case ok:
+	case timeout <= 0 || block == conn.BlockForever:
+		deadline = time.Time{}
+	case block > 0:
+		deadline = time.Now().Add(timeout + block)
+	default:
+		now := time.Now()
+		if c.fromTimeout && c.deadline.Sub(now) >= timeout {
+			return
+		}
+		deadline, fromTimeout = now.Add(timeout+timeout/4), true
+	}
+	c.fromTimeout = fromTimeout
+	if !deadline.Equal(c.deadline) {
+		c.nc.SetDeadline(deadline)
+		c.deadline = deadline
+	}
+}
+
+// aLongTimeAgo is a deadline in the past: it unblocks a socket at once.
+var aLongTimeAgo = time.Unix(1, 0)
+
+// contextError returns the context's error when ctx ended or when err is
+// the socket deadline that mirrors the context's deadline (the socket's
+// timer may fire a moment before the context's own).
+func contextError(ctx context.Context, err error) error {
+	if e := ctx.Err(); e != nil {
+		return e
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		if d, ok := ctx.Deadline(); ok && !time.Now().Before(d.Add(-time.Millisecond)) {
+			return context.DeadlineExceeded
+		}
+	}
+	return nil
+}
+
+// send writes the encoded request. A write that failed before its first
+// byte left sets x.unsent: the request provably never reached the server.
+func (x *exchange) send() error {
+	n, err := x.c.nc.Write(x.c.buf)
+	x.unsent = err != nil && n == 0
+	return err
+}
+
+// end releases or destroys the connection and turns err into the error to
+// return: a context error when the context ended, conn.ErrClosed when Close
+// closed the socket, conn.ErrConnection for other stream errors, reply errors
+// wrapped with cmd.
+func (x *exchange) end(ctx context.Context, cmd string, err error) error {
+	cancelled := x.stop != nil && !x.stop()
+	if cancelled || resp.Fatal(err) {
+		x.res.Destroy()
+		x.n.done()
+		if err := contextError(ctx, err); err != nil {
+			x.n.broken.Add(1)
+			return conn.CtxErr(x.n.addr, !x.unsent, err)
+		}
+		if x.n.closed.Load() {
+			return conn.ErrClosed
+		}
+		x.n.broken.Add(1)
+		if x.unsent {
+			return conn.MarkUnsent(conn.ConnError(x.n.addr, err))
+		}
+		return conn.ConnError(x.n.addr, err)
+	}
+	if cap(x.c.buf) > 1<<20 {
+		x.c.buf = make([]byte, 0, 512)
+	}
+	if lt := x.n.opts.MaxLifetime; lt > 0 && time.Since(x.res.CreationTime()) > lt {
+		// Past its age, after its call: never during one.
+		x.res.Destroy()
+	} else {
+		x.res.Release()
+	}
+	x.n.done()
+	return conn.ReplyError(cmd, err)
+}
+
+// roundTrip is one command on a borrowed connection: enc encodes it, rp
+// (whose kind, and for a run of SETs n, say what to expect) receives its
+// reply. block is the command's own block time (see conn.BlockTime). It returns
+// the context's error, the connection's failure, or rp's reply error
+// wrapped with cmd.
+func (n *Node) roundTrip(ctx context.Context, cmd string, block time.Duration, rp *conn.Reply, enc func([]byte) []byte) error {
+	x, err := n.begin(ctx, block)
+	if err != nil {
+		return err
+	}
+	x.c.buf = enc(x.c.buf)
+	if err = x.send(); err == nil {
+		if err = rp.Read(x.c.r); err == nil {
+			err = rp.Err
+		}
+	}
+	return x.end(ctx, cmd, err)
+}
+
+// Get implements Backend.
+func (n *Node) Get(ctx context.Context, key string) ([]byte, error) {
+	rp := conn.Reply{Kind: conn.ReplyBulk}
+	if err := n.roundTrip(ctx, "get", 0, &rp, func(b []byte) []byte { return conn.AppendGet(b, key) }); err != nil {
+		return nil, err
+	}
+	if rp.Val == nil {
+		return nil, conn.ErrNotFound
+	}
+	return rp.Val, nil
+}
+
+// Set implements Backend.
+func (n *Node) Set(ctx context.Context, key string, value []byte, ttl time.Duration) error {
+	rp := conn.Reply{Kind: conn.ReplyOK}
+	return n.roundTrip(ctx, "set", 0, &rp, func(b []byte) []byte { return conn.AppendSet(b, key, value, ttl) })
+}
+
+// Del implements Backend.
+func (n *Node) Del(ctx context.Context, keys ...string) (int64, error) {
+	if len(keys) == 0 {
+		return 0, nil
+	}
+	rp := conn.Reply{Kind: conn.ReplyInt}
+	err := n.roundTrip(ctx, "del", 0, &rp, func(b []byte) []byte { return conn.AppendKeys(b, "DEL", keys) })
+	return rp.Num, err
+}
+
+// MGet implements MultiGetter.
+func (n *Node) MGet(ctx context.Context, keys []string) ([][]byte, error) {
+	if len(keys) == 0 {
+		return [][]byte{}, nil
+	}
+	rp := conn.Reply{Kind: conn.ReplyBulks, Vals: make([][]byte, len(keys))}
+	if err := n.roundTrip(ctx, "mget", 0, &rp, func(b []byte) []byte { return conn.AppendKeys(b, "MGET", keys) }); err != nil {
+		return nil, err
+	}
+	return rp.Vals, nil
+}
+
+// MSet implements MultiSetter.
+func (n *Node) MSet(ctx context.Context, kv map[string][]byte, ttl time.Duration) error {
+	if len(kv) == 0 {
+		return nil
+	}
+	rp := conn.Reply{Kind: conn.ReplyOK}
+	return n.roundTrip(ctx, "mset", 0, &rp, func(b []byte) []byte {
+		b, rp.N = conn.AppendMSet(b, kv, ttl)
+		return b
+	})
+}
+
+// Do implements Doer. Blocking commands are allowed: the connection is the
+// caller's alone for the call, and the read deadline is extended by the
+// command's own timeout.
+func (n *Node) Do(ctx context.Context, args ...any) (any, error) {
+	if _, err := conn.CheckCommand(args); err != nil {
+		return nil, err
+	}
+	rp := conn.Reply{Kind: conn.ReplyAny}
+	if err := n.roundTrip(ctx, conn.ArgName(args, 0), conn.BlockTime(args), &rp, func(b []byte) []byte {
+		b, _ = conn.AppendArgs(b, args) // cannot fail: conn.CheckCommand refused what it cannot encode
+		return b
+	}); err != nil {
+		return nil, err
+	}
+	return rp.Any, nil
+}
+
+// maintain is the health check: every HealthCheckPeriod it closes idle
+// connections past MaxIdleTime or MaxLifetime, pings the rest, and tops
+// the pool up to MinIdle.
+func (n *Node) maintain() {
+	defer n.wg.Done()
+	t := time.NewTicker(n.opts.HealthCheckPeriod)
+	defer t.Stop()
+	n.topUp()
+	for {
+		select {
+		case <-n.stop:
+			return
+		case <-t.C:
+		}
+		for _, res := range n.p.AcquireAllIdle() {
+			expired := (n.opts.MaxIdleTime > 0 && res.IdleDuration() > n.opts.MaxIdleTime) ||
+				(n.opts.MaxLifetime > 0 && time.Since(res.CreationTime()) > n.opts.MaxLifetime)
+			if expired || !n.ping(res.Value()) {
+				res.Destroy()
+				continue
+			}
+			res.ReleaseUnused()
+		}
+		n.topUp()
+	}
+}
+
+func (n *Node) ping(c *pconn) bool {
+	c.deadline, c.fromTimeout = time.Now().Add(time.Second), false
+	c.nc.SetDeadline(c.deadline)
+	c.buf = append(c.buf[:0], "*1\r\n$4\r\nPING\r\n"...)
+	if _, err := c.nc.Write(c.buf); err != nil {
+		return false
+	}
+	return c.r.ReadOK() == nil
+}
+
+func (n *Node) topUp() {
+	for i := int(n.p.Stat().IdleResources()); i < n.opts.MinIdle; i++ {
+		ctx, cancel := context.WithTimeout(n.life, max(n.cfg.DialTimeout, time.Second))
+		err := n.p.CreateResource(ctx)
+		cancel()
+		if err != nil {
+			return
+		}
+	}
+}
+
+// Stats implements Statser.
+func (n *Node) Stats() conn.Stats {
+	st := n.p.Stat()
+	return conn.Stats{
+		Strategy:        "pool",
+		Conns:           int(st.TotalResources()),
+		InUse:           int(st.AcquiredResources()),
+		Idle:            int(st.IdleResources()),
+		MaxConns:        int(st.MaxResources()),
+		Acquires:        st.AcquireCount(),
+		AcquireWait:     st.AcquireDuration() + time.Duration(n.waited.Load()),
+		EmptyAcquires:   st.EmptyAcquireCount() + n.waits.Load(),
+		CanceledAcquire: st.CanceledAcquireCount() + n.cancelledWaits.Load(),
+		Dials:           n.dials.Load(),
+		DialErrors:      n.dialErrors.Load(),
+		BrokenConns:     n.broken.Load(),
+	}
+}
+
+// Close implements Backend. It closes the sockets of borrowed connections
+// too, so that their calls — a BLPOP with no timeout, say — fail at once
+// with conn.ErrClosed, and returns once every connection is gone.
+func (n *Node) Close() error {
+	if n.closed.Swap(true) {
+		return nil
+	}
+	n.cancel()
+	close(n.stop)
+	n.connsMu.Lock() // construct, under it, refuses new connections from now on
+	for c := range n.conns {
+		c.nc.Close()
+	}
+	n.connsMu.Unlock()
+	n.wg.Wait()
+	n.p.Close() // destroys the idle connections, waits for the borrowed ones
+	return nil
+}
+
+// Exec sends the commands encoded in buf in one write on a borrowed
+// connection and decodes their replies into rps, in order. Only a
+// connection or context failure is returned; each command's own error is
+// in its reply.
+func (n *Node) Exec(ctx context.Context, _ []string, buf []byte, rps []conn.Reply) error {
+	x, err := n.begin(ctx, 0)
+	if err != nil {
+		return err
+	}
+	x.c.buf = append(x.c.buf, buf...)
+	if err = x.send(); err == nil {
+		err = conn.ReadAll(x.c.r, rps)
+	}
+	return x.end(ctx, "pipeline", err)
+}
+
+func (n *Node) Address() string { return n.addr }
+
+// GetWithTTL implements TTLGetter.
+func (n *Node) GetWithTTL(ctx context.Context, key string) ([]byte, time.Duration, error) {
+	return conn.GetWithTTL(ctx, n, key)
+}
+
+// MGetWithTTL implements TTLGetter.
+func (n *Node) MGetWithTTL(ctx context.Context, keys []string) ([][]byte, []time.Duration, error) {
+	return conn.MGetWithTTL(ctx, n, keys)
+}
