@@ -1,29 +1,37 @@
 package strategy
 
-import "context"
+import (
+	"context"
+
+	"github.com/redisx-go/kit/internal/cluster"
+	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/internal/mux"
+	"github.com/redisx-go/kit/internal/pool"
+)
 
 // The running backends of this package's strategies, as the contract
-// has them: the transports report conn.Stats, which backend converts to
-// Stats; the cluster's NodeDoer and SlotGrouped's Unwrap are kept.
+// has them: the transports (internal/mux, internal/pool) and the cluster
+// router (internal/cluster) report conn.Stats, which backend converts to
+// Stats; the router's NodeDoer and SlotGrouped's Unwrap are kept.
 
-// backend is a transport's backend, a node or a cluster.
-type backend struct{ capable }
+// backend is a transport's backend: a node, a router or a Grouped.
+type backend struct{ cluster.Backend }
 
 // Stats implements Statser.
-func (b backend) Stats() Stats { return Stats(b.capable.Stats()) }
+func (b backend) Stats() Stats { return Stats(b.Backend.Stats()) }
 
 // routed is a cluster's backend: a backend that is a NodeDoer too.
 type routed struct {
 	backend
-	nodes NodeDoer
+	r *cluster.Router
 }
 
 // Masters implements NodeDoer.
-func (r routed) Masters() []string { return r.nodes.Masters() }
+func (r routed) Masters() []string { return r.r.Masters() }
 
 // DoOn implements NodeDoer.
 func (r routed) DoOn(ctx context.Context, addr string, args ...any) (any, error) {
-	return r.nodes.DoOn(ctx, addr, args...)
+	return r.r.DoOn(ctx, addr, args...)
 }
 
 // grouped is SlotGrouped's backend, over inner.
@@ -36,14 +44,68 @@ type grouped struct {
 func (g grouped) Unwrap() Backend { return g.inner }
 
 // public returns b as the contract has it.
-func public(b capable) Backend {
-	if nd, ok := b.(NodeDoer); ok {
-		return routed{backend{b}, nd}
+func public(b cluster.Backend) Backend {
+	if r, ok := b.(*cluster.Router); ok {
+		return routed{backend{b}, r}
 	}
 	return backend{b}
 }
 
+// muxTransport and poolTransport open the nodes of Multiplexed and Pool
+// for cluster.Open.
+type (
+	muxTransport  Multiplexed
+	poolTransport Pool
+)
+
+func (m muxTransport) NewNode(cfg conn.Config, addr string) (cluster.Node, error) {
+	n, err := mux.New(cfg, addr, mux.Options(m))
+	if err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+func (m muxTransport) OpenNode(ctx context.Context, cfg conn.Config, addr string) (cluster.Node, error) {
+	n, err := mux.Open(ctx, cfg, addr, mux.Options(m))
+	if err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+func (p poolTransport) NewNode(cfg conn.Config, addr string) (cluster.Node, error) {
+	n, err := pool.New(cfg, addr, pool.Options(p))
+	if err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+func (p poolTransport) OpenNode(ctx context.Context, cfg conn.Config, addr string) (cluster.Node, error) {
+	n, err := pool.Open(ctx, cfg, addr, pool.Options(p))
+	if err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+// transportOf returns the transport of s, a Multiplexed or a Pool.
+func transportOf(s Strategy) (cluster.Transport, bool) {
+	switch s := s.(type) {
+	case Multiplexed:
+		return muxTransport(s), true
+	case Pool:
+		return poolTransport(s), true
+	}
+	return nil, false
+}
+
 var (
-	_ Statser  = backend{}
-	_ NodeDoer = routed{}
+	_ Statser         = backend{}
+	_ NodeDoer        = routed{}
+	_ Unwrapper       = grouped{}
+	_ cluster.Node    = (*mux.Node)(nil)
+	_ cluster.Node    = (*pool.Node)(nil)
+	_ cluster.Backend = (*cluster.Router)(nil)
 )

@@ -3,59 +3,44 @@ package strategy
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/redisx-go/kit/internal/cluster"
 )
 
 // InstallShardsForTest makes shards the slot map of b, a cluster backend
-// (or SlotGrouped over one), as if a refresh had read them: the nodes the
-// map no longer lists are retired. The next refresh may start at once.
-// Tests force a map change with it — a master leaving, a stale map —
-// without waiting for the cluster to make one.
+// (or SlotGrouped over one): see cluster.Router.InstallShards.
 func InstallShardsForTest(b Backend, shards []cluster.Shard) error {
-	c, err := clusterOf(b)
+	r, err := routerOf(b)
 	if err != nil {
 		return err
 	}
-	c.refreshMu.Lock()
-	c.lastRefresh = time.Time{}
-	c.refreshMu.Unlock()
-	c.mu.Lock()
-	top, err := c.build(shards)
-	var gone []*member
-	if err == nil {
-		gone = c.install(top)
-	}
-	c.mu.Unlock()
-	retireAll(gone)
-	return err
+	return r.InstallShards(shards)
 }
 
 // RefreshForTest reloads the slot map of b, a cluster backend (or
 // SlotGrouped over one), and waits for the outcome within ctx, as any
 // caller of the shared refresh does.
 func RefreshForTest(ctx context.Context, b Backend) error {
-	c, err := clusterOf(b)
+	r, err := routerOf(b)
 	if err != nil {
 		return err
 	}
-	return c.refresh(ctx)
+	return r.Refresh(ctx)
 }
 
-func clusterOf(b Backend) (*clusterBackend, error) {
-	var m capable
+func routerOf(b Backend) (*cluster.Router, error) {
+	var m cluster.Backend
 	switch w := b.(type) {
 	case grouped:
-		m = w.capable.(*slotGrouped).inner
+		m = w.Backend.(*cluster.Grouped).Inner()
 	case routed:
-		m = w.capable
+		m = w.Backend
 	case backend:
-		m = w.capable
+		m = w.Backend
 	}
-	c, ok := m.(*clusterBackend)
+	r, ok := m.(*cluster.Router)
 	if !ok {
 		return nil, fmt.Errorf("%T is not a cluster backend", b)
 	}
-	return c, nil
+	return r, nil
 }

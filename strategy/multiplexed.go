@@ -2,6 +2,8 @@ package strategy
 
 import (
 	"context"
+
+	"github.com/redisx-go/kit/internal/cluster"
 	"github.com/redisx-go/kit/internal/conn"
 	"github.com/redisx-go/kit/internal/mux"
 )
@@ -66,27 +68,9 @@ func (m Multiplexed) Open(ctx context.Context, cfg Config) (Backend, error) {
 	if _, err := mux.Options(m).WithDefaults(); err != nil {
 		return nil, err
 	}
-	b, err := openDeployment(ctx, conn.Config(cfg), m)
+	b, err := cluster.Open(ctx, conn.Config(cfg), muxTransport(m))
 	if err != nil {
 		return nil, err
 	}
 	return public(b), nil
-}
-
-// NewNode implements transport.
-func (m Multiplexed) NewNode(cfg conn.Config, addr string) (node, error) {
-	n, err := mux.New(cfg, addr, mux.Options(m))
-	if err != nil {
-		return nil, err
-	}
-	return n, nil
-}
-
-// OpenNode implements transport.
-func (m Multiplexed) OpenNode(ctx context.Context, cfg conn.Config, addr string) (node, error) {
-	n, err := mux.Open(ctx, cfg, addr, mux.Options(m))
-	if err != nil {
-		return nil, err
-	}
-	return n, nil
 }

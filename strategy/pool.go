@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/redisx-go/kit/internal/cluster"
 	"github.com/redisx-go/kit/internal/conn"
 	"github.com/redisx-go/kit/internal/pool"
 )
@@ -46,27 +47,9 @@ func (p Pool) Open(ctx context.Context, cfg Config) (Backend, error) {
 	if _, err := pool.Options(p).WithDefaults(); err != nil {
 		return nil, err
 	}
-	b, err := openDeployment(ctx, conn.Config(cfg), p)
+	b, err := cluster.Open(ctx, conn.Config(cfg), poolTransport(p))
 	if err != nil {
 		return nil, err
 	}
 	return public(b), nil
-}
-
-// NewNode implements transport.
-func (p Pool) NewNode(cfg conn.Config, addr string) (node, error) {
-	n, err := pool.New(cfg, addr, pool.Options(p))
-	if err != nil {
-		return nil, err
-	}
-	return n, nil
-}
-
-// OpenNode implements transport.
-func (p Pool) OpenNode(ctx context.Context, cfg conn.Config, addr string) (node, error) {
-	n, err := pool.Open(ctx, cfg, addr, pool.Options(p))
-	if err != nil {
-		return nil, err
-	}
-	return n, nil
 }

@@ -2,10 +2,10 @@ package mux
 
 import (
 	"context"
-	"github.com/redisx-go/kit/internal/conn"
 	"sync"
 	"sync/atomic"
 
+	"github.com/redisx-go/kit/internal/conn"
 	"github.com/redisx-go/kit/internal/resp"
 )
 

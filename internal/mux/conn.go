@@ -3,12 +3,12 @@ package mux
 import (
 	"context"
 	"errors"
-	"github.com/redisx-go/kit/internal/conn"
 	"net"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/redisx-go/kit/internal/conn"
 	"github.com/redisx-go/kit/internal/resp"
 )
 

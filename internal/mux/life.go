@@ -3,8 +3,9 @@ package mux
 import (
 	"context"
 	"fmt"
-	"github.com/redisx-go/kit/internal/conn"
 	"time"
+
+	"github.com/redisx-go/kit/internal/conn"
 )
 
 // The life of a node's connections: dialled on demand, one dial per slot;

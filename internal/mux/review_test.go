@@ -6,7 +6,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"github.com/redisx-go/kit/internal/conn"
 	"math/rand/v2"
 	"strconv"
 	"sync"
@@ -14,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redisx-go/kit/internal/conn"
 	"github.com/redisx-go/kit/internal/faultproxy"
 	"github.com/redisx-go/kit/internal/launcher"
 )
@@ -325,7 +325,7 @@ func reviewBigValue(key string, n int) []byte {
 // several chunks (sealed chunks written with writev; over TLS one record
 // per chunk), from many goroutines, each one's key its own, with
 // contexts that sometimes end, and reads each back — through a lone
-// call, a pipeline exec (GET + conn.PTTL) and send/await: every value comes
+// call, a pipeline exec (GET + PTTL) and send/await: every value comes
 // back whole and its own, whatever chunks were reused meanwhile.
 func TestMuxReviewBigValuesAcrossChunks(t *testing.T) {
 	plain, secure, _ := muxReviewTargets(t)

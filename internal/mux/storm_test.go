@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/redisx-go/kit/internal/conn"
 	"math/rand/v2"
 	"runtime"
 	"strconv"
@@ -13,10 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
+	"github.com/redisx-go/kit/internal/conn"
 	"github.com/redisx-go/kit/internal/faultproxy"
 	"github.com/redisx-go/kit/internal/launcher"
+	"go.uber.org/goleak"
 )
 
 // The adversarial reading of muxConn (see muxreview_internal_test.go)

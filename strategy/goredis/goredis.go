@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/redisx-go/kit/internal/conn"
 	"math"
 	"math/big"
 	"slices"
@@ -16,6 +15,7 @@ import (
 	redigo "github.com/gomodule/redigo/redis"
 	"github.com/redis/go-redis/v9"
 	"github.com/redisx-go/kit/internal/command"
+	"github.com/redisx-go/kit/internal/conn"
 	"github.com/redisx-go/kit/internal/resp"
 	"github.com/redisx-go/kit/strategy"
 )

@@ -1,9 +1,10 @@
-package strategy
+package cluster
 
 import (
-	"github.com/redisx-go/kit/internal/conn"
 	"sync"
 	"sync/atomic"
+
+	"github.com/redisx-go/kit/internal/conn"
 )
 
 // The cluster's nodes and their lifetime. The cluster holds a node open
@@ -27,8 +28,8 @@ import (
 // (and backs off) or the retirement sees the call (and leaves the closing
 // to its release); whoever sees zero last closes, once.
 type member struct {
-	n       node // the node; use it between acquire and release
-	c       *clusterBackend
+	n       Node // the node; use it between acquire and release
+	c       *Router
 	refs    atomic.Int64
 	retired atomic.Bool
 	once    sync.Once
@@ -42,7 +43,7 @@ func (m *member) address() string {
 	return m.n.Address()
 }
 
-func (c *clusterBackend) newMember(n node) *member {
+func (c *Router) newMember(n Node) *member {
 	return &member{n: n, c: c}
 }
 
@@ -88,9 +89,9 @@ func (m *member) shut() {
 
 // memberLocked returns the node of addr, creating it (unconnected) on
 // first use. c.mu must be held.
-func (c *clusterBackend) memberLocked(addr string) (*member, error) {
+func (c *Router) memberLocked(addr string) (*member, error) {
 	if c.nodes == nil {
-		return nil, ErrClosed
+		return nil, conn.ErrClosed
 	}
 	if m, ok := c.nodes[addr]; ok {
 		return m, nil
@@ -107,7 +108,7 @@ func (c *clusterBackend) memberLocked(addr string) (*member, error) {
 // acquireAddr returns the node of addr, created on first use, acquired:
 // the caller must release it. A node that is not a master is retired at
 // the next change of the map (see prune).
-func (c *clusterBackend) acquireAddr(addr string) (*member, error) {
+func (c *Router) acquireAddr(addr string) (*member, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	m, err := c.memberLocked(addr)
@@ -123,7 +124,7 @@ func (c *clusterBackend) acquireAddr(addr string) (*member, error) {
 
 // acquireMasters returns every master of the current map, acquired: the
 // caller must release them.
-func (c *clusterBackend) acquireMasters() []*member {
+func (c *Router) acquireMasters() []*member {
 	for {
 		masters := c.state.Load().masters
 		held := make([]*member, 0, len(masters))
@@ -144,7 +145,7 @@ func (c *clusterBackend) acquireMasters() []*member {
 
 // install makes top the slot map and takes the nodes it no longer needs
 // out of c.nodes (see prune). c.mu must be held.
-func (c *clusterBackend) install(top *topology) []*member {
+func (c *Router) install(top *topology) []*member {
 	c.state.Store(top)
 	return c.prune()
 }
@@ -153,7 +154,7 @@ func (c *clusterBackend) install(top *topology) []*member {
 // c.nodes, so that no new call finds it, and returns them: the caller
 // retires them once it has released c.mu (retire may close, which takes
 // c.mu). Calls holding them meanwhile keep them open. c.mu must be held.
-func (c *clusterBackend) prune() []*member {
+func (c *Router) prune() []*member {
 	if c.nodes == nil {
 		return nil
 	}
@@ -180,7 +181,7 @@ func retireAll(ms []*member) {
 }
 
 // Close implements Backend. Calls still in flight fail with ErrClosed.
-func (c *clusterBackend) Close() error {
+func (c *Router) Close() error {
 	c.refreshMu.Lock() // see startLocked
 	wasClosed := c.closed.Swap(true)
 	c.stopRefreshesLocked()
@@ -210,7 +211,7 @@ func (c *clusterBackend) Close() error {
 
 // Stats implements Statser: the figures of the nodes held open, and the
 // counters of those closed since, summed.
-func (c *clusterBackend) Stats() conn.Stats {
+func (c *Router) Stats() conn.Stats {
 	s := conn.Stats{Strategy: c.name}
 	c.mu.Lock()
 	s.AddCounters(c.gone)

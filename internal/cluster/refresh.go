@@ -1,11 +1,11 @@
-package strategy
+package cluster
 
 import (
 	"context"
 	"math/rand/v2"
 	"time"
 
-	"github.com/redisx-go/kit/internal/cluster"
+	"github.com/redisx-go/kit/internal/conn"
 )
 
 // Slot-map refreshes. A reload asks one node for the whole map and
@@ -25,7 +25,7 @@ import (
 
 // triggerRefresh asks for a reload in the background: now, or at the end
 // of the cooldown.
-func (c *clusterBackend) triggerRefresh() {
+func (c *Router) triggerRefresh() {
 	c.refreshMu.Lock()
 	defer c.refreshMu.Unlock()
 	if c.refreshing != nil {
@@ -39,7 +39,7 @@ func (c *clusterBackend) triggerRefresh() {
 // joins the reload in progress, or starts one. Within the cooldown it
 // returns nil at once (the map is that recent), leaving a trailing reload
 // due.
-func (c *clusterBackend) refresh(ctx context.Context) error {
+func (c *Router) refresh(ctx context.Context) error {
 	c.refreshMu.Lock()
 	w := c.refreshing
 	if w == nil {
@@ -60,7 +60,7 @@ func (c *clusterBackend) refresh(ctx context.Context) error {
 // startLocked starts a reload and returns it, or, within the cooldown,
 // arranges the trailing reload and returns nil; nil too once the client is
 // closed. No reload may be in progress. c.refreshMu must be held.
-func (c *clusterBackend) startLocked() *dialWait {
+func (c *Router) startLocked() *dialWait {
 	// closed is checked under refreshMu, which Close holds to set it, so
 	// no goroutine is added to wg once Close waits for them.
 	if c.closed.Load() {
@@ -81,7 +81,7 @@ func (c *clusterBackend) startLocked() *dialWait {
 }
 
 // runTrailing is the trailing reload's timer.
-func (c *clusterBackend) runTrailing() {
+func (c *Router) runTrailing() {
 	defer c.wg.Done()
 	c.refreshMu.Lock()
 	defer c.refreshMu.Unlock()
@@ -94,7 +94,7 @@ func (c *clusterBackend) runTrailing() {
 }
 
 // runReload runs the reload w stands for and publishes its outcome.
-func (c *clusterBackend) runReload(w *dialWait) {
+func (c *Router) runReload(w *dialWait) {
 	defer c.wg.Done()
 	err := c.reload()
 	c.refreshes.Add(1)
@@ -115,7 +115,7 @@ func (c *clusterBackend) runReload(w *dialWait) {
 
 // stopRefreshesLocked ends the refreshes for Close: no new one starts, the
 // trailing one is cancelled. c.refreshMu must be held.
-func (c *clusterBackend) stopRefreshesLocked() {
+func (c *Router) stopRefreshesLocked() {
 	if c.trailing != nil && c.trailing.Stop() {
 		c.wg.Done() // its runTrailing will not run
 	}
@@ -125,17 +125,17 @@ func (c *clusterBackend) stopRefreshesLocked() {
 // reload asks the current masters (in random order), then the seeds, for
 // the shards, and installs the first answer. Seeds that are not masters
 // are closed again once the map is known.
-func (c *clusterBackend) reload() error {
+func (c *Router) reload() error {
 	var addrs []string
 	for _, m := range c.state.Load().masters {
 		addrs = append(addrs, m.n.Address())
 	}
 	rand.Shuffle(len(addrs), func(i, j int) { addrs[i], addrs[j] = addrs[j], addrs[i] })
 	addrs = append(addrs, c.cfg.Addrs...)
-	err := ErrClosed
+	err := conn.ErrClosed
 	for _, addr := range addrs {
 		if c.closed.Load() {
-			return ErrClosed
+			return conn.ErrClosed
 		}
 		var n *member
 		if n, err = c.acquireAddr(addr); err != nil {
@@ -144,7 +144,7 @@ func (c *clusterBackend) reload() error {
 		// The refresh is shared by every caller that needs it: it runs
 		// under a context of its own, never a caller's (issue #7).
 		ctx, cancel := context.WithTimeout(c.life, refreshTimeout)
-		var shards []cluster.Shard
+		var shards []Shard
 		shards, err = discover(ctx, n.n, c.cfg.TLS != nil)
 		cancel()
 		n.release()
@@ -155,7 +155,7 @@ func (c *clusterBackend) reload() error {
 		var top *topology
 		var gone []*member
 		if c.nodes == nil {
-			err = ErrClosed
+			err = conn.ErrClosed
 		} else if top, err = c.build(shards); err == nil {
 			gone = c.install(top)
 		}
@@ -173,7 +173,7 @@ func (c *clusterBackend) reload() error {
 }
 
 // refreshLoop reloads the map every refreshPeriod, until Close.
-func (c *clusterBackend) refreshLoop() {
+func (c *Router) refreshLoop() {
 	defer c.wg.Done()
 	t := time.NewTicker(refreshPeriod)
 	defer t.Stop()

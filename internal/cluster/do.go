@@ -1,16 +1,15 @@
-package strategy
+package cluster
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/redisx-go/kit/internal/conn"
 	"math/rand/v2"
 	"strings"
 
 	"github.com/gomodule/redigo/redis"
-	"github.com/redisx-go/kit/internal/cluster"
 	"github.com/redisx-go/kit/internal/command"
+	"github.com/redisx-go/kit/internal/conn"
 )
 
 // Routing of generic commands (Do) on a cluster. Where a command goes is
@@ -34,12 +33,12 @@ import (
 // Do implements Doer; see above for where each command goes. Do follows
 // redirects and TRYAGAIN but does not retry after a connection failure:
 // the command may have run.
-func (c *clusterBackend) Do(ctx context.Context, args ...any) (any, error) {
+func (c *Router) Do(ctx context.Context, args ...any) (any, error) {
 	if _, err := conn.CheckCommand(args); err != nil {
 		return nil, err
 	}
 	if c.closed.Load() {
-		return nil, ErrClosed
+		return nil, conn.ErrClosed
 	}
 	spec := command.Lookup(args)
 	if spec == nil {
@@ -64,11 +63,11 @@ func (c *clusterBackend) Do(ctx context.Context, args ...any) (any, error) {
 }
 
 // doSlot runs args, a command on keys, on the master of slot.
-func (c *clusterBackend) doSlot(ctx context.Context, slot int, keys []string, args []any) (any, error) {
+func (c *Router) doSlot(ctx context.Context, slot int, keys []string, args []any) (any, error) {
 	var v any
 	err := c.route(ctx, slot,
-		func(n node) (err error) { v, err = n.Do(ctx, args...); return err },
-		func(n node) error {
+		func(n Node) (err error) { v, err = n.Do(ctx, args...); return err },
+		func(n Node) error {
 			rp := conn.Reply{Kind: conn.ReplyAny}
 			err := askExec(ctx, n, keys, &rp, func(b []byte) []byte {
 				b, _ = conn.AppendArgs(b, args) // checked by Do
@@ -82,12 +81,12 @@ func (c *clusterBackend) doSlot(ctx context.Context, slot int, keys []string, ar
 
 // doAny runs a keyless command on one master, picked at random (weighted
 // by the slots it serves).
-func (c *clusterBackend) doAny(ctx context.Context, args []any) (any, error) {
-	return c.doSlot(ctx, rand.IntN(cluster.Slots), nil, args)
+func (c *Router) doAny(ctx context.Context, args []any) (any, error) {
+	return c.doSlot(ctx, rand.IntN(Slots), nil, args)
 }
 
 // doKeyless sends a command without keys as its request policy says.
-func (c *clusterBackend) doKeyless(ctx context.Context, spec *command.Spec, args []any) (any, error) {
+func (c *Router) doKeyless(ctx context.Context, spec *command.Spec, args []any) (any, error) {
 	switch spec.Request {
 	case command.AllShards, command.AllNodes:
 		if spec.Response == command.SpecialResponse {
@@ -107,12 +106,12 @@ func (c *clusterBackend) doKeyless(ctx context.Context, spec *command.Spec, args
 // cannot be combined into one.
 func perNode(name string) error {
 	return fmt.Errorf("%w: %s on a cluster: each master answers for itself (its own cursor or report) and the replies do not combine into one; "+
-		"run it on every address of Masters with DoOn (strategy.NodeDoer)", ErrUnsupported, name)
+		"run it on every address of Masters with DoOn (strategy.NodeDoer)", conn.ErrUnsupported, name)
 }
 
 // doUnknown routes a command the table does not know by the keys the
 // server reports for it.
-func (c *clusterBackend) doUnknown(ctx context.Context, args []any) (any, error) {
+func (c *Router) doUnknown(ctx context.Context, args []any) (any, error) {
 	v, err := c.doAny(ctx, append([]any{"COMMAND", "GETKEYS"}, args...))
 	var re redis.Error
 	if errors.As(err, &re) {
@@ -145,9 +144,9 @@ func (c *clusterBackend) doUnknown(ctx context.Context, args []any) (any, error)
 // command with CROSSSLOT. pos, when known, are the keys' argument indexes,
 // for the message (keys themselves are never put in errors).
 func oneSlot(name string, keys []string, pos []int, multiShard bool) (int, error) {
-	slot := cluster.Slot(keys[0])
+	slot := Slot(keys[0])
 	for i := 1; i < len(keys); i++ {
-		s := cluster.Slot(keys[i])
+		s := Slot(keys[i])
 		if s == slot {
 			continue
 		}
@@ -160,7 +159,7 @@ func oneSlot(name string, keys []string, pos []int, multiShard bool) (int, error
 			hint = ", or use the client's MGet, MSet or Del, which split keys by slot"
 		}
 		return 0, fmt.Errorf("%w: %s: its keys span %s; on a cluster the keys of one command must share a slot "+
-			"(the server would reply CROSSSLOT): give them a common {hash tag}%s", ErrInvalidArgument, name, where, hint)
+			"(the server would reply CROSSSLOT): give them a common {hash tag}%s", conn.ErrInvalidArgument, name, where, hint)
 	}
 	return slot, nil
 }
@@ -177,7 +176,7 @@ func commandName(args []any, spec *command.Spec) string {
 
 // doAll runs a keyless command on every master at once and combines the
 // replies as the command's response policy says.
-func (c *clusterBackend) doAll(ctx context.Context, spec *command.Spec, args []any) (any, error) {
+func (c *Router) doAll(ctx context.Context, spec *command.Spec, args []any) (any, error) {
 	masters := c.acquireMasters()
 	defer func() {
 		for _, m := range masters {
@@ -319,7 +318,7 @@ func lenOf(b any) any {
 
 // Masters implements NodeDoer: the masters of the current slot map, in
 // the order of their first slot.
-func (c *clusterBackend) Masters() []string {
+func (c *Router) Masters() []string {
 	if c.closed.Load() {
 		return nil
 	}
@@ -332,12 +331,12 @@ func (c *clusterBackend) Masters() []string {
 }
 
 // DoOn implements NodeDoer.
-func (c *clusterBackend) DoOn(ctx context.Context, addr string, args ...any) (any, error) {
+func (c *Router) DoOn(ctx context.Context, addr string, args ...any) (any, error) {
 	if _, err := conn.CheckCommand(args); err != nil {
 		return nil, err
 	}
 	if c.closed.Load() {
-		return nil, ErrClosed
+		return nil, conn.ErrClosed
 	}
 	for {
 		var m *member
@@ -348,7 +347,7 @@ func (c *clusterBackend) DoOn(ctx context.Context, addr string, args ...any) (an
 			}
 		}
 		if m == nil {
-			return nil, fmt.Errorf("%w: DoOn: %s is not a master of the cluster's slot map (see Masters)", ErrInvalidArgument, addr)
+			return nil, fmt.Errorf("%w: DoOn: %s is not a master of the cluster's slot map (see Masters)", conn.ErrInvalidArgument, addr)
 		}
 		if !m.acquire() {
 			continue // retired since we loaded the map: look in the new one

@@ -1,4 +1,4 @@
-package strategy
+package cluster
 
 import (
 	"context"
@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/gomodule/redigo/redis"
-	"github.com/redisx-go/kit/internal/cluster"
 	"github.com/redisx-go/kit/internal/conn"
 )
 
@@ -34,9 +33,9 @@ const (
 	refreshTimeout  = 2 * time.Second        // one refresh attempt
 )
 
-type clusterBackend struct {
+type Router struct {
 	cfg   conn.Config
-	t     transport
+	t     Transport
 	name  string // the transport's Stats name, kept for Stats after Close
 	state atomic.Pointer[topology]
 
@@ -73,7 +72,7 @@ type dialWait struct {
 // members of the cluster's nodes when it is installed; a member that
 // leaves a later view is retired (see member).
 type topology struct {
-	owner   [cluster.Slots]uint16 // 0: unassigned; i+1: masters[i]
+	owner   [Slots]uint16 // 0: unassigned; i+1: masters[i]
 	masters []*member
 }
 
@@ -85,8 +84,8 @@ func (t *topology) master(slot int) *member {
 	return nil
 }
 
-func newCluster(cfg conn.Config, t transport, seed node, shards []cluster.Shard) (*clusterBackend, error) {
-	c := &clusterBackend{
+func newRouter(cfg conn.Config, t Transport, seed Node, shards []Shard) (*Router, error) {
+	c := &Router{
 		cfg:      cfg,
 		t:        t,
 		name:     seed.Stats().Strategy,
@@ -115,11 +114,11 @@ func newCluster(cfg conn.Config, t transport, seed node, shards []cluster.Shard)
 
 // build makes the topology of shards, creating (unconnected) the nodes of
 // masters met for the first time. c.mu must be held.
-func (c *clusterBackend) build(shards []cluster.Shard) (*topology, error) {
-	m := cluster.NewMap(shards)
+func (c *Router) build(shards []Shard) (*topology, error) {
+	m := NewMap(shards)
 	top := &topology{}
 	index := map[string]uint16{}
-	for slot := 0; slot < cluster.Slots; slot++ {
+	for slot := 0; slot < Slots; slot++ {
 		addr := m.Master(slot)
 		if addr == "" {
 			continue
@@ -141,7 +140,7 @@ func (c *clusterBackend) build(shards []cluster.Shard) (*topology, error) {
 
 // moved points slot at addr at once; the background refresh brings the
 // rest of the map up to date. A master left without slots leaves the map.
-func (c *clusterBackend) moved(slot int, addr string) {
+func (c *Router) moved(slot int, addr string) {
 	c.mu.Lock()
 	n, err := c.memberLocked(addr)
 	if err != nil {
@@ -162,7 +161,7 @@ func (c *clusterBackend) moved(slot int, addr string) {
 	}
 	top := &topology{}
 	index := map[*member]uint16{}
-	for s := range cluster.Slots {
+	for s := range Slots {
 		m := owner(s)
 		if m == nil {
 			continue
@@ -190,9 +189,9 @@ func (c *clusterBackend) moved(slot int, addr string) {
 // (redisx.Retry, which Temporary and Unsent inform). The node is held
 // (acquire) for the length of each call, so that it is not closed under
 // it.
-func (c *clusterBackend) route(ctx context.Context, slot int, op, ask func(node) error) error {
+func (c *Router) route(ctx context.Context, slot int, op, ask func(Node) error) error {
 	if c.closed.Load() {
-		return ErrClosed
+		return conn.ErrClosed
 	}
 	var err error
 	for redirects := 0; ; redirects++ {
@@ -248,19 +247,19 @@ func (c *clusterBackend) route(ctx context.Context, slot int, op, ask func(node)
 }
 
 // redirectOf returns the MOVED or ASK redirect err holds, if any.
-func redirectOf(err error) (cluster.Redirect, bool) {
+func redirectOf(err error) (Redirect, bool) {
 	var re redis.Error
 	if !errors.As(err, &re) {
-		return cluster.Redirect{}, false
+		return Redirect{}, false
 	}
-	return cluster.ParseRedirect(string(re))
+	return ParseRedirect(string(re))
 }
 
 // refreshAfter triggers a reload of the slot map when err, a failed
 // call's, shows the map may be stale: a master that refused or broke a
 // connection, or a reply such as CLUSTERDOWN or TRYAGAIN.
-func (c *clusterBackend) refreshAfter(err error) {
-	if errors.Is(err, ErrClosed) || !Temporary(err) {
+func (c *Router) refreshAfter(err error) {
+	if errors.Is(err, conn.ErrClosed) || !conn.Temporary(err) {
 		return
 	}
 	c.triggerRefresh()
@@ -270,4 +269,30 @@ func (c *clusterBackend) refreshAfter(err error) {
 // the current map serves: the cluster is down or its topology is
 // changing. The map is reloaded meanwhile, so a later attempt may
 // succeed; nothing was sent.
-var errSlotUnserved = conn.MarkUnsent(fmt.Errorf("%w: slot served by no master (cluster down or topology changing)", ErrConnection))
+var errSlotUnserved = conn.MarkUnsent(fmt.Errorf("%w: slot served by no master (cluster down or topology changing)", conn.ErrConnection))
+
+// InstallShards makes shards the slot map, as if a refresh had read them:
+// the nodes the map no longer lists are retired, and the next refresh may
+// start at once. Tests force a map change with it — a master leaving, a
+// stale map — without waiting for the cluster to make one.
+func (c *Router) InstallShards(shards []Shard) error {
+	c.refreshMu.Lock()
+	c.lastRefresh = time.Time{}
+	c.refreshMu.Unlock()
+	c.mu.Lock()
+	top, err := c.build(shards)
+	var gone []*member
+	if err == nil {
+		gone = c.install(top)
+	}
+	c.mu.Unlock()
+	retireAll(gone)
+	return err
+}
+
+// Refresh reloads the slot map and waits for the outcome within ctx, as
+// any caller of the shared refresh does.
+func (c *Router) Refresh(ctx context.Context) error { return c.refresh(ctx) }
+
+// Inner is the backend a Grouped runs over.
+func (g *Grouped) Inner() Backend { return g.inner }

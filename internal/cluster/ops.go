@@ -1,13 +1,12 @@
-package strategy
+package cluster
 
 import (
 	"context"
-	"github.com/redisx-go/kit/internal/conn"
 	"maps"
 	"slices"
 	"time"
 
-	"github.com/redisx-go/kit/internal/cluster"
+	"github.com/redisx-go/kit/internal/conn"
 )
 
 // The cache operations on a cluster. Single-key calls go to the slot's
@@ -19,7 +18,7 @@ const askingCmd = "*1\r\n$6\r\nASKING\r\n"
 
 // askExec runs the command appended by enc, on keys, on n right after
 // ASKING, in one round trip, decoding its reply into rp.
-func askExec(ctx context.Context, n node, keys []string, rp *conn.Reply, enc func([]byte) []byte) error {
+func askExec(ctx context.Context, n Node, keys []string, rp *conn.Reply, enc func([]byte) []byte) error {
 	buf := enc(append(make([]byte, 0, 64), askingCmd...))
 	rps := []conn.Reply{{Kind: conn.ReplyOK}, *rp}
 	if err := n.Exec(ctx, keys, buf, rps); err != nil {
@@ -33,15 +32,15 @@ func askExec(ctx context.Context, n node, keys []string, rp *conn.Reply, enc fun
 }
 
 // Get implements Backend.
-func (c *clusterBackend) Get(ctx context.Context, key string) ([]byte, error) {
+func (c *Router) Get(ctx context.Context, key string) ([]byte, error) {
 	var v []byte
-	err := c.route(ctx, cluster.Slot(key),
-		func(n node) (err error) { v, err = n.Get(ctx, key); return err },
-		func(n node) error {
+	err := c.route(ctx, Slot(key),
+		func(n Node) (err error) { v, err = n.Get(ctx, key); return err },
+		func(n Node) error {
 			rp := conn.Reply{Kind: conn.ReplyBulk}
 			err := askExec(ctx, n, []string{key}, &rp, func(b []byte) []byte { return conn.AppendGet(b, key) })
 			if err == nil && rp.Val == nil {
-				err = ErrNotFound
+				err = conn.ErrNotFound
 			}
 			v = rp.Val
 			return err
@@ -53,10 +52,10 @@ func (c *clusterBackend) Get(ctx context.Context, key string) ([]byte, error) {
 }
 
 // Set implements Backend.
-func (c *clusterBackend) Set(ctx context.Context, key string, value []byte, ttl time.Duration) error {
-	return c.route(ctx, cluster.Slot(key),
-		func(n node) error { return n.Set(ctx, key, value, ttl) },
-		func(n node) error {
+func (c *Router) Set(ctx context.Context, key string, value []byte, ttl time.Duration) error {
+	return c.route(ctx, Slot(key),
+		func(n Node) error { return n.Set(ctx, key, value, ttl) },
+		func(n Node) error {
 			rp := conn.Reply{Kind: conn.ReplyOK}
 			return askExec(ctx, n, []string{key}, &rp, func(b []byte) []byte { return conn.AppendSet(b, key, value, ttl) })
 		})
@@ -74,7 +73,7 @@ func groupBySlot(keys []string) []slotGroup {
 	var groups []slotGroup
 	index := map[int]int{}
 	for i, k := range keys {
-		s := cluster.Slot(k)
+		s := Slot(k)
 		g, ok := index[s]
 		if !ok {
 			g = len(groups)
@@ -88,13 +87,13 @@ func groupBySlot(keys []string) []slotGroup {
 }
 
 // Del implements Backend: one DEL per slot, one after another.
-func (c *clusterBackend) Del(ctx context.Context, keys ...string) (int64, error) {
+func (c *Router) Del(ctx context.Context, keys ...string) (int64, error) {
 	var total int64
 	for i, g := range groupBySlot(keys) {
 		var n64 int64
 		err := c.route(ctx, g.slot,
-			func(n node) (err error) { n64, err = n.Del(ctx, g.keys...); return err },
-			func(n node) error {
+			func(n Node) (err error) { n64, err = n.Del(ctx, g.keys...); return err },
+			func(n Node) error {
 				rp := conn.Reply{Kind: conn.ReplyInt}
 				err := askExec(ctx, n, g.keys, &rp, func(b []byte) []byte { return conn.AppendKeys(b, "DEL", g.keys) })
 				n64 = rp.Num
@@ -112,11 +111,11 @@ func (c *clusterBackend) Del(ctx context.Context, keys ...string) (int64, error)
 }
 
 // mgetSlot reads one slot's keys into vs at their positions.
-func (c *clusterBackend) mgetSlot(ctx context.Context, g slotGroup, vs [][]byte) error {
+func (c *Router) mgetSlot(ctx context.Context, g slotGroup, vs [][]byte) error {
 	var got [][]byte
 	err := c.route(ctx, g.slot,
-		func(n node) (err error) { got, err = n.MGet(ctx, g.keys); return err },
-		func(n node) error {
+		func(n Node) (err error) { got, err = n.MGet(ctx, g.keys); return err },
+		func(n Node) error {
 			rp := conn.Reply{Kind: conn.ReplyBulks, Vals: make([][]byte, len(g.keys))}
 			err := askExec(ctx, n, g.keys, &rp, func(b []byte) []byte { return conn.AppendKeys(b, "MGET", g.keys) })
 			got = rp.Vals
@@ -132,7 +131,7 @@ func (c *clusterBackend) mgetSlot(ctx context.Context, g slotGroup, vs [][]byte)
 }
 
 // MGet implements MultiGetter: one MGET per slot, one after another.
-func (c *clusterBackend) MGet(ctx context.Context, keys []string) ([][]byte, error) {
+func (c *Router) MGet(ctx context.Context, keys []string) ([][]byte, error) {
 	vs := make([][]byte, len(keys))
 	for _, g := range groupBySlot(keys) {
 		if err := c.mgetSlot(ctx, g, vs); err != nil {
@@ -143,11 +142,11 @@ func (c *clusterBackend) MGet(ctx context.Context, keys []string) ([][]byte, err
 }
 
 // msetSlot stores one slot's pairs.
-func (c *clusterBackend) msetSlot(ctx context.Context, slot int, kv map[string][]byte, ttl time.Duration) error {
+func (c *Router) msetSlot(ctx context.Context, slot int, kv map[string][]byte, ttl time.Duration) error {
 	keys := slices.Collect(maps.Keys(kv))
 	return c.route(ctx, slot,
-		func(n node) error { return n.MSet(ctx, kv, ttl) },
-		func(n node) error {
+		func(n Node) error { return n.MSet(ctx, kv, ttl) },
+		func(n Node) error {
 			rp := conn.Reply{Kind: conn.ReplyOK}
 			return askExec(ctx, n, keys, &rp, func(b []byte) []byte {
 				b, rp.N = conn.AppendMSet(b, kv, ttl)
@@ -158,11 +157,11 @@ func (c *clusterBackend) msetSlot(ctx context.Context, slot int, kv map[string][
 
 // MSet implements MultiSetter: one MSET (or run of SETs with a ttl) per
 // slot, one after another.
-func (c *clusterBackend) MSet(ctx context.Context, kv map[string][]byte, ttl time.Duration) error {
+func (c *Router) MSet(ctx context.Context, kv map[string][]byte, ttl time.Duration) error {
 	bySlot := map[int]map[string][]byte{}
 	var order []int
 	for k, v := range kv {
-		s := cluster.Slot(k)
+		s := Slot(k)
 		m, ok := bySlot[s]
 		if !ok {
 			m = map[string][]byte{}

@@ -1,66 +1,67 @@
-package strategy
+package cluster
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/redisx-go/kit/internal/conn"
-	"github.com/redisx-go/kit/internal/mux"
-	"github.com/redisx-go/kit/internal/pool"
 	"strings"
+	"time"
+
+	"github.com/redisx-go/kit/internal/conn"
 
 	"github.com/gomodule/redigo/redis"
-	"github.com/redisx-go/kit/internal/cluster"
 )
 
-// capable is every capability the backends of this package offer, as
-// the transports have them: their Stats are conn.Stats (see backend).
-type capable interface {
-	Backend
-	MultiGetter
-	MultiSetter
-	Doer
-	TTLGetter
+// Backend is what a transport's node, a Router and a Grouped offer:
+// strategy.Backend and its optional interfaces as this module's backends
+// have them, with conn.Stats for Stats (package strategy converts them).
+type Backend interface {
+	Get(ctx context.Context, key string) ([]byte, error)
+	Set(ctx context.Context, key string, value []byte, ttl time.Duration) error
+	Del(ctx context.Context, keys ...string) (int64, error)
+	Close() error
+	MGet(ctx context.Context, keys []string) ([][]byte, error)
+	MSet(ctx context.Context, kv map[string][]byte, ttl time.Duration) error
+	Do(ctx context.Context, args ...any) (any, error)
+	GetWithTTL(ctx context.Context, key string) ([]byte, time.Duration, error)
+	MGetWithTTL(ctx context.Context, keys []string) ([][]byte, []time.Duration, error)
 	Stats() conn.Stats
 }
 
 var (
-	_ node     = (*mux.Node)(nil)
-	_ node     = (*pool.Node)(nil)
-	_ capable  = (*clusterBackend)(nil)
-	_ NodeDoer = (*clusterBackend)(nil)
-	_ capable  = (*slotGrouped)(nil)
+	_ Backend = (*Router)(nil)
+	_ Backend = (*Grouped)(nil)
 )
 
-// node is a transport's backend for one server: the unit a cluster
-// routes to.
-type node interface {
-	capable
+// Node is a transport's backend for one server: the unit a cluster
+// routes to (mux.Node, pool.Node).
+type Node interface {
+	Backend
 	// Exec sends the commands encoded in buf back to back, on the
 	// connection of keys, the keys they name, and decodes their replies
 	// into rps.
 	Exec(ctx context.Context, keys []string, buf []byte, rps []conn.Reply) error
+	// Address is the node's host:port.
 	Address() string
 }
 
-// transport is implemented by the strategy values that open nodes:
-// Multiplexed and Pool.
-type transport interface {
-	Strategy
+// Transport opens the nodes of one transport (package strategy has one
+// for Multiplexed and one for Pool).
+type Transport interface {
 	// NewNode returns a node for addr without connecting.
-	NewNode(cfg conn.Config, addr string) (node, error)
+	NewNode(cfg conn.Config, addr string) (Node, error)
 	// OpenNode returns a node for addr once it has connected.
-	OpenNode(ctx context.Context, cfg conn.Config, addr string) (node, error)
+	OpenNode(ctx context.Context, cfg conn.Config, addr string) (Node, error)
 }
 
 var errNotCluster = errors.New("cluster support disabled")
 
-// openDeployment connects to the first seed that answers and finds out
+// Open connects to the first seed that answers and finds out
 // whether it is a standalone server (the node is returned as is) or a
 // cluster member (a cluster backend over one node per master is).
-func openDeployment(ctx context.Context, cfg conn.Config, t transport) (capable, error) {
+func Open(ctx context.Context, cfg conn.Config, t Transport) (Backend, error) {
 	if len(cfg.Addrs) == 0 {
-		return nil, fmt.Errorf("%w: no address", ErrInvalidArgument)
+		return nil, fmt.Errorf("%w: no address", conn.ErrInvalidArgument)
 	}
 	var errs []error
 	for _, addr := range cfg.Addrs {
@@ -80,9 +81,9 @@ func openDeployment(ctx context.Context, cfg conn.Config, t transport) (capable,
 		}
 		if cfg.DB != 0 {
 			n.Close()
-			return nil, fmt.Errorf("%w: DB %d on a cluster, which has database 0 only", ErrInvalidArgument, cfg.DB)
+			return nil, fmt.Errorf("%w: DB %d on a cluster, which has database 0 only", conn.ErrInvalidArgument, cfg.DB)
 		}
-		return newCluster(cfg, t, n, shards)
+		return newRouter(cfg, t, n, shards)
 	}
 	if len(errs) == 1 {
 		return nil, errs[0]
@@ -95,7 +96,7 @@ func openDeployment(ctx context.Context, cfg conn.Config, t transport) (capable,
 // for a server with cluster support disabled. With useTLS the nodes'
 // addresses have their TLS ports: CLUSTER SHARDS lists both ports of a
 // node, CLUSTER SLOTS those of the connection it is asked over.
-func discover(ctx context.Context, n node, useTLS bool) ([]cluster.Shard, error) {
+func discover(ctx context.Context, n Node, useTLS bool) ([]Shard, error) {
 	v, err := n.Do(ctx, "CLUSTER", "SHARDS")
 	var re redis.Error
 	if errors.As(err, &re) {
@@ -108,14 +109,14 @@ func discover(ctx context.Context, n node, useTLS bool) ([]cluster.Shard, error)
 			if err != nil {
 				return nil, err
 			}
-			return cluster.ParseSlots(v)
+			return ParseSlots(v)
 		}
 	}
 	if err != nil {
 		return nil, err
 	}
 	if useTLS {
-		return cluster.ParseShardsTLS(v)
+		return ParseShardsTLS(v)
 	}
-	return cluster.ParseShards(v)
+	return ParseShards(v)
 }
