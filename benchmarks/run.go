@@ -79,6 +79,7 @@ func Run(ctx context.Context, p Plan, s Servers, progress io.Writer) (*Report, e
 		r.report.Finished = time.Now().UTC()
 		return r.report, err
 	}
+	r.prepareAnswer()
 	err := r.runAll(ctx)
 	r.cleanup()
 	r.conclude()
@@ -125,6 +126,8 @@ type runner struct {
 	rng     *rand.Rand
 	report  *Report
 	deps    map[bool]*deployment // by "is a cluster"
+	// answerWorkload is the workload of Report.Answer.
+	answerWorkload string
 
 	hists      []*hdr.Histogram // one per worker, reused
 	sampleHist *hdr.Histogram
@@ -160,6 +163,11 @@ func (r *runner) connect(ctx context.Context) error {
 		run = append(run, w.Name)
 	}
 	r.report.Settings.Workloads = run
+	for _, w := range r.plan.Workloads {
+		if slices.Contains(run, w.Name) {
+			r.report.Workloads = append(r.report.Workloads, w.info())
+		}
+	}
 	for _, t := range r.plan.Targets {
 		if slices.ContainsFunc(r.plan.Workloads, func(w Workload) bool { return slices.Contains(run, w.Name) && t.runsIn(w) }) {
 			r.report.Settings.Targets = append(r.report.Settings.Targets, t.Name)
@@ -507,8 +515,8 @@ func (r *runner) closeDeployments() {
 	}
 }
 
-// conclude computes the verdicts, crossovers and SLO winners, and the URL
-// and Go snippet of every recommendation.
+// conclude computes the verdicts, crossovers and SLO winners, the URL
+// and Go snippet of every recommendation, and the answer.
 func (r *runner) conclude() {
 	rep := r.report
 	rep.Recommendations = Recommend(rep.Cells, r.plan.Alpha, r.plan.Margin)
@@ -542,6 +550,7 @@ func (r *runner) conclude() {
 			rec.Go = fmt.Sprintf("redisx.Options{Addrs: %s, Strategy: %s}", goStrings(addrs), t.Go)
 		}
 	}
+	rep.Answer = r.answer()
 }
 
 // recommendURL is a target's URL pointed at addrs (the first as the host,
