@@ -289,5 +289,7 @@ func (g getOnly) Get(ctx context.Context, k string) ([]byte, error) { return g.r
 func (g getOnly) Set(ctx context.Context, k string, v []byte, ttl time.Duration) error {
 	return g.r.Set(ctx, k, v, ttl)
 }
-func (g getOnly) MGet(ctx context.Context, ks ...string) ([][]byte, error) { return g.r.MGet(ctx, ks...) }
-func (g getOnly) Close() error                                            { return nil }
+func (g getOnly) MGet(ctx context.Context, ks ...string) ([][]byte, error) {
+	return g.r.MGet(ctx, ks...)
+}
+func (g getOnly) Close() error { return nil }
