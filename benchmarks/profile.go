@@ -235,11 +235,11 @@ func (p *Profile) read(c readOnlyConn, o ProfileOptions) error {
 
 // sampledKey is what the profile read of one key.
 type sampledKey struct {
-	name   string
-	kind   string // TYPE
-	pttl   int64  // ms; -1: no expiry, -2: gone
-	usage  int64  // MEMORY USAGE, bytes
-	freq   int64  // OBJECT FREQ; -1 when not read
+	name  string
+	kind  string // TYPE
+	pttl  int64  // ms; -1: no expiry, -2: gone
+	usage int64  // MEMORY USAGE, bytes
+	freq  int64  // OBJECT FREQ; -1 when not read
 }
 
 // keySample is the SCAN sample of a profile.
