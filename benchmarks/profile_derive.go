@@ -162,8 +162,11 @@ func (p *Profile) deriveMix(stats map[string]string, def Mix) Mix {
 		if len(others) > 5 {
 			top = append(top, "…")
 		}
-		p.note("ignored: %d calls of %d other commands (%s), %.0f%% of all calls", ignored, len(others), strings.Join(top, ", "),
-			100*float64(ignored)/float64(ignored+total))
+		share := fmt.Sprintf("%.0f%%", 100*float64(ignored)/float64(ignored+total))
+		if 100*ignored < ignored+total {
+			share = "under 1%"
+		}
+		p.note("ignored: %d calls of %d other commands (%s), %s of all calls", ignored, len(others), strings.Join(top, ", "), share)
 	}
 	return m
 }

@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"fmt"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // The answer at the top of every report (text, Markdown, HTML), and what
@@ -93,7 +95,7 @@ func renderAnswerMD(b *strings.Builder, r *Report) {
 	}
 	for _, s := range []string{renderAnswerPassword(a), a.Note} {
 		if s != "" {
-			b.WriteString(renderMD(s) + "\n\n")
+			b.WriteString(renderMD(renderCapital(s)) + ".\n\n")
 		}
 	}
 	if w := renderWorkloadText(r, a.Workload); w != "" {
@@ -111,9 +113,18 @@ func renderHTMLAnswer(r *Report) *renderPageAnswer {
 	if a == nil {
 		return nil
 	}
-	p := &renderPageAnswer{Head: renderAnswerHead(a), URL: a.URL, Password: renderAnswerPassword(a), Note: a.Note}
+	p := &renderPageAnswer{Head: renderAnswerHead(a), URL: a.URL, Password: renderCapital(renderAnswerPassword(a)), Note: renderCapital(a.Note)}
 	if w := renderWorkloadText(r, a.Workload); w != "" {
 		p.Workload = a.Workload + ": " + w
 	}
 	return p
+}
+
+// renderCapital is s with its first letter upper case, for a sentence.
+func renderCapital(s string) string {
+	r, n := utf8.DecodeRuneInString(s)
+	if n == 0 {
+		return s
+	}
+	return string(unicode.ToUpper(r)) + s[n:]
 }
