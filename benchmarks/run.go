@@ -28,6 +28,9 @@ import (
 // server by client name (CLIENT LIST, summed over the masters of a
 // cluster) halfway through each sample.
 //
+// The report names the answer (Report.Answer): the verdict of the first
+// workload that runs at p.At, added to its levels when missing.
+//
 // Run refuses a database holding keys outside KeyPrefix unless s.Force,
 // skips the workloads whose deployment is missing (Report.Skipped), and
 // deletes the keys under KeyPrefix when it ends. When ctx is cancelled it

@@ -16,6 +16,20 @@
 // (the report is marked partial) and exits with status 130; it exits with
 // status 1 when a cell failed (errors during the measurement).
 //
+// Your workload: -mix, -keys, -key-dist, -value, -batch and -ttl describe
+// it (in memtier_benchmark's spirit), or -profile reads it from your
+// server, read-only (INFO commandstats, DBSIZE, and TYPE, PTTL, MEMORY
+// USAGE and OBJECT FREQ of up to 1000 keys SCAN finds in 5 s), prints it as
+// those flags to edit and run again, and runs it on -addr or the embedded
+// servers; it refuses to measure the server it profiles unless -force.
+// Either defines the workload "custom", run alone unless -workloads names
+// others. -at N is your concurrency: the report opens with the one
+// configuration for your workload (custom, or else the first workload run)
+// at N goroutines — N is added to the levels when missing — with its
+// verdict and a URL for your server: your user name kept, PASSWORD in place
+// of your password; on the embedded servers it says which address to
+// replace.
+//
 // On a server of yours, every key it writes starts with "redisx-bench:"
 // and is deleted at the end; it refuses a database that holds other keys
 // unless -force. The password may come from REDISX_BENCH_PASSWORD instead
@@ -23,6 +37,8 @@
 //
 // Examples:
 //
+//	redisx-bench -profile redis://prod:6379 -addr staging:6379 -at 200
+//	redisx-bench -mix get:80,set:15,mget:5 -keys 100000 -key-dist zipf:0.99 -value 64:70,1024:25,32768:5 -batch 20 -ttl 10m -quick
 //	redisx-bench -quick
 //	redisx-bench -addr 10.0.0.5:6379 -levels 1,10,100 -workloads get,setget
 //	redisx-bench -cluster 10.0.0.5:7000,10.0.0.6:7000 -workloads mget
