@@ -158,7 +158,6 @@ func ProfileServer(ctx context.Context, rawURL string, o ProfileOptions) (*Profi
 	ctx, cancel := context.WithTimeout(ctx, 2*o.Timeout)
 	defer cancel()
 	dialOpts := []redigo.DialOption{
-		redigo.DialContextFunc((&net.Dialer{}).DialContext),
 		redigo.DialReadTimeout(o.Timeout),
 		redigo.DialWriteTimeout(o.Timeout),
 		redigo.DialDatabase(opts.DB),
