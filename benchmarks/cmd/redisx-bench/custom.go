@@ -81,7 +81,7 @@ func (o *options) addCustom(p *benchmarks.Plan, others []string) error {
 	if err != nil {
 		return err
 	}
-	if others == nil {
+	if len(others) == 0 {
 		p.Workloads = nil
 	}
 	w := c.Workload()

@@ -212,7 +212,7 @@ func (o *options) plan() (benchmarks.Plan, error) {
 		}
 	}
 	names := slices.DeleteFunc(o.workloadNames(), func(n string) bool { return n == benchmarks.CustomName })
-	if names != nil {
+	if len(names) > 0 {
 		if err := p.SelectWorkloads(names); err != nil {
 			return p, err
 		}
