@@ -45,7 +45,30 @@
 // value, [URLTarget] over a redis:// URL — which, with a host, measures
 // that server, so that two servers compare in one run — or any Open
 // function) and your own workload is an operation over a [Client] (see
-// the example of Run).
+// the example of Run), or a [Custom].
+//
+// # Your workload, and one answer
+//
+// A [Custom] describes a workload in memtier_benchmark's terms — a [Mix] of
+// get, set, del, mget and mset, a key space, a [KeyDist] (uniform, zipf:S,
+// gaussian, sequential), value sizes ([ValueSpec]: one, a range, or sizes
+// by weight), the keys of an MGET or MSET and a TTL — and [Custom.Workload]
+// makes it the workload "custom": every key is stored before the run with a
+// size of its own (a GET checks it; a miss after a del or an expiry is no
+// error), and key names are hashed as a service's are, so that a cluster
+// spreads them over its slots and a batch spans several. [ProfileServer]
+// reads one from a server, read-only: the mix from INFO commandstats, the
+// key space from DBSIZE, value sizes and the TTL from MEMORY USAGE and PTTL
+// of a SCAN sample, the skew from the LFU counters where the server's
+// policy keeps them; [Profile].Notes say what was estimated, ignored or
+// assumed, and [Custom.Flags] writes it as the flags of redisx-bench.
+//
+// [Report].Answer names one configuration: the verdict of the plan's first
+// workload (put the user's first) at Plan.At, its highest level by default
+// (At is added to its levels when they miss it), with a URL for the user's
+// server that keeps the user name and holds [PasswordPlaceholder] for the
+// password. Report.Workloads says what each workload was. The reports open
+// with the answer.
 //
 // On a server of yours, every key written starts with [KeyPrefix] and is
 // deleted at the end, and Run refuses a database holding other keys

@@ -27,8 +27,10 @@ var DefaultLevels = []int{1, 10, 50, 100, 500, 1000}
 type Client interface {
 	Get(ctx context.Context, key string) ([]byte, error)
 	Set(ctx context.Context, key string, value []byte, ttl time.Duration) error
+	// Get and MGet report a missing key as redisx.ErrNotFound and nil.
 	// MGet returns one value per key, in order, nil where a key is
-	// missing. On a cluster the keys may lie in different slots.
+	// missing. On a cluster the keys may lie in different slots. The
+	// custom workload's del and mset ops also need Deleter and MSetter.
 	MGet(ctx context.Context, keys ...string) ([][]byte, error)
 	Close() error
 }
@@ -151,6 +153,9 @@ type Workload struct {
 	// read every key once, so that a near-cache holds what a long-lived
 	// one would. Nil: the warm-up alone.
 	Prime func(ctx context.Context, c Client) error
+	// Custom, when set, is the user's workload this one was made from
+	// (Custom.Workload): the report lists its parts.
+	Custom *Custom
 }
 
 // Family is the part of the name before the first "/".
@@ -194,6 +199,11 @@ type Plan struct {
 	Margin float64
 	// Seed seeds the shuffle of the targets' order in each repeat.
 	Seed int64
+	// At is the user's concurrency: Report.Answer names the one
+	// configuration for the plan's first workload that runs (put the
+	// user's own first) at this level, which is added to that workload's
+	// levels when they miss it. Zero: its highest level.
+	At int
 }
 
 // DefaultPlan is the full matrix: DefaultLevels × DefaultTargets ×

@@ -14,6 +14,7 @@ type renderPage struct {
 	When, Command, Machine, Servers, Plan string
 	Partial                               string
 	Warnings                              []string
+	Answer                                *renderPageAnswer
 	Workloads                             []renderPageWorkload
 	Verdicts                              []renderPageVerdict
 	SLOBound                              string
@@ -26,6 +27,7 @@ type renderPage struct {
 
 type renderPageWorkload struct {
 	ID, Name   string
+	About      string // what the workload was
 	QPS, P99   template.HTML
 	Levels     []int
 	Rows       []renderPageRow
@@ -81,13 +83,14 @@ func renderHTMLPage(r *Report) renderPage {
 		Servers:  renderServers(r.Machine),
 		Plan:     renderPlan(r.Settings),
 		SLOBound: r.Settings.SLO,
+		Answer:   renderHTMLAnswer(r),
 	}
 	if r.Partial {
 		p.Partial = renderPartial
 	}
 	p.Warnings = r.Warnings
 	for i, w := range v.workloads {
-		pw := renderPageWorkload{ID: "w" + strconv.Itoa(i+1), Name: w.name, Levels: w.levels}
+		pw := renderPageWorkload{ID: "w" + strconv.Itoa(i+1), Name: w.name, Levels: w.levels, About: renderWorkloadText(r, w.name)}
 		if len(w.targets) > 0 {
 			pw.QPS, pw.P99 = renderCharts(w)
 		}
@@ -239,7 +242,14 @@ ul.notes { margin: 4px 0 8px; padding-left: 20px; }
 </head>
 <body>
 <h1>redisx-bench report</h1>
-{{if .Partial}}<p class="partial">{{.Partial}}</p>
+{{with .Answer}}<section id="answer" style="background: #dff0d8; border: 1px solid #7cb36b; padding: 4px 12px; margin: 0 0 12px;">
+<p><strong>Answer: {{.Head}}</strong></p>
+{{if .URL}}<p class="url">URL: <code>{{.URL}}</code></p>
+{{end}}{{if .Password}}<p>{{.Password}}</p>
+{{end}}{{if .Note}}<p>{{.Note}}</p>
+{{end}}{{if .Workload}}<p>Workload {{.Workload}}</p>
+{{end}}</section>
+{{end}}{{if .Partial}}<p class="partial">{{.Partial}}</p>
 {{end}}{{range .Warnings}}<p class="warning">Warning: {{.}}</p>
 {{end}}<dl class="meta">
 <dt>Date</dt><dd>{{.When}}</dd>
@@ -252,7 +262,8 @@ ul.notes { margin: 4px 0 8px; padding-left: 20px; }
 {{end}}{{range .Workloads}}
 <section id="{{.ID}}">
 <h2>{{.Name}}</h2>
-{{if .Rows}}<div class="charts">
+{{if .About}}<p>{{.About}}</p>
+{{end}}{{if .Rows}}<div class="charts">
 {{.QPS}}
 {{.P99}}
 </div>

@@ -15,6 +15,7 @@ func renderMarkdown(out *bytes.Buffer, r *Report) error {
 	v := newReportView(r)
 	var b strings.Builder
 	b.WriteString("# redisx-bench report\n\n")
+	renderAnswerMD(&b, r)
 	if r.Partial {
 		b.WriteString("> **" + renderMD(renderPartial) + "**\n\n")
 	}
@@ -31,6 +32,9 @@ func renderMarkdown(out *bytes.Buffer, r *Report) error {
 
 	for _, w := range v.workloads {
 		fmt.Fprintf(&b, "\n## %s\n", renderMD(w.name))
+		if d := renderWorkloadText(r, w.name); d != "" {
+			fmt.Fprintf(&b, "\n%s\n", renderMD(d))
+		}
 		if len(w.targets) > 0 {
 			b.WriteString("\nQPS (median of the samples) [95% confidence interval] / p99 latency, by goroutines. " +
 				"**Bold**: the winner at that level; *tie*: no significant winner, " +

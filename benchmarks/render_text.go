@@ -28,6 +28,7 @@ func WriteSummary(w io.Writer, r *Report) error {
 
 func renderSummary(b *strings.Builder, r *Report) {
 	v := newReportView(r)
+	renderAnswerText(b, r)
 	fmt.Fprintf(b, "redisx-bench, %s\n", renderWhen(r))
 	if r.Partial {
 		renderWrap(b, "!! "+renderPartial, "   ")
@@ -43,6 +44,9 @@ func renderSummary(b *strings.Builder, r *Report) {
 			continue
 		}
 		fmt.Fprintf(b, "\n%s: QPS by goroutines, median [95%% CI] (* winner; = tie, named by the tie-break)\n", w.name)
+		if d := renderWorkloadText(r, w.name); d != "" {
+			renderWrap(b, "  "+renderOneLine(d), "  ")
+		}
 		renderQPSTable(b, w)
 		for _, c := range w.failed {
 			msg := fmt.Sprintf("  FAILED %s at %d: %d errors", c.Target, c.Concurrency, c.Errors)

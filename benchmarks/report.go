@@ -20,6 +20,12 @@ type Report struct {
 	Machine  Machine  `json:"machine"`
 	Settings Settings `json:"settings"`
 
+	// Answer is the one configuration for the user's workload at the
+	// user's concurrency (Plan.At); nil when that cell has no verdict.
+	Answer *Answer `json:"answer,omitempty"`
+	// Workloads says what each workload run was.
+	Workloads []WorkloadInfo `json:"workloads,omitempty"`
+
 	Cells           []Cell           `json:"cells"`
 	Recommendations []Recommendation `json:"recommendations"`
 	Crossovers      []Crossover      `json:"crossovers"`

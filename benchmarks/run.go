@@ -29,6 +29,9 @@ import (
 // cluster) right after each sample, once its clock has stopped, so that
 // the count costs the server nothing while it is measured.
 //
+// The report names the answer (Report.Answer): the verdict of the first
+// workload that runs at p.At, added to its levels when missing.
+//
 // Run refuses a database holding keys outside KeyPrefix unless s.Force,
 // skips the workloads whose deployment is missing (Report.Skipped), and
 // deletes the keys under KeyPrefix when it ends. When ctx is cancelled it
@@ -86,6 +89,7 @@ func Run(ctx context.Context, p Plan, s Servers, progress io.Writer) (*Report, e
 		r.report.Finished = time.Now().UTC()
 		return r.report, err
 	}
+	r.prepareAnswer()
 	err := r.runAll(ctx)
 	r.cleanup()
 	r.conclude()
@@ -133,6 +137,8 @@ type runner struct {
 	report  *Report
 	deps    map[bool]*deployment   // by "is a cluster"
 	own     map[string]*deployment // of targets with Servers of their own, by name (ownservers.go)
+	// answerWorkload is the workload of Report.Answer.
+	answerWorkload string
 
 	hists      []*hdr.Histogram // one per worker, reused
 	sampleHist *hdr.Histogram
@@ -200,6 +206,11 @@ func (r *runner) connect(ctx context.Context) error {
 		}
 	}
 	r.report.Settings.Workloads = run
+	for _, w := range r.plan.Workloads {
+		if slices.Contains(run, w.Name) {
+			r.report.Workloads = append(r.report.Workloads, w.info())
+		}
+	}
 	for _, t := range r.plan.Targets {
 		if slices.ContainsFunc(r.plan.Workloads, func(w Workload) bool {
 			return slices.Contains(run, w.Name) && slices.ContainsFunc(r.targetsOf(w), func(u Target) bool { return u.Name == t.Name })
@@ -517,8 +528,8 @@ func (r *runner) closeDeployments() {
 	}
 }
 
-// conclude computes the verdicts, crossovers and SLO winners, and the URL
-// and Go snippet of every recommendation.
+// conclude computes the verdicts, crossovers and SLO winners, the URL
+// and Go snippet of every recommendation, and the answer.
 func (r *runner) conclude() {
 	rep := r.report
 	rep.Recommendations = Recommend(rep.Cells, r.plan.Alpha, r.plan.Margin)
@@ -555,6 +566,7 @@ func (r *runner) conclude() {
 			rec.Go = fmt.Sprintf("redisx.Options{Addrs: %s, Strategy: %s}", goStrings(addrs), t.Go)
 		}
 	}
+	rep.Answer = r.answer()
 }
 
 // recommendURL is a target's URL pointed at addrs (the first as the host,

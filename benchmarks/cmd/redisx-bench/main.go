@@ -16,6 +16,20 @@
 // (the report is marked partial) and exits with status 130; it exits with
 // status 1 when a cell failed (errors during the measurement).
 //
+// Your workload: -mix, -keys, -key-dist, -value, -batch and -ttl describe
+// it (in memtier_benchmark's spirit), or -profile reads it from your
+// server, read-only (INFO commandstats, DBSIZE, and TYPE, PTTL, MEMORY
+// USAGE and OBJECT FREQ of up to 1000 keys SCAN finds in 5 s), prints it as
+// those flags to edit and run again, and runs it on -addr or the embedded
+// servers; it refuses to measure the server it profiles unless -force.
+// Either defines the workload "custom", run alone unless -workloads names
+// others. -at N is your concurrency: the report opens with the one
+// configuration for your workload (custom, or else the first workload run)
+// at N goroutines — N is added to the levels when missing — with its
+// verdict and a URL for your server: your user name kept, PASSWORD in place
+// of your password; on the embedded servers it says which address to
+// replace.
+//
 // On a server of yours, every key it writes starts with "redisx-bench:"
 // and is deleted at the end; it refuses a database that holds other keys
 // unless -force. The password may come from REDISX_BENCH_PASSWORD instead
@@ -23,6 +37,8 @@
 //
 // Examples:
 //
+//	redisx-bench -profile redis://prod:6379 -addr staging:6379 -at 200
+//	redisx-bench -mix get:80,set:15,mget:5 -keys 100000 -key-dist zipf:0.99 -value 64:70,1024:25,32768:5 -batch 20 -ttl 10m -quick
 //	redisx-bench -quick
 //	redisx-bench -addr 10.0.0.5:6379 -levels 1,10,100 -workloads get,setget
 //	redisx-bench -cluster 10.0.0.5:7000,10.0.0.6:7000 -workloads mget
@@ -83,12 +99,28 @@ type options struct {
 	rate                               float64
 	seed                               int64
 	set                                map[string]bool // flags given explicitly
+
+	// The custom workload (custom.go).
+	mix      benchmarks.Mix
+	keyDist  benchmarks.KeyDist
+	value    benchmarks.ValueSpec
+	profile  string
+	keys     int
+	batch    int
+	at       int
+	ttl      time.Duration
+	profiled *benchmarks.Profile // read from -profile
+	raw      map[string]string   // -mix, -key-dist and -value as given
 }
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
-	o := &options{set: map[string]bool{}}
+	o := &options{set: map[string]bool{}, raw: map[string]string{}}
 	fs := flag.NewFlagSet("redisx-bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usage)
+		fs.PrintDefaults()
+	}
 	fs.StringVar(&o.addr, "addr", "", "standalone server host:port (none: start an embedded one)")
 	fs.StringVar(&o.cluster, "cluster", "", "cluster seeds, comma-separated host:port (none: start an embedded 3-master cluster)")
 	fs.StringVar(&o.user, "user", "", "ACL user name")
@@ -112,7 +144,24 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.BoolVar(&o.quick, "quick", false, "a small plan that finishes in about a minute")
 	fs.StringVar(&o.out, "out", "results", "directory of the reports")
 	fs.StringVar(&o.base, "baseline", "", "report.json of an earlier run to compare with")
-	fs.BoolVar(&o.force, "force", false, "run even if the database holds keys outside the redisx-bench: prefix")
+	fs.BoolVar(&o.force, "force", false, "run even if the database holds keys outside the redisx-bench: prefix, or is the -profile server")
+	fs.Func("mix", "your workload's ops and weights: get, set, del, mget, mset, e.g. get:90,set:10 (any workload flag defines the workload custom, run alone unless -workloads names others; default get:90,set:10)", func(s string) error {
+		o.raw["mix"] = s
+		return nil
+	})
+	fs.IntVar(&o.keys, "keys", 0, "custom: the number of keys (default 10000)")
+	fs.Func("key-dist", "custom: how an op picks its keys: uniform, zipf:S (e.g. zipf:0.99), gaussian or sequential (default uniform)", func(s string) error {
+		o.raw["key-dist"] = s
+		return nil
+	})
+	fs.Func("value", "custom: value sizes in bytes: 64, a range 64-4096, or weighted 64:70,1024:25,32768:5 (default 64)", func(s string) error {
+		o.raw["value"] = s
+		return nil
+	})
+	fs.IntVar(&o.batch, "batch", 0, "custom: keys per mget and mset (default 10)")
+	fs.DurationVar(&o.ttl, "ttl", 0, "custom: TTL of every key written, e.g. 1m (default none)")
+	fs.StringVar(&o.profile, "profile", "", "read your workload, read-only, from a server: redis://[user:pw@]host:port; prints it as the flags above, then runs it on -addr (or the embedded servers); refused if it is also measured, unless -force")
+	fs.IntVar(&o.at, "at", 0, "your concurrency: the report opens with the one configuration for your workload (custom, else the first) at this level, added to its levels if missing (default: its highest level)")
 	fs.Int64Var(&o.seed, "seed", 1, "seed of the shuffles of the targets' order")
 	fs.BoolVar(&o.pin, "pin", true, "pin the embedded servers to the last CPU with taskset")
 	if err := fs.Parse(args); err != nil {
@@ -122,6 +171,22 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		return nil, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
 	}
 	fs.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
+	var err error
+	if s, ok := o.raw["mix"]; ok {
+		if o.mix, err = benchmarks.ParseMix(s); err != nil {
+			return nil, err
+		}
+	}
+	if s, ok := o.raw["key-dist"]; ok {
+		if o.keyDist, err = benchmarks.ParseKeyDist(s); err != nil {
+			return nil, err
+		}
+	}
+	if s, ok := o.raw["value"]; ok {
+		if o.value, err = benchmarks.ParseValue(s); err != nil {
+			return nil, err
+		}
+	}
 	if o.password == "" {
 		o.password = os.Getenv("REDISX_BENCH_PASSWORD")
 	}
@@ -148,14 +213,14 @@ func (o *options) plan() (benchmarks.Plan, error) {
 			p.Workloads[i].Levels = nil // the user's levels apply to every workload
 		}
 	}
-	if o.workloads != "" {
-		var names []string
-		for _, n := range strings.Split(o.workloads, ",") {
-			if n = strings.TrimSpace(n); n != "" {
-				names = append(names, n)
-			}
-		}
+	names := slices.DeleteFunc(o.workloadNames(), func(n string) bool { return n == benchmarks.CustomName })
+	if len(names) > 0 {
 		if err := p.SelectWorkloads(names); err != nil {
+			return p, err
+		}
+	}
+	if o.hasCustom() {
+		if err := o.addCustom(&p, names); err != nil {
 			return p, err
 		}
 	}
@@ -198,6 +263,7 @@ func (o *options) plan() (benchmarks.Plan, error) {
 	p.Repeats = o.repeats
 	p.Rate = o.rate
 	p.Seed = o.seed
+	p.At = o.at
 	if o.slo != "" {
 		slo, err := benchmarks.ParseSLO(o.slo)
 		if err != nil {
@@ -207,6 +273,9 @@ func (o *options) plan() (benchmarks.Plan, error) {
 	}
 	if p.Repeats < 1 || p.Duration <= 0 || p.Rate < 0 {
 		return p, errors.New("-repeats, -duration and -rate must be positive")
+	}
+	if p.At < 0 {
+		return p, fmt.Errorf("-at %d: want a positive number of goroutines", p.At)
 	}
 	return p, nil
 }
@@ -251,6 +320,22 @@ func ownServersOnly(p benchmarks.Plan) bool {
 	return len(p.Targets) > 0
 }
 
+// usage opens -h.
+const usage = `redisx-bench measures redisx strategies and their peers side by side and says
+which configuration to use, at which concurrency.
+
+Usage:
+	redisx-bench [flags]
+
+Your workload, read from your server (read-only), measured on a staging server, answered at
+200 goroutines:
+	redisx-bench -profile redis://prod:6379 -addr staging:6379 -at 200
+or described with flags:
+	redisx-bench -mix get:80,set:15,mget:5 -keys 100000 -key-dist zipf:0.99 -value 64:70,1024:25,32768:5 -batch 20 -ttl 10m
+
+Flags:
+`
+
 // run is the whole command; main only wires the signals and the exit.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	o, err := parseFlags(args, stderr)
@@ -260,6 +345,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintln(stderr, "redisx-bench:", err)
 		return exitUsage
+	}
+	if o.profile != "" {
+		if code := o.runProfile(ctx, args, stderr); code != exitOK {
+			return code
+		}
 	}
 	plan, err := o.plan()
 	if err != nil {
@@ -320,6 +410,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	rep.Command = commandLine(args)
 	if emb != nil {
 		rep.Machine.Embedded, rep.Machine.Pinned, rep.Machine.PinNote = true, emb.Pinned, emb.PinNote
+		if err := o.pointAnswer(rep); err != nil {
+			fmt.Fprintln(stderr, "redisx-bench: the answer's URL:", err)
+		}
 	}
 	if base != nil {
 		rep.Baseline = benchmarks.CompareBaseline(base, rep, plan.Alpha, plan.Margin)

@@ -1,0 +1,161 @@
+package benchmarks
+
+import (
+	"crypto/tls"
+	"fmt"
+	"slices"
+
+	"github.com/redisx-go/kit/redisx"
+)
+
+// The one answer of a run: the configuration for the user's workload at
+// the user's concurrency (Plan.At), with its verdict and a URL for the
+// user's own server.
+
+// PasswordPlaceholder stands for the password in an Answer's URL: the
+// harness never writes a password into a report, nor drops it silently.
+const PasswordPlaceholder = "PASSWORD"
+
+// Answer is the configuration to use for one workload at one concurrency
+// level: the verdict of that cell (see Recommendation) and a URL that
+// redisx.ParseURL reads, pointed at the user's server.
+type Answer struct {
+	Workload    string `json:"workload"`
+	Concurrency int    `json:"concurrency"`
+	// Strategy is the target's name; Confidence "significant" or "tie",
+	// Margin, PValue, RunnerUp and TieBreak as in its Recommendation.
+	Strategy   string  `json:"strategy"`
+	Confidence string  `json:"confidence"`
+	Margin     float64 `json:"margin"`
+	PValue     float64 `json:"p_value"`
+	RunnerUp   string  `json:"runner_up"`
+	TieBreak   string  `json:"tie_break,omitempty"`
+	// URL configures Strategy for the servers measured, or the address
+	// Retarget gave: their user name, if any, and PasswordPlaceholder in
+	// place of their password, if they have one; the DB and TLS measured.
+	// Empty when no URL expresses the strategy.
+	URL string `json:"url"`
+	// Note says what to change in URL before using it, such as the
+	// address of the embedded server measured.
+	Note string `json:"note,omitempty"`
+}
+
+// AnswerAddress is the server an Answer's URL points at.
+type AnswerAddress struct {
+	// Addrs are host:port: the first is the URL's host, the others its
+	// addr= seeds.
+	Addrs    []string
+	Username string
+	// Password says the server needs one: the URL holds
+	// PasswordPlaceholder in its place.
+	Password bool
+	DB       int
+	TLS      bool
+}
+
+// Retarget points a's URL at to, keeping its strategy, and sets its Note.
+func (a *Answer) Retarget(to AnswerAddress, note string) error {
+	if a.URL != "" {
+		u, err := answerURL(a.URL, to)
+		if err != nil {
+			return err
+		}
+		a.URL = u
+	}
+	a.Note = note
+	return nil
+}
+
+// answerURL is the strategy of the URL raw for the server to.
+func answerURL(raw string, to AnswerAddress) (string, error) {
+	o, err := redisx.ParseURL(raw)
+	if err != nil {
+		return "", fmt.Errorf("benchmarks: answer URL: %w", err)
+	}
+	o.Addrs, o.Username, o.Password, o.DB, o.TLS = to.Addrs, to.Username, "", to.DB, nil
+	if to.Password {
+		o.Password = PasswordPlaceholder
+	}
+	if to.TLS {
+		o.TLS = &tls.Config{MinVersion: tls.VersionTLS12}
+	}
+	u, err := redisx.FormatURL(o)
+	if err != nil {
+		return "", fmt.Errorf("benchmarks: answer URL: %w", err)
+	}
+	return u, nil
+}
+
+// prepareAnswer picks the workload of the answer: the plan's first that
+// runs (custom comes first when the plan has it). When Plan.At is not
+// among its levels, At is added to them, and progress says so.
+func (r *runner) prepareAnswer() {
+	for i := range r.plan.Workloads {
+		w := &r.plan.Workloads[i]
+		if !slices.Contains(r.report.Settings.Workloads, w.Name) {
+			continue
+		}
+		r.answerWorkload = w.Name
+		if at := r.plan.At; at > 0 {
+			levels := r.plan.LevelsOf(*w)
+			if !slices.Contains(levels, at) {
+				w.Levels = append(slices.Clone(levels), at)
+				slices.Sort(w.Levels)
+				fmt.Fprintf(r.out, "the answer is for %s at %d goroutines (-at): level %d added to its levels %v\n", w.Name, at, at, levels)
+			}
+		}
+		return
+	}
+}
+
+// answer is the verdict of the answer's workload at Plan.At (0: its
+// highest level with a verdict), its URL pointed at the servers measured;
+// nil when that cell has no verdict.
+func (r *runner) answer() *Answer {
+	var rec *Recommendation
+	for i, c := range r.report.Recommendations {
+		if c.Workload != r.answerWorkload || c.Strategy == "" {
+			continue
+		}
+		if c.Concurrency == r.plan.At || r.plan.At == 0 && (rec == nil || c.Concurrency > rec.Concurrency) {
+			rec = &r.report.Recommendations[i]
+		}
+	}
+	if rec == nil {
+		if r.answerWorkload != "" {
+			fmt.Fprintf(r.out, "no answer: %s has no verdict at %d goroutines\n", r.answerWorkload, r.plan.At)
+		}
+		return nil
+	}
+	a := &Answer{
+		Workload: rec.Workload, Concurrency: rec.Concurrency, Strategy: rec.Strategy, Confidence: rec.Confidence,
+		Margin: rec.Margin, PValue: rec.PValue, RunnerUp: rec.RunnerUp, TieBreak: rec.TieBreak, URL: rec.URL,
+	}
+	var t Target
+	for _, tg := range r.plan.Targets {
+		if tg.Name == rec.Strategy {
+			t = tg
+		}
+	}
+	s := r.servers
+	to := AnswerAddress{Addrs: []string{s.Standalone}, Username: s.Username, Password: s.Password != "", DB: s.DB, TLS: s.TLS != nil}
+	if slices.ContainsFunc(r.plan.Workloads, func(w Workload) bool { return w.Name == rec.Workload && w.Cluster }) {
+		to.Addrs = s.Cluster
+	}
+	if t.URL == "" {
+		return a
+	}
+	if !to.Password {
+		// A URLTarget's own credentials connect when the run has none.
+		if o, err := redisx.ParseURL(t.URL); err == nil && o.Password != "" {
+			to.Username, to.Password = o.Username, true
+		}
+	}
+	if u, err := answerURL(t.URL, to); err == nil {
+		a.URL = u
+	} else {
+		// rec.URL, without credentials, stands.
+		a.Note = "the URL holds no credentials: " + err.Error()
+	}
+	return a
+}

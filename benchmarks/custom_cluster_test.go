@@ -1,0 +1,109 @@
+package benchmarks_test
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redisx-go/kit/benchmarks"
+	"github.com/redisx-go/kit/internal/cluster"
+	"github.com/redisx-go/kit/internal/launcher"
+	"github.com/redisx-go/kit/redisx"
+	"github.com/redisx-go/kit/strategy"
+)
+
+// runEveryOp runs a custom workload of every op, with a TTL, on the
+// targets given and fails a cell that failed.
+func runEveryOp(t *testing.T, s benchmarks.Servers, targets ...benchmarks.Target) {
+	t.Helper()
+	c := custom(t, "get:40,set:20,del:10,mget:15,mset:15", "zipf:0.99", "64:80,4096:20", 2000)
+	c.Batch, c.TTL, c.Cluster = 20, time.Minute, s.Cluster != nil
+	p := benchmarks.DefaultPlan()
+	p.Levels, p.Duration, p.Warmup, p.Repeats = []int{4}, 50*time.Millisecond, 10*time.Millisecond, 1
+	p.Workloads = []benchmarks.Workload{c.Workload()}
+	p.Targets = targets
+	var progress strings.Builder
+	rep, err := benchmarks.Run(context.Background(), p, s, &progress)
+	if err != nil {
+		t.Fatalf("Run: %v\n%s", err, progress.String())
+	}
+	if len(rep.Cells) != len(targets) {
+		t.Fatalf("%d cells; want %d targets at one level\n%s", len(rep.Cells), len(targets), progress.String())
+	}
+	for _, cell := range rep.Cells {
+		if cell.Failed || cell.Ops == 0 {
+			t.Errorf("%s: %d ops, %d errors, first %q; want ops and no error", cell.Target, cell.Ops, cell.Errors, cell.FirstError)
+		}
+	}
+	if !strings.Contains(progress.String(), "deleted") {
+		t.Errorf("no cleanup in the progress:\n%s", progress.String())
+	}
+}
+
+func TestCustomWorkloadRunsEveryOpOnEveryTarget(t *testing.T) {
+	srv := launcher.Standalone(t, launcher.Options{})
+	runEveryOp(t, benchmarks.Servers{Standalone: srv.Addr()},
+		benchmarks.StrategyTarget("multiplexed-1", strategy.Multiplexed{}),
+		benchmarks.StrategyTarget("pool-8", strategy.Pool{Size: 8}),
+		benchmarks.RueidisTarget(), benchmarks.RedigoPoolTarget(8), benchmarks.GoRedisTarget())
+}
+
+func TestCustomWorkloadRunsOnAClusterWithEveryOpAndTarget(t *testing.T) {
+	c := benchmarks.DefaultCustom()
+	// Keys hashed as a service's are: no hash tag, so over the slots.
+	slots := map[int]bool{}
+	for i := range c.Keys {
+		slots[cluster.Slot(benchmarks.KeyPrefix+"custom:"+strconv.Itoa(i))] = true
+	}
+	if len(slots) < 1500 {
+		t.Errorf("the %d keys lie in %d slots; want them spread", c.Keys, len(slots))
+	}
+
+	runEveryOp(t, benchmarks.Servers{Cluster: clusterSeeds(t)},
+		benchmarks.StrategyTarget("multiplexed-1", strategy.Multiplexed{}),
+		benchmarks.StrategyTarget("pool-8", strategy.Pool{Size: 8}),
+		benchmarks.StrategyTarget("slotgrouped", strategy.SlotGrouped{}),
+		benchmarks.RueidisTarget(), benchmarks.GoRedisTarget())
+}
+
+func TestProfileOfAClusterNodeCountsEveryMaster(t *testing.T) {
+	ctx := context.Background()
+	seeds := clusterSeeds(t)
+	c, err := redisx.New(ctx, redisx.Options{Addrs: seeds})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() }) // after the keys are deleted
+	kv := map[string][]byte{}
+	for i := range 3000 {
+		size := 64
+		if i%5 == 0 {
+			size = 4096
+		}
+		kv["app:profiled:"+strconv.Itoa(i)] = []byte(strings.Repeat("v", size))
+	}
+	if err := c.MSet(ctx, kv, 0); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		keys := make([]string, 0, len(kv))
+		for k := range kv {
+			keys = append(keys, k)
+		}
+		if _, err := c.Del(ctx, keys...); err != nil {
+			t.Error(err)
+		}
+	})
+	p, err := benchmarks.ProfileServer(ctx, seeds[0], benchmarks.ProfileOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := p.Custom.Value
+	if !p.Cluster || !within(float64(p.Custom.Keys), 3000, 300) || len(v.Sizes) != 2 ||
+		!within(float64(v.Sizes[0].Bytes), 64, 64*0.15) || !within(float64(v.Sizes[1].Bytes), 4096, 4096*0.15) {
+		t.Errorf("cluster %v, -keys %d, -value %s; want a cluster node, about 3000 keys over 3 masters, about 64:80,4096:20\n%s",
+			p.Cluster, p.Custom.Keys, v, strings.Join(p.Notes, "\n"))
+	}
+}
