@@ -135,6 +135,16 @@ type Cell struct {
 	// recorded as latencies (their wait so far), not as errors.
 	Rate   float64 `json:"rate,omitempty"`
 	Unsent int64   `json:"unsent,omitempty"`
+	// P99Samples are the samples' own p99 latencies, in milliseconds:
+	// what the verdict compares in open loop, where every target is
+	// offered the same rate.
+	P99Samples []float64 `json:"p99_samples_ms,omitempty"`
+	// LatenessP99ms is the p99 of the client's own lateness in sending
+	// (open loop only): how long after a request could have gone — its
+	// intended time, or when a worker became free — it went. Latencies
+	// include it; when it nears the latencies, the client measured
+	// itself.
+	LatenessP99ms float64 `json:"lateness_p99_ms,omitempty"`
 }
 
 // Recommendation is the verdict for one workload at one concurrency level.
@@ -149,7 +159,8 @@ type Recommendation struct {
 	// says so.
 	Confidence string `json:"confidence"`
 	// Margin is the winner's median QPS over the runner-up's, less 1
-	// (0.23: 23% faster).
+	// (0.23: 23% faster); in open loop, the runner-up's median p99 over
+	// the winner's, less 1.
 	Margin   float64 `json:"margin"`
 	PValue   float64 `json:"p_value"`
 	RunnerUp string  `json:"runner_up"`
@@ -160,7 +171,8 @@ type Recommendation struct {
 	Go  string `json:"go"`
 	// Peer is the fastest peer measured at the same workload and level
 	// (recommendations name redisx targets only), and PeerRatio the
-	// recommended target's median QPS over that peer's.
+	// recommended target's median QPS over that peer's (in open loop,
+	// the peer's median p99 over the target's).
 	Peer      string  `json:"peer,omitempty"`
 	PeerRatio float64 `json:"peer_ratio,omitempty"`
 }

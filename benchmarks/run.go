@@ -128,6 +128,7 @@ type runner struct {
 
 	hists      []*hdr.Histogram // one per worker, reused
 	sampleHist *hdr.Histogram
+	late       lateHists // the open loop's send lateness
 
 	opened   int // targets opened so far, for unique client names
 	total    int // samples planned
@@ -417,12 +418,15 @@ func (r *runner) measure(ctx context.Context, d *deployment, o opened, op Op, le
 	u0 := readUsage()
 	var l load
 	if rate > 0 {
-		l = openLoop(ctx, level, dur, rate, op, hists)
+		l = openLoop(ctx, level, dur, rate, op, hists, r.late.workers(level))
 	} else {
 		l = closedLoop(ctx, level, dur, op, hists)
 	}
 	u := readUsage().since(u0)
 	s := sample{load: l, cpu: u.cpu, mallocs: u.mallocs, bytes: u.bytes}
+	if rate > 0 {
+		s.late = r.late.merged(level)
+	}
 	if l.elapsed > 0 {
 		s.qps = float64(l.ops) / l.elapsed.Seconds()
 	}

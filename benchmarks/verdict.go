@@ -14,7 +14,8 @@ import (
 // PeerRatio say how it fares against the fastest peer.
 //
 // The leader (highest median QPS among the redisx targets whose cell did
-// not fail) wins only when it beats the runner-up significantly (a
+// not fail; in open loop, the lowest median of the samples' p99s — see
+// score) wins only when it beats the runner-up significantly (a
 // Mann-Whitney U test over the samples, p < alpha) and by at least
 // margin (0.05: 5%). Otherwise the verdict is a tie among the leader and
 // every target it does not beat that way, broken toward the fewest
@@ -34,7 +35,7 @@ func Recommend(cells []Cell, alpha, margin float64) []Recommendation {
 			switch {
 			case c.Failed || c.Samples == 0:
 			case c.Peer:
-				if peer == nil || c.QPS > peer.QPS {
+				if peer == nil || score(c) > score(*peer) {
 					peer = &g[i]
 				}
 			default:
@@ -44,11 +45,11 @@ func Recommend(cells []Cell, alpha, margin float64) []Recommendation {
 		if len(cands) == 0 {
 			continue
 		}
-		slices.SortStableFunc(cands, func(a, b Cell) int { return cmp.Compare(b.QPS, a.QPS) })
+		slices.SortStableFunc(cands, func(a, b Cell) int { return cmp.Compare(score(b), score(a)) })
 		rec := decide(cands, alpha, margin)
-		if peer != nil && peer.QPS > 0 {
+		if peer != nil && score(*peer) > 0 {
 			rec.Peer = peer.Target
-			rec.PeerRatio = qpsOf(cands, rec.Strategy) / peer.QPS
+			rec.PeerRatio = scoreOf(cands, rec.Strategy) / score(*peer)
 		}
 		recs = append(recs, rec)
 	}
@@ -87,16 +88,16 @@ func groupCells(cells []Cell) [][]Cell {
 	return out
 }
 
-func qpsOf(cells []Cell, target string) float64 {
+func scoreOf(cells []Cell, target string) float64 {
 	for _, c := range cells {
 		if c.Target == target {
-			return c.QPS
+			return score(c)
 		}
 	}
 	return 0
 }
 
-// decide applies the verdict rule to candidates sorted by QPS, highest
+// decide applies the verdict rule to candidates sorted by score, highest
 // first.
 func decide(cands []Cell, alpha, margin float64) Recommendation {
 	lead := cands[0]
@@ -114,7 +115,7 @@ func decide(cands []Cell, alpha, margin float64) Recommendation {
 	}
 	vs := make([]versus, len(cands))
 	for i, c := range cands[1:] {
-		p, m := compare(lead.QPSSamples, c.QPSSamples, alpha), ratio(lead.QPS, c.QPS)
+		p, m := compare(scoreSamples(lead), scoreSamples(c), alpha), ratio(score(lead), score(c))
 		vs[i+1] = versus{p, m, p < alpha && m >= margin}
 	}
 	if vs[1].beaten {
@@ -137,7 +138,7 @@ func decide(cands []Cell, alpha, margin float64) Recommendation {
 		return n
 	}
 	pick := slices.MinFunc(tied, func(a, b Cell) int {
-		return cmp.Or(cmp.Compare(known(a.Conns), known(b.Conns)), cmp.Compare(known(a.MaxConns), known(b.MaxConns)), cmp.Compare(b.QPS, a.QPS))
+		return cmp.Or(cmp.Compare(known(a.Conns), known(b.Conns)), cmp.Compare(known(a.MaxConns), known(b.MaxConns)), cmp.Compare(score(b), score(a)))
 	})
 	names := make([]string, len(tied))
 	for i, c := range tied {
@@ -147,8 +148,8 @@ func decide(cands []Cell, alpha, margin float64) Recommendation {
 	if pick.Target == lead.Target {
 		rec.RunnerUp, rec.Margin, rec.PValue = cands[1].Target, vs[1].m, vs[1].p
 	} else {
-		rec.RunnerUp, rec.Margin = lead.Target, ratio(pick.QPS, lead.QPS)
-		rec.PValue = compare(pick.QPSSamples, lead.QPSSamples, alpha)
+		rec.RunnerUp, rec.Margin = lead.Target, ratio(score(pick), score(lead))
+		rec.PValue = compare(scoreSamples(pick), scoreSamples(lead), alpha)
 	}
 	why := fmt.Sprintf("p=%.3f", vs[1].p)
 	if vs[1].p < alpha {
