@@ -34,6 +34,9 @@ func renderSummary(b *strings.Builder, r *Report) {
 	}
 	renderWrap(b, "machine: "+renderMachine(r.Machine)+"; "+renderServers(r.Machine), "  ")
 	renderWrap(b, "plan: "+renderPlan(r.Settings), "  ")
+	for _, w := range r.Warnings {
+		renderWrap(b, "!! warning: "+renderOneLine(w), "   ")
+	}
 
 	for _, w := range v.workloads {
 		if len(w.targets) == 0 {
@@ -96,25 +99,25 @@ func renderSummary(b *strings.Builder, r *Report) {
 	}
 
 	if len(r.SLO) > 0 {
-		fmt.Fprintf(b, "\nSLO %s: the highest open-loop rate each target sustained\n", r.Settings.SLO)
-		t := renderTable{right: []bool{false, false, true, true, true, false}}
-		t.add("workload", "target", "workers", "rate/s", "latency", "")
+		fmt.Fprintf(b, "\nSLO %s, open loop: the highest rate each target held the bound at, the lowest it broke it at\n", r.Settings.SLO)
+		t := renderTable{right: []bool{false, false, true, true, true, true, false}}
+		t.add("workload", "target", "workers", "held/s", "failed/s", "latency", "")
 		for _, w := range v.workloads {
 			for _, s := range v.slo(w.name) {
-				note := ""
-				if s.Winner {
-					note = "winner, " + renderPercent(s.Headroom) + " headroom"
-				}
-				rate := renderQPS(s.Rate)
-				if !(s.Rate > 0) {
-					rate, note = "none", "not even the lowest rate tried"
-				}
-				t.add(renderTrunc(w.name, 20), renderTrunc(s.Target, 28), strconv.Itoa(s.Concurrency), rate,
-					renderMs(s.Latency)+" ms", note)
+				held, failed := renderSLORates(s)
+				t.add(renderTrunc(w.name, 20), renderTrunc(s.Target, 28), strconv.Itoa(s.Concurrency), held, failed,
+					renderMs(s.Latency)+" ms", renderSLOState(s))
 			}
 		}
 		for _, line := range t.lines() {
 			b.WriteString("  " + line + "\n")
+		}
+		for _, w := range v.workloads {
+			for _, s := range v.slo(w.name) {
+				if s.Note != "" {
+					renderWrap(b, "  "+w.name+" "+s.Target+": "+renderOneLine(s.Note), "      ")
+				}
+			}
 		}
 	}
 

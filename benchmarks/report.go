@@ -32,6 +32,9 @@ type Report struct {
 	// Skipped says which workloads did not run, and why ("mget skipped:
 	// it needs a cluster").
 	Skipped []string `json:"skipped,omitempty"`
+	// Warnings are what a reader must know to trust the numbers: an open
+	// loop whose client sent late by more than a tenth of the SLO bound.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // ReportVersion is the Version written by this package.
@@ -200,16 +203,51 @@ type Crossover struct {
 	Text string `json:"text"`
 }
 
-// SLOResult is the highest open-loop rate a target sustained with the
-// SLO's percentile under its bound.
+// SLOResult is the outcome of one target's SLO search: the highest
+// open-loop rate it held the SLO at, and the lowest it broke it at. The
+// rate it can sustain lies between them; the report never claims more.
 type SLOResult struct {
-	Workload    string  `json:"workload"`
-	Target      string  `json:"target"`
-	Concurrency int     `json:"concurrency"` // workers used to offer the rate
-	Rate        float64 `json:"rate"`        // per second; 0: not even the lowest rate tried
-	Latency     float64 `json:"latency_ms"`  // the percentile measured at Rate
-	Headroom    float64 `json:"headroom"`    // Rate over the runner-up's, less 1 (winner only)
-	Winner      bool    `json:"winner"`
+	Workload string  `json:"workload"`
+	Target   string  `json:"target"`
+	BoundMs  float64 `json:"bound_ms"` // the SLO's bound
+	// Concurrency is the number of workers that offered the rate (at
+	// most that many requests in flight).
+	Concurrency int `json:"concurrency"`
+	// MaxRate is the highest rate, per second, at which every probe held
+	// the bound, below every rate a probe failed at; 0: not even the
+	// lowest rate tried.
+	MaxRate float64 `json:"max_rate"`
+	// FirstFailingRate is the lowest rate a probe broke the bound at; 0:
+	// none did up to the end of the ramp, so MaxRate is a lower bound.
+	FirstFailingRate float64 `json:"first_failing_rate"`
+	// Confirmed is set when MaxRate held in three probes: the search's
+	// and two re-runs after it.
+	Confirmed bool `json:"confirmed"`
+	// Latency is the highest of the samples' own percentiles at MaxRate,
+	// in milliseconds.
+	Latency float64 `json:"latency_ms"`
+	// Headroom is MaxRate over the runner-up's, less 1 (winner only).
+	Headroom float64 `json:"headroom"`
+	Winner   bool    `json:"winner"`
+	// Note says what else happened: a re-run that failed, a client too
+	// late to measure the bound.
+	Note   string     `json:"note,omitempty"`
+	Probes []SLOProbe `json:"probes"`
+}
+
+// SLOProbe is one probe of an SLO search: -repeats samples of an open
+// loop at Rate (fewer when one failed: the probe stops there). It passes
+// when every sample held the bound with no error and nothing left
+// unsent.
+type SLOProbe struct {
+	Rate   float64 `json:"rate"`
+	Passed bool    `json:"passed"`
+	// Samples were run; WorstMs is the highest of their own percentiles,
+	// LatenessP99ms the p99 of the client's send lateness over them.
+	Samples       int     `json:"samples"`
+	WorstMs       float64 `json:"worst_ms"`
+	LatenessP99ms float64 `json:"lateness_p99_ms"`
+	Why           string  `json:"why,omitempty"` // why it failed
 }
 
 // BaselineComparison is a run compared with an earlier one.

@@ -137,6 +137,8 @@ type runner struct {
 	cells    int // cells planned
 	began    time.Time
 	lastNote time.Time
+	sloDone  int // SLO searches started
+	sloTotal int // SLO searches planned
 }
 
 // connect opens the deployments the plan needs, checks they hold no
@@ -211,8 +213,12 @@ func (r *runner) runAll(ctx context.Context) error {
 	fmt.Fprintf(r.out, "plan: %d cells × (%d samples of %v + a %v warm-up), %s: about %v\n",
 		est.Cells, r.plan.Repeats, r.plan.Duration, r.plan.Warmup, mode, est.Duration.Round(time.Second))
 	if r.plan.SLO != nil {
-		fmt.Fprintf(r.out, "SLO %s: then up to %d probes of %v per workload and target\n", r.plan.SLO, r.plan.SLOSteps+r.plan.SLOBisects, r.plan.Duration)
+		r.sloTotal = r.sloSearches()
+		probes, most := r.plan.sloBudget()
+		fmt.Fprintf(r.out, "SLO %s: then %d searches (workload × target), each at most %d probes of a %v warm-up and %d samples of %v: at most %v more\n",
+			r.plan.SLO, r.sloTotal, probes, r.plan.Warmup, r.plan.Repeats, r.plan.Duration, (time.Duration(r.sloTotal) * most).Round(time.Second))
 	}
+	r.warnOneP()
 	r.began = time.Now()
 	for _, w := range r.plan.Workloads {
 		if r.runnable(w) {
@@ -530,6 +536,7 @@ func (r *runner) conclude() {
 		targets[t.Name] = t
 	}
 	markSLOWinners(rep.SLO, peers)
+	r.warnLateOpenLoop()
 	cluster := map[string]bool{}
 	for _, w := range r.plan.Workloads {
 		cluster[w.Name] = w.Cluster
