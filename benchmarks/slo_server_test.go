@@ -12,12 +12,13 @@ import (
 )
 
 // sloPlan is the plan of TestSLOHoldsWhereItSaysOnRealServers: GETs on 4
-// workers, short samples.
+// workers, 6 short samples (the default count: a probe holds only if all
+// six do).
 func sloPlan(targets ...benchmarks.Target) benchmarks.Plan {
 	p := tinyPlan("get")
 	p.Targets = targets
 	p.Levels = []int{4}
-	p.Duration, p.Warmup, p.Repeats = 150*time.Millisecond, 50*time.Millisecond, 4
+	p.Duration, p.Warmup, p.Repeats = 100*time.Millisecond, 50*time.Millisecond, 6
 	return p
 }
 
@@ -72,8 +73,13 @@ func TestSLOHoldsWhereItSaysOnRealServers(t *testing.T) {
 	if !(fast.MaxRate > 0 && delayed.MaxRate > 0) {
 		t.Fatalf("max rates %v and %v; want both to hold some rate", fast.MaxRate, delayed.MaxRate)
 	}
-	if !(delayed.FirstFailingRate > 0 && delayed.FirstFailingRate <= 1333*1.05) {
-		t.Errorf("delayed pool: first failing %v; want a failure by its capacity, at most 1,333/s", delayed.FirstFailingRate)
+	if a, b := fast.Probes[0].Rate, delayed.Probes[0].Rate; a != b {
+		t.Errorf("first probes at %v/s and %v/s; want every target's search to start at the same rate", a, b)
+	}
+	// 4 connections each held 3 ms serve at most 1,333/s; a short sample
+	// absorbs a little more, its backlog drained after it.
+	if !(delayed.FirstFailingRate > 0 && delayed.FirstFailingRate <= 2000) {
+		t.Errorf("delayed pool: first failing %v; want a failure by 1.5x its capacity, 2,000/s", delayed.FirstFailingRate)
 	}
 	if fast.MaxRate < delayed.MaxRate || (fast.FirstFailingRate > 0 && fast.FirstFailingRate < delayed.FirstFailingRate) {
 		t.Errorf("plain pool max %v, first failing %v; delayed pool max %v, first failing %v: the faster must rank at least as high",
