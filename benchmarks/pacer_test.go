@@ -25,7 +25,7 @@ func quantile(h *hdr.Histogram, q float64) time.Duration { return time.Duration(
 // TestPacerSendsOnTime offers a request that costs nothing at 2,000,
 // 10,000 and 50,000 per second: the sends' lateness is the pacer's
 // alone. Paced by Go's timers, which wake on a millisecond grid, a p99
-// of 1.1 ms comes back every time; the test wants the best p99 of three
+// of 1.1 ms comes back every time; the test wants the best p99 of five
 // rounds under 500 µs, robust to the tests of other packages sharing the
 // machine, and the bars (TestBars/H3) hold it to 50 µs.
 func TestPacerSendsOnTime(t *testing.T) {
@@ -34,19 +34,19 @@ func TestPacerSendsOnTime(t *testing.T) {
 		rate    float64
 	}{{1, 2000}, {1, 10_000}, {4, 50_000}} {
 		best := time.Hour
-		for range 3 {
+		for range 5 {
 			hists, late := newHists(tc.workers), newHists(tc.workers)
-			l := openLoop(context.Background(), tc.workers, 200*time.Millisecond, tc.rate,
+			l := openLoop(context.Background(), tc.workers, 100*time.Millisecond, tc.rate,
 				func(context.Context, int, int) error { return nil }, hists, late)
 			lh := merged(late)
 			t.Logf("%v/s on %d workers: %d sent, lateness p50 %v, p90 %v, p99 %v", tc.rate, tc.workers, l.ops, quantile(lh, 50), quantile(lh, 90), quantile(lh, 99))
-			if want := int64(tc.rate / 5); l.ops != want || l.behind != 0 {
+			if want := int64(tc.rate / 10); l.ops != want || l.behind != 0 {
 				t.Errorf("%v/s: %d sent, %d behind; want all %d sent", tc.rate, l.ops, l.behind, want)
 			}
 			best = min(best, quantile(lh, 99))
 		}
 		if best > 500*time.Microsecond {
-			t.Errorf("%v/s: lateness p99 %v at best of 3 rounds; want it under 500µs (Go's timers alone send 1.1 ms late)", tc.rate, best)
+			t.Errorf("%v/s: lateness p99 %v at best of 5 rounds; want it under 500µs (Go's timers alone send 1.1 ms late)", tc.rate, best)
 		}
 	}
 }

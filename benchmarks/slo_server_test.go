@@ -34,6 +34,9 @@ func TestSLOHoldsWhereItSaysOnRealServers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: runs an SLO search of about 20 s")
 	}
+	if raceEnabled {
+		t.Skip("-race: the client runs several times slower; make test runs this without -race")
+	}
 	ctx := context.Background()
 	srv := launcher.Standalone(t, launcher.Options{})
 	proxy, err := faultproxy.Start(ctx, srv.Addr())
