@@ -140,7 +140,7 @@ func renderHTMLPage(r *Report) renderPage {
 		}
 		for _, s := range v.slo(w.name) {
 			ps := renderPageSLO{Workload: w.name, Target: s.Target, Workers: strconv.Itoa(s.Concurrency),
-				Latency: renderMs(s.Latency), Note: renderSLONote(s)}
+				Latency: renderSLOLatency(s), Note: renderSLONote(s)}
 			ps.Rate, ps.Failed = renderSLORates(s)
 			p.SLO = append(p.SLO, ps)
 		}

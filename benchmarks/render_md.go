@@ -81,7 +81,7 @@ func renderMarkdown(out *bytes.Buffer, r *Report) error {
 			for _, s := range v.slo(w.name) {
 				held, failed := renderSLORates(s)
 				fmt.Fprintf(&b, "| %s | %s | %d | %s | %s | %s | %s |\n", renderMD(w.name), renderMD(s.Target),
-					s.Concurrency, held, failed, renderMs(s.Latency), renderMD(renderSLONote(s)))
+					s.Concurrency, held, failed, renderSLOLatency(s), renderMD(renderSLONote(s)))
 			}
 		}
 	}

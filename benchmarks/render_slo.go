@@ -14,6 +14,15 @@ func renderSLORates(s SLOResult) (held, failed string) {
 	return held, failed
 }
 
+// renderSLOLatency is an SLO result's percentile at its MaxRate, in
+// milliseconds; a dash when no rate held.
+func renderSLOLatency(s SLOResult) string {
+	if !(s.MaxRate > 0) {
+		return "–"
+	}
+	return renderMs(s.Latency)
+}
+
 // renderSLONote is what an SLO result's table row says besides its
 // numbers: renderSLOState and the result's Note.
 func renderSLONote(s SLOResult) string { return joinNote(renderSLOState(s), s.Note) }

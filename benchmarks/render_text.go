@@ -105,8 +105,12 @@ func renderSummary(b *strings.Builder, r *Report) {
 		for _, w := range v.workloads {
 			for _, s := range v.slo(w.name) {
 				held, failed := renderSLORates(s)
+				lat := renderSLOLatency(s)
+				if s.MaxRate > 0 {
+					lat += " ms"
+				}
 				t.add(renderTrunc(w.name, 20), renderTrunc(s.Target, 28), strconv.Itoa(s.Concurrency), held, failed,
-					renderMs(s.Latency)+" ms", renderSLOState(s))
+					lat, renderSLOState(s))
 			}
 		}
 		for _, line := range t.lines() {
