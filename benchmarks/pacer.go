@@ -27,7 +27,8 @@ import (
 //   - yielding the CPU to the operating system (sched_yield on Linux)
 //     until the last 30 µs: a server or client thread woken on the
 //     pacer's CPU runs at once, where a spinning thread would keep it
-//     waiting for its time slice.
+//     waiting for its time slice. When yields come back late (other
+//     threads ran), the pacer stops yielding earlier (see spinClock).
 //
 // The spinning costs CPU — the window per request, all of a core from
 // about 5,000/s — counted in the cells' CPU per operation. Elsewhere than
@@ -42,19 +43,22 @@ type clock interface {
 	SleepUntil(ctx context.Context, t time.Time)
 }
 
-// spinTight is the last stretch before a send spun without yielding the
-// CPU: a yield may lose it for a while, and the pacer must be on time.
+// spinTight is the least last stretch before a send spun without
+// yielding the CPU: a yield may lose it for a while, and the pacer must
+// be on time.
 const spinTight = 30 * time.Microsecond
 
-// spinClock is the real clock of one open-loop run: SleepUntil sleeps
+// spinClock is the real clock of one open-loop run. SleepUntil sleeps
 // (see sleepFor) until window before t, then spins, yielding the CPU
-// (osYield) until spinTight before t. It widens window to twice a
-// sleep's overshoot when one wakes later than half of it, and narrows it
-// back slowly, so that a loaded machine costs more spinning rather than
-// late sends.
-type spinClock struct{ window time.Duration }
+// (osYield) until guard before t, then spins without yielding. Both
+// adapt to the machine: window widens to twice a sleep's overshoot when
+// one wakes later than half of it, guard to twice the longest yield
+// (another thread ran meanwhile), and both narrow back slowly — a loaded
+// machine costs more spinning rather than late sends, an idle one gets
+// its CPU back at once.
+type spinClock struct{ window, guard time.Duration }
 
-func newSpinClock() *spinClock { return &spinClock{window: sleepWindow} }
+func newSpinClock() *spinClock { return &spinClock{window: sleepWindow, guard: spinTight} }
 
 func (*spinClock) Now() time.Time { return time.Now() }
 
@@ -64,21 +68,29 @@ func (c *spinClock) SleepUntil(ctx context.Context, t time.Time) {
 		if ctx.Err() != nil {
 			return
 		}
-		if over := time.Since(wake); over > c.window/2 {
-			c.window = min(2*over, 20*time.Millisecond)
-		} else {
-			c.window = max(sleepWindow, c.window-c.window/64)
-		}
+		c.window = adapt(c.window, time.Since(wake), sleepWindow, 20*time.Millisecond)
 	}
 	for {
 		left := time.Until(t)
 		if left <= 0 {
 			return
 		}
-		if left > spinTight {
+		if left > c.guard {
+			y := time.Now()
 			osYield()
+			c.guard = adapt(c.guard, time.Since(y), spinTight, c.window)
 		}
 	}
+}
+
+// adapt returns a margin d after a wait that overshot by over: twice
+// over when that is more than half of d, else d narrowed by 1/64; within
+// [lo, hi].
+func adapt(d, over, lo, hi time.Duration) time.Duration {
+	if over > d/2 {
+		return max(lo, min(2*over, hi))
+	}
+	return max(lo, d-d/64)
 }
 
 // pacer is the timetable of one open-loop run: request k is intended to
