@@ -14,7 +14,7 @@ import (
 	"github.com/redisx-go/kit/strategy"
 )
 
-// TestBars measures the performance bars of docs/DESIGN.md (P1–P10) as ratios
+// TestBars measures the performance bars of docs/DESIGN.md (P1–P10, H3) as ratios
 // of configurations run side by side: rounds alternate between the
 // configurations compared, and the median of the rounds is reported. It
 // is opt-in (REDISX_BARS=1, or `make bars`) because it takes minutes and
@@ -48,6 +48,7 @@ func TestBars(t *testing.T) {
 		{"P8", br.p8},
 		{"P9", br.p9},
 		{"P10", br.p10},
+		{"H3", br.h3},
 	} {
 		t.Run(sub.name, sub.run)
 	}

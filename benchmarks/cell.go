@@ -19,12 +19,16 @@ type sample struct {
 	bytes        uint64
 	conns        int
 	hits, misses int64
+	// late holds the sends' lateness of an open-loop sample (nil in
+	// closed loop), valid until the next sample.
+	late *hdr.Histogram
 }
 
 // cellAcc accumulates the samples of one cell.
 type cellAcc struct {
 	cell Cell
 	hist *hdr.Histogram
+	late *hdr.Histogram // open loop only
 	cpu  time.Duration
 	mall uint64
 	byts uint64
@@ -43,6 +47,7 @@ func newCellAcc(w Workload, t Target, level int, rate float64) *cellAcc {
 func (a *cellAcc) add(s sample, h *hdr.Histogram) {
 	c := &a.cell
 	c.QPSSamples = append(c.QPSSamples, s.qps)
+	c.P99Samples = append(c.P99Samples, float64(h.ValueAtQuantile(99))/1e6)
 	c.Samples++
 	c.Ops += s.ops
 	c.Errors += s.errs
@@ -52,6 +57,12 @@ func (a *cellAcc) add(s sample, h *hdr.Histogram) {
 	}
 	c.Conns = max(c.Conns, s.conns)
 	a.hist.Merge(h)
+	if s.late != nil {
+		if a.late == nil {
+			a.late = newHistogram()
+		}
+		a.late.Merge(s.late)
+	}
 	a.cpu += s.cpu
 	a.mall += s.mallocs
 	a.byts += s.bytes
@@ -76,6 +87,9 @@ func (a *cellAcc) finish() Cell {
 	ms := func(q float64) float64 { return float64(a.hist.ValueAtQuantile(q)) / 1e6 }
 	c.P50ms, c.P90ms, c.P99ms, c.P999ms = ms(50), ms(90), ms(99), ms(99.9)
 	c.MaxMs = float64(a.hist.Max()) / 1e6
+	if a.late != nil {
+		c.LatenessP99ms = float64(a.late.ValueAtQuantile(99)) / 1e6
+	}
 	if c.Ops > 0 {
 		n := float64(c.Ops)
 		c.CPUPerOp = float64(a.cpu.Microseconds()) / n

@@ -11,10 +11,15 @@
 // a warm-up of each target (discarded), then Repeats rounds of one sample
 // per target, in an order shuffled per round with a seeded source, so
 // that drift of a shared machine falls on every target alike. Closed loop
-// by default; with Plan.Rate, open loop at a fixed rate, every latency
+// by default; with Plan.Rate, open loop at a fixed rate: one worker at a
+// time paces the sends — it sleeps on a kernel timer until 200 µs before
+// a request's time (Go's timers wake about 1 ms late), spins the rest,
+// yielding the CPU, and sends the request itself — and every latency is
 // measured from the request's intended send time (no coordinated
-// omission). Latencies go to one HDR histogram per worker, merged per
-// cell. Each [Cell] reports the median QPS with its 95% confidence
+// omission). An open-loop cell reports the client's own send lateness
+// (Cell.LatenessP99ms), and its verdict compares the samples' p99
+// latencies, not QPS: every target is offered the same rate. Latencies
+// go to one HDR histogram per worker, merged per cell. Each [Cell] reports the median QPS with its 95% confidence
 // interval and its samples, p50/p90/p99/p99.9/max, errors (a cell with
 // errors has failed and never wins), the connections the server held
 // (counted by client name with CLIENT LIST after each sample, never
@@ -32,14 +37,29 @@
 // samples (4) nothing can be significant, and Run warns. Peers are
 // measured for comparison and never recommended. [FindCrossovers]
 // brackets the levels between two significant verdicts that name
-// different targets: ties never cross. With Plan.SLO, Run also finds
-// each target's highest open-loop rate under a latency bound.
+// different targets: ties never cross.
 // [CompareBaseline] compares a run with an earlier report, cell by cell:
 // it says when the two were not measured like with like (machine, loop,
 // durations, repeats, workloads, or peers whose speed changed: the
 // machine's did), and a change is significant when its
 // p-value, corrected for the number of cells by Benjamini–Hochberg, is
 // under Alpha and its interval lies beyond the margin.
+//
+// With Plan.SLO, Run also searches, per workload and target, the highest
+// open-loop rate at which the SLO holds, at the workload's highest level
+// of workers. Every target starts from the same rate, 1% of the fastest
+// median QPS any target reached on the workload; the rate doubles until
+// a probe fails (halves while they fail), then bisects, geometrically,
+// until the first failing rate is within 5% of the last passing one. A
+// probe is Repeats samples and passes only when every sample's own
+// percentile is within the bound, with no error and nothing left unsent
+// (every sample, not an interval: at 6 samples the 95% interval of their
+// median reaches the worst one anyway). The rate found is then re-run
+// until it passed 3 probes (confirmed); when a re-run fails, the next
+// lower rate that passed is confirmed instead, and the result says so.
+// The report gives the bracket, max_rate (the highest rate every probe
+// held) and first_failing_rate, never more, and warns when the client's
+// send lateness exceeded a tenth of the bound.
 //
 // Your own configuration is a target ([StrategyTarget] over any strategy
 // value, [URLTarget] over a redis:// URL — which, with a host, measures

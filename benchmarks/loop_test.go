@@ -5,50 +5,58 @@ import (
 	"slices"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 )
 
-// fakeClock is a clock that moves only when told: SleepUntil jumps to the
-// time, and the operation under test advances it by its service time.
-type fakeClock struct{ now time.Time }
+// sleepClock is the open loop's clock inside a synctest bubble, where
+// time moves only when every goroutine waits: SleepUntil sleeps, over by
+// oversleep (a timer that wakes late). The spinning clock would spin
+// forever there.
+type sleepClock struct{ oversleep time.Duration }
 
-func (c *fakeClock) Now() time.Time { return c.now }
+func (sleepClock) Now() time.Time { return time.Now() }
 
-func (c *fakeClock) SleepUntil(_ context.Context, t time.Time) {
-	if t.After(c.now) {
-		c.now = t
-	}
+func (c sleepClock) SleepUntil(_ context.Context, t time.Time) {
+	time.Sleep(time.Until(t) + c.oversleep)
 }
 
-// runFake runs one open-loop worker on a fake clock whose request k takes
-// service(k), and returns the latencies recorded and the worker's counts.
-func runFake(s schedule, clk *fakeClock, service func(k int) time.Duration) ([]time.Duration, counter) {
-	var lats []time.Duration
-	var c counter
-	runSchedule(context.Background(), clk, s,
-		func(k int) error { clk.now = clk.now.Add(service(k)); return nil },
-		func(d time.Duration) { lats = append(lats, d) }, &c)
-	return lats, c
+// runFake runs one open-loop worker paced at rate for d on clk, in a
+// synctest bubble (so durations are exact), request k taking service(k),
+// and returns the latencies and latenesses recorded, in order, and the
+// worker's counts.
+func runFake(t *testing.T, clk clock, rate float64, d time.Duration, service func(k int) time.Duration) (lats, lates []time.Duration, c counter) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newPace(newPacer(time.Now(), rate, d), clk)
+		s.serve(context.Background(),
+			func(k int) error { time.Sleep(service(k)); return nil },
+			func(d time.Duration) { lats = append(lats, d) },
+			func(d time.Duration) { lates = append(lates, d) }, &c)
+	})
+	return lats, lates, c
 }
 
 func TestOpenLoopChargesTheWaitBehindASlowReply(t *testing.T) {
-	t0 := time.Unix(1000, 0)
 	ms := time.Millisecond
-	s := schedule{start: t0, interval: 10 * ms, end: t0.Add(50 * ms), drain: t0.Add(100 * ms)}
-	// Request 0 takes 25 ms, the others 1 ms. Measured from their actual
-	// send times they would take 25, 1, 1, 1, 1 ms (coordinated
-	// omission); from their intended send times, 1 and 2 waited.
-	lats, c := runFake(s, &fakeClock{now: t0}, func(k int) time.Duration {
+	// One request every 10 ms for 50 ms; request 0 takes 25 ms, the
+	// others 1 ms. Measured from their actual send times they would take
+	// 25, 1, 1, 1, 1 ms (coordinated omission); from their intended send
+	// times, 1 and 2 waited.
+	lats, lates, c := runFake(t, sleepClock{}, 100, 50*ms, func(k int) time.Duration {
 		if k == 0 {
 			return 25 * ms
 		}
 		return ms
 	})
-	want := []time.Duration{25 * ms, 16 * ms, 7 * ms, ms, ms}
-	if !slices.Equal(lats, want) {
+	if want := []time.Duration{25 * ms, 16 * ms, 7 * ms, ms, ms}; !slices.Equal(lats, want) {
 		t.Errorf("latencies = %v; want %v", lats, want)
+	}
+	// The waits were the server's: the worker sent each request as soon
+	// as it was free, so the client was never late.
+	if want := []time.Duration{0, 0, 0, 0, 0}; !slices.Equal(lates, want) {
+		t.Errorf("latenesses = %v; want %v", lates, want)
 	}
 	if c.ops != 5 || c.behind != 0 {
 		t.Errorf("ops = %d, behind = %d; want 5, 0", c.ops, c.behind)
@@ -56,16 +64,13 @@ func TestOpenLoopChargesTheWaitBehindASlowReply(t *testing.T) {
 }
 
 func TestOpenLoopCountsRequestsLeftBehindAfterTheDrain(t *testing.T) {
-	t0 := time.Unix(1000, 0)
 	ms := time.Millisecond
-	s := schedule{start: t0, interval: 10 * ms, end: t0.Add(50 * ms), drain: t0.Add(100 * ms)}
 	// Every request takes 30 ms, three times the interval: the worker
 	// falls further behind with each one.
-	lats, c := runFake(s, &fakeClock{now: t0}, func(int) time.Duration { return 30 * ms })
+	lats, _, c := runFake(t, sleepClock{}, 100, 50*ms, func(int) time.Duration { return 30 * ms })
 	// Sent at 0, 30, 60, 90 ms; at 120 ms the drain is over, and request
 	// 4 (intended at 40 ms) is recorded as waiting 80 ms so far.
-	want := []time.Duration{30 * ms, 50 * ms, 70 * ms, 90 * ms, 80 * ms}
-	if !slices.Equal(lats, want) {
+	if want := []time.Duration{30 * ms, 50 * ms, 70 * ms, 90 * ms, 80 * ms}; !slices.Equal(lats, want) {
 		t.Errorf("latencies = %v; want %v", lats, want)
 	}
 	if c.ops != 4 || c.behind != 1 {
@@ -73,19 +78,28 @@ func TestOpenLoopCountsRequestsLeftBehindAfterTheDrain(t *testing.T) {
 	}
 }
 
-func TestOpenLoopWorkersInterleaveEvenly(t *testing.T) {
-	t0 := time.Unix(1000, 0)
-	var sends []time.Duration
-	for w := range 4 {
-		s := workerSchedule(t0, w, 4, 1000, 10*time.Millisecond)
-		if s.interval != 4*time.Millisecond {
-			t.Fatalf("interval = %v; want 4ms for 1000/s over 4 workers", s.interval)
-		}
-		for k := 0; s.intended(k).Before(s.end); k++ {
-			sends = append(sends, s.intended(k).Sub(t0))
+func TestOpenLoopRecordsTheClientsOwnLateness(t *testing.T) {
+	us := time.Microsecond
+	// A pacer whose timer wakes 300 µs late, a server that answers in
+	// 100 µs: each request goes 300 µs late and is charged for it.
+	lats, lates, _ := runFake(t, sleepClock{oversleep: 300 * us}, 1000, 5*time.Millisecond, func(int) time.Duration { return 100 * us })
+	if len(lates) != 5 || len(lats) != 5 {
+		t.Fatalf("%d latenesses, %d latencies; want 5 each", len(lates), len(lats))
+	}
+	for i := range lates {
+		if lates[i] != 300*us || lats[i] != 400*us {
+			t.Errorf("request %d: lateness %v, latency %v; want 300µs, 400µs", i, lates[i], lats[i])
 		}
 	}
-	slices.Sort(sends)
+}
+
+func TestPacerSpreadsSendsEvenly(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	p := newPacer(t0, 1000, 10*time.Millisecond)
+	var sends []time.Duration
+	for k := 0; p.intended(k).Before(p.end); k++ {
+		sends = append(sends, p.intended(k).Sub(t0))
+	}
 	if len(sends) != 10 {
 		t.Fatalf("%d sends in 10 ms at 1000/s; want 10", len(sends))
 	}
@@ -94,29 +108,46 @@ func TestOpenLoopWorkersInterleaveEvenly(t *testing.T) {
 			t.Fatalf("sends at %v; want one every millisecond", sends)
 		}
 	}
+	// A rate that does not divide a second: no drift from rounding.
+	p = newPacer(t0, 3000, time.Second)
+	if n := p.intended(3000).Sub(t0); n != time.Second {
+		t.Errorf("request 3000 at 3000/s intended at %v; want 1s", n)
+	}
+}
+
+func newHists(n int) []*hdr.Histogram {
+	hs := make([]*hdr.Histogram, n)
+	for i := range hs {
+		hs[i] = newHistogram()
+	}
+	return hs
+}
+
+func total(hs []*hdr.Histogram) int64 {
+	var n int64
+	for _, h := range hs {
+		n += h.TotalCount()
+	}
+	return n
 }
 
 func TestOpenLoopSendsEveryScheduledRequest(t *testing.T) {
-	hists := make([]*hdr.Histogram, 4)
-	for i := range hists {
-		hists[i] = newHistogram()
-	}
+	hists, late := newHists(4), newHists(4)
 	var calls atomic.Int64
 	l := openLoop(context.Background(), 4, 100*time.Millisecond, 2000, func(context.Context, int, int) error {
 		calls.Add(1)
 		return nil
-	}, hists)
+	}, hists, late)
 	// 2000/s for 100 ms: 200 intended sends; a worker late past the drain
 	// would count the rest as behind, but none is lost.
 	if l.ops+l.behind != 200 || calls.Load() != l.ops {
 		t.Errorf("ops %d + behind %d, calls %d; want 200 in all, calls = ops", l.ops, l.behind, calls.Load())
 	}
-	var recorded int64
-	for _, h := range hists {
-		recorded += h.TotalCount()
+	if n := total(hists); n != 200 {
+		t.Errorf("%d latencies recorded; want 200", n)
 	}
-	if recorded != 200 {
-		t.Errorf("%d latencies recorded; want 200", recorded)
+	if n := total(late); n != l.ops {
+		t.Errorf("%d latenesses recorded; want one per send, %d", n, l.ops)
 	}
 }
 
@@ -135,6 +166,16 @@ func TestClosedLoopRecordsOneLatencyPerOperation(t *testing.T) {
 	}
 	if l.ops == 0 || recorded != l.ops {
 		t.Errorf("ops = %d, recorded = %d; want equal and positive", l.ops, recorded)
+	}
+}
+
+func TestOpenLoopStopsWhenTheContextEnds(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(20*time.Millisecond, cancel)
+	start := time.Now()
+	l := openLoop(ctx, 3, time.Hour, 100, func(context.Context, int, int) error { return nil }, newHists(3), newHists(3))
+	if d := time.Since(start); d > 3*time.Second || l.ops > 10 {
+		t.Errorf("openLoop ran %v and sent %d after its context was cancelled at 20 ms", d, l.ops)
 	}
 }
 

@@ -178,19 +178,22 @@ type Plan struct {
 	Warmup   time.Duration
 	Repeats  int
 	// Rate, when positive, runs open loop: requests are scheduled at this
-	// total rate per second, spread evenly over the level's workers, and
-	// each latency is measured from the request's intended send time, so
-	// it includes any wait behind a slow reply — and, as with wrk2, the
-	// client's own lateness in waking up: a saturated client machine
-	// shows up as latency. Zero: closed loop.
+	// total rate per second, sent by the level's workers (at most one in
+	// flight each), and each latency is measured from the request's
+	// intended send time, so it includes any wait behind a slow reply —
+	// and the client's own lateness in sending, reported per cell
+	// (Cell.LatenessP99ms): a saturated client machine shows up as
+	// latency. Zero: closed loop.
 	Rate float64
 	// SLO, when set, also searches, for every workload and target, the
 	// highest open-loop rate that keeps the latency percentile under the
-	// bound.
+	// bound, at the workload's highest level of workers (see Run).
 	SLO *SLO
 	// SLOSteps and SLOBisects bound the probes of that search: a ramp of
-	// doubling rates, then bisection between the last rate that passed
-	// and the first that failed.
+	// doubling rates from a start shared by every target, then a
+	// bisection between the last rate that passed and the first that
+	// failed, to 5%; up to 4 more probes confirm the result (see Run's
+	// package documentation).
 	SLOSteps   int
 	SLOBisects int
 	// Alpha is the significance level of the rank test; Margin the least
@@ -232,7 +235,6 @@ func QuickPlan() Plan {
 	p.Levels = []int{1, 10, 100}
 	p.Duration = 100 * time.Millisecond
 	p.Warmup = 50 * time.Millisecond
-	p.SLOSteps, p.SLOBisects = 3, 2
 	std := []string{"multiplexed-1", "pool-32", "rueidis", "redigo-pool-100", "go-redis"}
 	small := []string{"multiplexed-1", "pool-32", "rueidis"}
 	quick := map[string][]string{
@@ -345,8 +347,8 @@ func (p Plan) targetsOf(w Workload) []Target {
 const (
 	defaultDuration   = 500 * time.Millisecond
 	defaultRepeats    = 6
-	defaultSLOSteps   = 4
-	defaultSLOBisects = 3
+	defaultSLOSteps   = 10 // from 1% of the peak: up to 5x the peak
+	defaultSLOBisects = 4  // a factor of 2 down to 5%
 	defaultAlpha      = 0.05
 	defaultMargin     = 0.05
 )

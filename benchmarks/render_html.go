@@ -49,7 +49,7 @@ type renderPageVerdict struct {
 }
 
 type renderPageSLO struct {
-	Workload, Target, Workers, Rate, Latency, Note string
+	Workload, Target, Workers, Rate, Failed, Latency, Note string
 }
 
 type renderPageBaseline struct {
@@ -149,13 +149,8 @@ func renderHTMLPage(r *Report) renderPage {
 		}
 		for _, s := range v.slo(w.name) {
 			ps := renderPageSLO{Workload: w.name, Target: s.Target, Workers: strconv.Itoa(s.Concurrency),
-				Rate: renderQPS(s.Rate), Latency: renderMs(s.Latency)}
-			if s.Winner {
-				ps.Note = "winner, " + renderPercent(s.Headroom) + " headroom"
-			}
-			if !(s.Rate > 0) {
-				ps.Rate, ps.Note = "none", "not even the lowest rate tried"
-			}
+				Latency: renderSLOLatency(s), Note: renderSLONote(s)}
+			ps.Rate, ps.Failed = renderSLORates(s)
 			p.SLO = append(p.SLO, ps)
 		}
 	}
@@ -293,11 +288,11 @@ ul.notes { margin: 4px 0 8px; padding-left: 20px; }
 {{if .SLO}}
 <section id="slo">
 <h2>SLO {{.SLOBound}}</h2>
-<p>The highest open-loop rate each target sustained within the bound.</p>
+<p>The highest open-loop rate each target held the bound at, and the lowest it broke it at.</p>
 <table>
-<thead><tr><th class="name">workload</th><th class="name">target</th><th>workers</th><th>rate/s</th><th>latency (ms)</th><th class="name"></th></tr></thead>
+<thead><tr><th class="name">workload</th><th class="name">target</th><th>workers</th><th>held/s</th><th>failed/s</th><th>latency (ms)</th><th class="name"></th></tr></thead>
 <tbody>
-{{range .SLO}}<tr><td class="name">{{.Workload}}</td><td class="name">{{.Target}}</td><td>{{.Workers}}</td><td>{{.Rate}}</td><td>{{.Latency}}</td><td class="name">{{.Note}}</td></tr>
+{{range .SLO}}<tr><td class="name">{{.Workload}}</td><td class="name">{{.Target}}</td><td>{{.Workers}}</td><td>{{.Rate}}</td><td>{{.Failed}}</td><td>{{.Latency}}</td><td class="name">{{.Note}}</td></tr>
 {{end}}</tbody>
 </table>
 </section>

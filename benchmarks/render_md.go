@@ -79,20 +79,13 @@ func renderMarkdown(out *bytes.Buffer, r *Report) error {
 	}
 
 	if len(r.SLO) > 0 {
-		fmt.Fprintf(&b, "\n## SLO %s\n\nThe highest open-loop rate each target sustained within the bound.\n\n", renderMD(r.Settings.SLO))
-		b.WriteString("| workload | target | workers | rate/s | latency (ms) | |\n|---|---|--:|--:|--:|---|\n")
+		fmt.Fprintf(&b, "\n## SLO %s\n\nThe highest open-loop rate each target held the bound at, and the lowest it broke it at.\n\n", renderMD(r.Settings.SLO))
+		b.WriteString("| workload | target | workers | held/s | failed/s | latency (ms) | |\n|---|---|--:|--:|--:|--:|---|\n")
 		for _, w := range v.workloads {
 			for _, s := range v.slo(w.name) {
-				note := ""
-				if s.Winner {
-					note = "**winner**, " + renderPercent(s.Headroom) + " headroom"
-				}
-				rate := renderQPS(s.Rate)
-				if !(s.Rate > 0) {
-					rate, note = "none", "not even the lowest rate tried"
-				}
-				fmt.Fprintf(&b, "| %s | %s | %d | %s | %s | %s |\n", renderMD(w.name), renderMD(s.Target),
-					s.Concurrency, rate, renderMs(s.Latency), note)
+				held, failed := renderSLORates(s)
+				fmt.Fprintf(&b, "| %s | %s | %d | %s | %s | %s | %s |\n", renderMD(w.name), renderMD(s.Target),
+					s.Concurrency, held, failed, renderSLOLatency(s), renderMD(renderSLONote(s)))
 			}
 		}
 	}

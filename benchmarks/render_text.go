@@ -112,25 +112,29 @@ func renderSummary(b *strings.Builder, r *Report) {
 	}
 
 	if len(r.SLO) > 0 {
-		fmt.Fprintf(b, "\nSLO %s: the highest open-loop rate each target sustained\n", r.Settings.SLO)
-		t := renderTable{right: []bool{false, false, true, true, true, false}}
-		t.add("workload", "target", "workers", "rate/s", "latency", "")
+		fmt.Fprintf(b, "\nSLO %s, open loop: the highest rate each target held the bound at, the lowest it broke it at\n", r.Settings.SLO)
+		t := renderTable{right: []bool{false, false, true, true, true, true, false}}
+		t.add("workload", "target", "workers", "held/s", "failed/s", "latency", "")
 		for _, w := range v.workloads {
 			for _, s := range v.slo(w.name) {
-				note := ""
-				if s.Winner {
-					note = "winner, " + renderPercent(s.Headroom) + " headroom"
+				held, failed := renderSLORates(s)
+				lat := renderSLOLatency(s)
+				if s.MaxRate > 0 {
+					lat += " ms"
 				}
-				rate := renderQPS(s.Rate)
-				if !(s.Rate > 0) {
-					rate, note = "none", "not even the lowest rate tried"
-				}
-				t.add(renderTrunc(w.name, 20), renderTrunc(s.Target, 28), strconv.Itoa(s.Concurrency), rate,
-					renderMs(s.Latency)+" ms", note)
+				t.add(renderTrunc(w.name, 20), renderTrunc(s.Target, 28), strconv.Itoa(s.Concurrency), held, failed,
+					lat, renderSLOState(s))
 			}
 		}
 		for _, line := range t.lines() {
 			b.WriteString("  " + line + "\n")
+		}
+		for _, w := range v.workloads {
+			for _, s := range v.slo(w.name) {
+				if s.Note != "" {
+					renderWrap(b, "  "+w.name+" "+s.Target+": "+renderOneLine(s.Note), "      ")
+				}
+			}
 		}
 	}
 

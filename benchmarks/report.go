@@ -39,7 +39,8 @@ type Report struct {
 	// it needs a cluster").
 	Skipped []string `json:"skipped,omitempty"`
 	// Warnings are what a reader must know before trusting the verdicts:
-	// a plan too small to ever be significant, and the like.
+	// a plan too small to ever be significant, an open loop whose client
+	// sent late by more than a tenth of the SLO bound, and the like.
 	Warnings []string `json:"warnings,omitempty"`
 }
 
@@ -158,6 +159,16 @@ type Cell struct {
 	// recorded as latencies (their wait so far), not as errors.
 	Rate   float64 `json:"rate,omitempty"`
 	Unsent int64   `json:"unsent,omitempty"`
+	// P99Samples are the samples' own p99 latencies, in milliseconds:
+	// what the verdict compares in open loop, where every target is
+	// offered the same rate.
+	P99Samples []float64 `json:"p99_samples_ms,omitempty"`
+	// LatenessP99ms is the p99 of the client's own lateness in sending
+	// (open loop only): how long after a request could have gone — its
+	// intended time, or when a worker became free — it went. Latencies
+	// include it; when it nears the latencies, the client measured
+	// itself.
+	LatenessP99ms float64 `json:"lateness_p99_ms,omitempty"`
 }
 
 // Recommendation is the verdict for one workload at one concurrency level.
@@ -172,8 +183,9 @@ type Recommendation struct {
 	// with the fewest connections among the tied, and TieBreak says so.
 	Confidence string `json:"confidence"`
 	// Margin is the winner's median QPS over the runner-up's, less 1
-	// (0.23: 23% faster); MarginLo and MarginHi the 95% interval of that
-	// ratio, less 1 (see Recommend).
+	// (0.23: 23% faster; in open loop, the runner-up's median p99 over
+	// the winner's, less 1); MarginLo and MarginHi the 95% interval of
+	// that ratio, less 1 (see Recommend).
 	Margin   float64 `json:"margin"`
 	MarginLo float64 `json:"margin_lo"`
 	MarginHi float64 `json:"margin_hi"`
@@ -191,7 +203,8 @@ type Recommendation struct {
 	Go  string `json:"go"`
 	// Peer is the fastest peer measured at the same workload and level
 	// (recommendations name redisx targets only), and PeerRatio the
-	// recommended target's median QPS over that peer's.
+	// recommended target's median QPS over that peer's (in open loop,
+	// the peer's median p99 over the target's).
 	Peer      string  `json:"peer,omitempty"`
 	PeerRatio float64 `json:"peer_ratio,omitempty"`
 }
@@ -221,16 +234,51 @@ type Crossover struct {
 	Text string `json:"text"`
 }
 
-// SLOResult is the highest open-loop rate a target sustained with the
-// SLO's percentile under its bound.
+// SLOResult is the outcome of one target's SLO search: the highest
+// open-loop rate it held the SLO at, and the lowest it broke it at. The
+// rate it can sustain lies between them; the report never claims more.
 type SLOResult struct {
-	Workload    string  `json:"workload"`
-	Target      string  `json:"target"`
-	Concurrency int     `json:"concurrency"` // workers used to offer the rate
-	Rate        float64 `json:"rate"`        // per second; 0: not even the lowest rate tried
-	Latency     float64 `json:"latency_ms"`  // the percentile measured at Rate
-	Headroom    float64 `json:"headroom"`    // Rate over the runner-up's, less 1 (winner only)
-	Winner      bool    `json:"winner"`
+	Workload string  `json:"workload"`
+	Target   string  `json:"target"`
+	BoundMs  float64 `json:"bound_ms"` // the SLO's bound
+	// Concurrency is the number of workers that offered the rate (at
+	// most that many requests in flight).
+	Concurrency int `json:"concurrency"`
+	// MaxRate is the highest rate, per second, at which every probe held
+	// the bound, below every rate a probe failed at; 0: not even the
+	// lowest rate tried.
+	MaxRate float64 `json:"max_rate"`
+	// FirstFailingRate is the lowest rate a probe broke the bound at; 0:
+	// none did up to the end of the ramp, so MaxRate is a lower bound.
+	FirstFailingRate float64 `json:"first_failing_rate"`
+	// Confirmed is set when MaxRate held in three probes: the search's
+	// and two re-runs after it.
+	Confirmed bool `json:"confirmed"`
+	// Latency is the highest of the samples' own percentiles at MaxRate,
+	// in milliseconds.
+	Latency float64 `json:"latency_ms"`
+	// Headroom is MaxRate over the runner-up's, less 1 (winner only).
+	Headroom float64 `json:"headroom"`
+	Winner   bool    `json:"winner"`
+	// Note says what else happened: a re-run that failed, a client too
+	// late to measure the bound.
+	Note   string     `json:"note,omitempty"`
+	Probes []SLOProbe `json:"probes"`
+}
+
+// SLOProbe is one probe of an SLO search: -repeats samples of an open
+// loop at Rate (fewer when one failed: the probe stops there). It passes
+// when every sample held the bound with no error and nothing left
+// unsent.
+type SLOProbe struct {
+	Rate   float64 `json:"rate"`
+	Passed bool    `json:"passed"`
+	// Samples were run; WorstMs is the highest of their own percentiles,
+	// LatenessP99ms the p99 of the client's send lateness over them.
+	Samples       int     `json:"samples"`
+	WorstMs       float64 `json:"worst_ms"`
+	LatenessP99ms float64 `json:"lateness_p99_ms"`
+	Why           string  `json:"why,omitempty"` // why it failed
 }
 
 // BaselineComparison is a run compared with an earlier one.

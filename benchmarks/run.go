@@ -142,6 +142,7 @@ type runner struct {
 
 	hists      []*hdr.Histogram // one per worker, reused
 	sampleHist *hdr.Histogram
+	late       lateHists // the open loop's send lateness
 
 	opened   int // targets opened so far, for unique client names
 	total    int // samples planned
@@ -150,6 +151,8 @@ type runner struct {
 	cells    int // cells planned
 	began    time.Time
 	lastNote time.Time
+	sloDone  int // SLO searches started
+	sloTotal int // SLO searches planned
 }
 
 // connect opens the deployments the plan needs (the run's, then the
@@ -246,8 +249,12 @@ func (r *runner) runAll(ctx context.Context) error {
 	fmt.Fprintf(r.out, "plan: %d cells × (%d samples of %v + a %v warm-up), %s: about %v\n",
 		est.Cells, r.plan.Repeats, r.plan.Duration, r.plan.Warmup, mode, est.Duration.Round(time.Second))
 	if r.plan.SLO != nil {
-		fmt.Fprintf(r.out, "SLO %s: then up to %d probes of %v per workload and target\n", r.plan.SLO, r.plan.SLOSteps+r.plan.SLOBisects, r.plan.Duration)
+		r.sloTotal = r.sloSearches()
+		probes, most := r.plan.sloBudget()
+		fmt.Fprintf(r.out, "SLO %s: then %d searches (workload × target), each at most %d probes of a %v warm-up and %d samples of %v: at most %v more\n",
+			r.plan.SLO, r.sloTotal, probes, r.plan.Warmup, r.plan.Repeats, r.plan.Duration, (time.Duration(r.sloTotal) * most).Round(time.Second))
 	}
+	r.warnOneP()
 	r.began = time.Now()
 	for _, w := range r.plan.Workloads {
 		if r.runnable(w) {
@@ -440,12 +447,15 @@ func (r *runner) measure(ctx context.Context, d *deployment, o opened, op Op, le
 	u0 := readUsage()
 	var l load
 	if rate > 0 {
-		l = openLoop(ctx, level, dur, rate, op, hists)
+		l = openLoop(ctx, level, dur, rate, op, hists, r.late.workers(level))
 	} else {
 		l = closedLoop(ctx, level, dur, op, hists)
 	}
 	u := readUsage().since(u0)
 	s := sample{load: l, cpu: u.cpu, mallocs: u.mallocs, bytes: u.bytes}
+	if rate > 0 {
+		s.late = r.late.merged(level)
+	}
 	if l.elapsed > 0 {
 		s.qps = float64(l.ops) / l.elapsed.Seconds()
 	}
@@ -547,6 +557,7 @@ func (r *runner) conclude() {
 		targets[t.Name] = t
 	}
 	markSLOWinners(rep.SLO, peers)
+	r.warnLateOpenLoop()
 	cluster := map[string]bool{}
 	for _, w := range r.plan.Workloads {
 		cluster[w.Name] = w.Cluster

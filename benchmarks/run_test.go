@@ -190,8 +190,11 @@ func TestRunOpenLoopAndSLO(t *testing.T) {
 	if len(rep.SLO) != 1 {
 		t.Fatalf("SLO results %+v; want one", rep.SLO)
 	}
-	if s := rep.SLO[0]; s.Target != "multiplexed-1" || s.Concurrency != 4 || s.Rate <= 0 || !s.Winner {
-		t.Errorf("SLO result %+v; want multiplexed-1 with 4 workers sustaining a rate, the winner", s)
+	if s := rep.SLO[0]; s.Target != "multiplexed-1" || s.Concurrency != 4 || s.MaxRate <= 0 || s.BoundMs != 1000 || len(s.Probes) < 2 || !s.Winner {
+		t.Errorf("SLO result %+v; want multiplexed-1 with 4 workers holding a rate, the winner", s)
+	}
+	if c := rep.Cells[0]; c.LatenessP99ms <= 0 || len(c.P99Samples) != 2 {
+		t.Errorf("open-loop cell: lateness p99 %v ms, p99 samples %v; want the lateness measured, one p99 per sample", c.LatenessP99ms, c.P99Samples)
 	}
 }
 

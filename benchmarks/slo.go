@@ -2,8 +2,8 @@ package benchmarks
 
 import (
 	"cmp"
-	"context"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -36,48 +36,194 @@ func (s SLO) String() string {
 	return "p" + strconv.FormatFloat(s.Percentile, 'f', -1, 64) + "=" + s.Bound.String()
 }
 
-// probeResult is one open-loop run at a rate.
-type probeResult struct {
-	latency time.Duration // the SLO's percentile
-	ok      bool          // under the bound, no error, nothing left unsent
+// The SLO search (see searchRate).
+const (
+	// sloStartShare is the share of the workload's fastest median QPS
+	// (any target, any level) every target's search starts from.
+	sloStartShare = 0.01
+	// sloMinRequests is the fewest requests a probe's sample may hold:
+	// it sets the lowest rate probed, for the percentile to mean
+	// something.
+	sloMinRequests = 50
+	// sloResolution is where the bisection stops: the first failing
+	// rate within 5% of the last passing one.
+	sloResolution = 0.05
+	// sloHolds is the number of probes a rate must pass to be confirmed:
+	// the search's, and re-runs. A rate near a target's limit passes
+	// one probe by luck as often as not; three in a row, over three
+	// times -repeats windows, it holds in the next run too (bar H2).
+	sloHolds = 3
+	// sloConfirms bounds the probes that re-run the rate found.
+	sloConfirms = 4
+)
+
+// sloStart returns the rate every target's search of a workload starts
+// from: a hundredth of peak, the fastest median QPS measured on it, and
+// no less than sloMinRequests per sample of d.
+func sloStart(peak float64, d time.Duration) float64 {
+	return max(sloStartShare*peak, sloMinRequests/d.Seconds())
 }
 
-// searchRate finds the highest rate that passes probe with a fixed budget
-// of probes: from start, the rate doubles while it passes (at most steps
-// probes), then bisects between the last rate that passed and the first
-// that failed (bisects probes). When start fails already, the bisection
-// runs between 0 and start. It returns the best rate that passed (0 if
-// none) and its probe's latency.
-func searchRate(start float64, steps, bisects int, probe func(rate float64) probeResult) (best float64, lat time.Duration) {
-	lo, hi := 0.0, 0.0
+// probeResult is the outcome of one probe: Repeats samples of an open
+// loop at one rate.
+type probeResult struct {
+	ok       bool
+	samples  int           // run (a probe stops at its first failing sample)
+	worst    time.Duration // the highest of the samples' own percentiles
+	lateness time.Duration // p99 of the client's send lateness over the samples
+	why      string        // why it failed
+}
+
+// sloFound is the outcome of one target's search.
+type sloFound struct {
+	maxRate, firstFailing float64
+	confirmed             bool
+	probes                []SLOProbe
+	note                  string
+}
+
+// sloHistory is the probes of one search so far.
+type sloHistory []SLOProbe
+
+// firstFailing is the lowest rate a probe failed at; 0 if none did.
+func (h sloHistory) firstFailing() float64 {
+	lo := 0.0
+	for _, p := range h {
+		if !p.Passed && (lo == 0 || p.Rate < lo) {
+			lo = p.Rate
+		}
+	}
+	return lo
+}
+
+// best is the highest rate below the first failing one at which every
+// probe passed; 0 if none.
+func (h sloHistory) best() float64 {
+	ff, b := h.firstFailing(), 0.0
+	for _, p := range h {
+		if p.Passed && p.Rate > b && (ff == 0 || p.Rate < ff) && h.passes(p.Rate) == h.runs(p.Rate) {
+			b = p.Rate
+		}
+	}
+	return b
+}
+
+func (h sloHistory) runs(rate float64) int {
+	n := 0
+	for _, p := range h {
+		if p.Rate == rate {
+			n++
+		}
+	}
+	return n
+}
+
+func (h sloHistory) passes(rate float64) int {
+	n := 0
+	for _, p := range h {
+		if p.Rate == rate && p.Passed {
+			n++
+		}
+	}
+	return n
+}
+
+// searchRate finds the highest rate that passes probe, in at most steps
+// + bisects + sloConfirms probes:
+//
+//   - bracket: from start, the rate doubles while probes pass (halves
+//     while they fail, down to floor), steps probes at most;
+//   - bisect: between the last passing and the first failing rate, at
+//     their geometric mean, until they are within sloResolution of each
+//     other, bisects probes at most;
+//   - confirm: the rate found is probed again until it passed sloHolds
+//     probes; if one fails, that rate becomes the first failing rate and
+//     the next lower rate that passed is confirmed instead, sloConfirms
+//     probes at most.
+//
+// It reports as maxRate the highest rate below every failing one at which
+// every probe passed (0: none), as firstFailing the lowest rate any probe
+// failed at (0: none, within the ramp), and confirmed when maxRate passed
+// sloHolds probes. A probe error (a cancelled run) ends the search.
+func searchRate(start, floor float64, steps, bisects int, probe func(rate float64) (probeResult, error)) (sloFound, error) {
+	var h sloHistory
+	var confirmFailed []float64
+	run := func(rate float64) (bool, error) {
+		r, err := probe(rate)
+		if err != nil {
+			return false, err
+		}
+		h = append(h, SLOProbe{Rate: rate, Passed: r.ok, Samples: r.samples,
+			WorstMs: float64(r.worst) / 1e6, LatenessP99ms: float64(r.lateness) / 1e6, Why: r.why})
+		return r.ok, nil
+	}
+	found := func() sloFound {
+		f := sloFound{maxRate: h.best(), firstFailing: h.firstFailing(), probes: h}
+		f.confirmed = f.maxRate > 0 && h.passes(f.maxRate) >= sloHolds
+		if len(confirmFailed) > 0 {
+			var s []string
+			for _, r := range confirmFailed {
+				s = append(s, si(r)+"/s")
+			}
+			f.note = fmt.Sprintf("the re-run at %s failed; stepped down to %s/s", strings.Join(s, ", then "), si(f.maxRate))
+		}
+		return f
+	}
+
 	rate := start
-	for i := 0; i < steps; i++ {
-		r := probe(rate)
-		if !r.ok {
-			hi = rate
+	ok, err := run(rate)
+	if err != nil {
+		return found(), err
+	}
+	for i := 1; i < steps; i++ {
+		next := rate * 2
+		if !ok {
+			next = rate / 2
+		}
+		if next < floor {
 			break
 		}
-		lo, lat = rate, r.latency
-		rate *= 2
-	}
-	if hi == 0 {
-		return lo, lat // never failed within the ramp
-	}
-	for i := 0; i < bisects; i++ {
-		mid := (lo + hi) / 2
-		if r := probe(mid); r.ok {
-			lo, lat = mid, r.latency
-		} else {
-			hi = mid
+		rate = next
+		was := ok
+		if ok, err = run(rate); err != nil {
+			return found(), err
+		}
+		if ok != was {
+			break
 		}
 	}
-	return lo, lat
+	for i := 0; i < bisects; i++ {
+		lo, hi := h.best(), h.firstFailing()
+		if lo == 0 || hi == 0 || hi <= lo*(1+sloResolution) {
+			break
+		}
+		if _, err := run(math.Sqrt(lo * hi)); err != nil {
+			return found(), err
+		}
+	}
+	for i := 0; i < sloConfirms; i++ {
+		c := h.best()
+		if c == 0 || h.passes(c) >= sloHolds {
+			break
+		}
+		ok, err := run(c)
+		if err != nil {
+			return found(), err
+		}
+		if !ok {
+			confirmFailed = append(confirmFailed, c)
+		}
+	}
+	return found(), nil
 }
 
 // markSLOWinners sets Winner and Headroom on the SLO results of every
-// workload: the redisx target with the highest sustained rate wins (peers
-// are listed, as in the verdicts, but not chosen), and its Headroom is its
-// rate over the next redisx target's, less 1.
+// workload. The redisx target with the highest confirmed MaxRate wins
+// (peers are listed, as in the verdicts, but not chosen) only when that
+// rate is at or above the runner-up's FirstFailingRate — the runner-up
+// failed where it held; otherwise the search cannot tell them apart and
+// nobody wins. Headroom is the winner's MaxRate over the runner-up's,
+// less 1.
 func markSLOWinners(results []SLOResult, peers map[string]bool) {
 	byWorkload := map[string][]int{}
 	var order []string
@@ -90,87 +236,26 @@ func markSLOWinners(results []SLOResult, peers map[string]bool) {
 	for _, w := range order {
 		var idx []int
 		for _, i := range byWorkload[w] {
-			if !peers[results[i].Target] && results[i].Rate > 0 {
+			if !peers[results[i].Target] && results[i].MaxRate > 0 {
 				idx = append(idx, i)
 			}
 		}
 		if len(idx) == 0 {
 			continue
 		}
-		slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(results[b].Rate, results[a].Rate) })
+		slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(results[b].MaxRate, results[a].MaxRate) })
 		win := &results[idx[0]]
-		win.Winner = true
-		if len(idx) > 1 {
-			win.Headroom = ratio(win.Rate, results[idx[1]].Rate)
-		}
-	}
-}
-
-// searchSLO finds, for every target of w, the highest open-loop rate its
-// SLO percentile stays under the bound, at w's highest level of workers.
-// An isolated target is open for its own search only.
-func (r *runner) searchSLO(ctx context.Context, w Workload, ts []opened) error {
-	d := r.deps[w.Cluster]
-	for _, o := range ts {
-		if o.t.Isolated && o.err == nil {
-			if o = r.open(ctx, o.t, d); o.c != nil {
-				if err := r.prime(ctx, w, o); err != nil {
-					fmt.Fprintf(r.out, "SLO %s %s: %v\n", w.Name, o.t.Name, err)
-					_ = o.c.Close()
-					continue
-				}
-			}
-		}
-		if o.c == nil {
+		if !win.Confirmed {
 			continue
 		}
-		err := r.searchTargetSLO(ctx, w, o)
-		if o.t.Isolated {
-			_ = o.c.Close()
+		if len(idx) == 1 {
+			win.Winner = true
+			continue
 		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// searchTargetSLO is searchSLO for one open target.
-func (r *runner) searchTargetSLO(ctx context.Context, w Workload, o opened) error {
-	slo := *r.plan.SLO
-	workers := slices.Max(r.plan.LevelsOf(w))
-	d := r.deps[w.Cluster]
-	peak := 0.0
-	for _, c := range r.report.Cells {
-		if c.Workload == w.Name && c.Target == o.t.Name {
-			if c.Failed {
-				return nil
-			}
-			peak = max(peak, c.QPS)
+		next := results[idx[1]]
+		if next.FirstFailingRate > 0 && win.MaxRate >= next.FirstFailingRate {
+			win.Winner = true
+			win.Headroom = ratio(win.MaxRate, next.MaxRate)
 		}
 	}
-	start := 1000.0
-	if peak > 0 {
-		start = peak / 4
-	}
-	op := w.Op(o.c, workers)
-	var probeErr error
-	best, lat := searchRate(start, r.plan.SLOSteps, r.plan.SLOBisects, func(rate float64) probeResult {
-		if probeErr = ctx.Err(); probeErr != nil {
-			return probeResult{}
-		}
-		s, h := r.measure(ctx, d, o, op, workers, r.plan.Duration, rate, false)
-		got := time.Duration(h.ValueAtQuantile(slo.Percentile))
-		ok := s.errs == 0 && s.behind == 0 && got <= slo.Bound
-		r.note(true, "SLO %s %s %s ×%d at %s/s: %s %v", slo, w.Name, o.t.Name, workers, si(rate), map[bool]string{true: "pass", false: "fail"}[ok], got.Round(time.Microsecond))
-		return probeResult{latency: got, ok: ok}
-	})
-	if probeErr != nil {
-		return probeErr
-	}
-	r.report.SLO = append(r.report.SLO, SLOResult{
-		Workload: w.Name, Target: o.t.Name, Concurrency: workers,
-		Rate: best, Latency: float64(lat) / 1e6,
-	})
-	return nil
 }

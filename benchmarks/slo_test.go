@@ -1,8 +1,13 @@
 package benchmarks
 
 import (
+	"math/rand/v2"
+	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
 )
 
 // queueLatency is a synthetic latency model: an M/M/1-like server with
@@ -17,51 +22,178 @@ func queueLatency(base time.Duration, capacity float64) func(rate float64) time.
 	}
 }
 
-func TestSLOSearchFindsTheRateUnderTheBound(t *testing.T) {
+// modelProbe probes a latency model: a rate passes when its latency is
+// within bound. It records the rates probed.
+func modelProbe(lat func(float64) time.Duration, bound time.Duration, probed *[]float64) func(float64) (probeResult, error) {
+	return func(rate float64) (probeResult, error) {
+		*probed = append(*probed, rate)
+		l := lat(rate)
+		return probeResult{ok: l <= bound, samples: 6, worst: l}, nil
+	}
+}
+
+// checkBracket checks that a search's answer brackets limit, the highest
+// rate the model holds: the last passing rate at or below it, the first
+// failing above it, within the resolution of each other.
+func checkBracket(t *testing.T, f sloFound, limit float64, probed []float64) {
+	t.Helper()
+	if !(f.maxRate > 0 && f.maxRate <= limit && f.firstFailing > limit) {
+		t.Errorf("max %v, first failing %v after probes %v; want them around the limit %v", f.maxRate, f.firstFailing, probed, limit)
+	}
+	if f.firstFailing > f.maxRate*(1+sloResolution) {
+		t.Errorf("max %v, first failing %v: further apart than %v", f.maxRate, f.firstFailing, sloResolution)
+	}
+}
+
+func TestSLOSearchBracketsBisectsAndConfirms(t *testing.T) {
 	lat := queueLatency(200*time.Microsecond, 100_000)
 	bound := 2 * time.Millisecond // reached at 90,000/s
-	var probes []float64
-	best, got := searchRate(25_000, 4, 3, func(rate float64) probeResult {
-		probes = append(probes, rate)
-		l := lat(rate)
-		return probeResult{latency: l, ok: l <= bound}
-	})
-	// Ramp 25k, 50k, 100k (fails); bisect 75k, 87.5k, 93.75k (fails).
-	if best != 87_500 {
-		t.Errorf("best = %v after probes %v; want 87500", best, probes)
+	var probed []float64
+	f, err := searchRate(1000, 100, 10, 4, modelProbe(lat, bound, &probed))
+	if err != nil {
+		t.Fatal(err)
 	}
-	if len(probes) != 6 {
-		t.Errorf("%d probes %v; want 6 (3 of the ramp, 3 of the bisection)", len(probes), probes)
+	checkBracket(t, f, 90_000, probed)
+	// 1k to 128k doubling (8 probes), 4 bisections (a factor of 2 down
+	// to 4.4%), two confirmations of the rate found.
+	if len(probed) != 14 || probed[7] != 128_000 || probed[12] != f.maxRate || probed[13] != f.maxRate {
+		t.Errorf("probes %v; want 8 of the ramp, 4 bisections, then the rate found twice again", probed)
 	}
-	if got != lat(87_500) || got > bound {
-		t.Errorf("latency at best = %v; want %v, under %v", got, lat(87_500), bound)
+	if !f.confirmed || f.note != "" || len(f.probes) != len(probed) {
+		t.Errorf("confirmed %v, note %q, %d probes recorded; want confirmed, no note, all %d", f.confirmed, f.note, len(f.probes), len(probed))
 	}
 }
 
-func TestSLOSearchBisectsDownWhenTheStartFails(t *testing.T) {
+func TestSLOSearchStartsEveryTargetAlikeAndRanksThem(t *testing.T) {
+	bound := 2 * time.Millisecond
+	var fastProbes, slowProbes []float64
+	fast, _ := searchRate(1000, 100, 10, 4, modelProbe(queueLatency(200*time.Microsecond, 100_000), bound, &fastProbes))
+	slow, _ := searchRate(1000, 100, 10, 4, modelProbe(queueLatency(200*time.Microsecond, 10_000), bound, &slowProbes))
+	checkBracket(t, fast, 90_000, fastProbes)
+	checkBracket(t, slow, 9_000, slowProbes)
+	if fastProbes[0] != slowProbes[0] {
+		t.Errorf("first probes %v and %v; want the same start", fastProbes[0], slowProbes[0])
+	}
+	if fast.maxRate < slow.firstFailing {
+		t.Errorf("fast target held %v, slow one failed at %v: the faster must rank higher", fast.maxRate, slow.firstFailing)
+	}
+}
+
+func TestSLOSearchStepsDownWhenTheStartFails(t *testing.T) {
+	var probed []float64
+	f, _ := searchRate(8000, 100, 10, 4, modelProbe(queueLatency(200*time.Microsecond, 1000), 2*time.Millisecond, &probed))
+	// 8k, 4k, 2k, 1k fail, 500 holds; then bisection between 500 and 1k.
+	if !slices.Equal(probed[:5], []float64{8000, 4000, 2000, 1000, 500}) {
+		t.Errorf("probes %v; want halving from 8000 to the first that holds, 500", probed)
+	}
+	checkBracket(t, f, 900, probed)
+}
+
+func TestSLOSearchStepsDownWhenTheRerunFails(t *testing.T) {
 	lat := queueLatency(200*time.Microsecond, 100_000)
-	best, _ := searchRate(200_000, 4, 3, func(rate float64) probeResult {
-		return probeResult{latency: lat(rate), ok: lat(rate) <= 2*time.Millisecond}
+	var probed []float64
+	runs := map[float64]int{}
+	flaky := 0.0 // the rate found first: its re-run fails
+	f, _ := searchRate(1000, 100, 10, 4, func(rate float64) (probeResult, error) {
+		probed = append(probed, rate)
+		runs[rate]++
+		if runs[rate] == 2 && flaky == 0 {
+			flaky = rate
+			return probeResult{ok: false, why: "a noisy neighbour"}, nil
+		}
+		return probeResult{ok: lat(rate) <= 2*time.Millisecond}, nil
 	})
-	// [0, 200k]: 100k fails, 50k passes, 75k passes.
-	if best != 75_000 {
-		t.Errorf("best = %v; want 75000", best)
+	if flaky == 0 {
+		t.Fatalf("no rate was re-run; probes %v", probed)
+	}
+	if f.firstFailing != flaky || !(f.maxRate < flaky) || !f.confirmed || runs[f.maxRate] != sloHolds {
+		t.Errorf("max %v (run %d times, confirmed %v), first failing %v; want the rate below %v that held 3 times, and %v as the first failing",
+			f.maxRate, runs[f.maxRate], f.confirmed, f.firstFailing, flaky, flaky)
+	}
+	if !strings.Contains(f.note, "stepped down") {
+		t.Errorf("note %q; want it to say the search stepped down", f.note)
 	}
 }
 
-func TestSLOSearchReportsZeroWhenNothingPasses(t *testing.T) {
-	n := 0
-	best, _ := searchRate(1000, 3, 2, func(float64) probeResult { n++; return probeResult{ok: false} })
-	if best != 0 || n != 3 {
-		t.Errorf("best = %v after %d probes; want 0 after 3 (1 ramp, 2 bisection)", best, n)
+func TestSLOSearchReportsZeroWhenNothingHolds(t *testing.T) {
+	var probed []float64
+	f, _ := searchRate(1000, 100, 10, 4, modelProbe(func(float64) time.Duration { return time.Hour }, time.Millisecond, &probed))
+	// 1000, 500, 250, 125; 62.5 would be under the floor.
+	if f.maxRate != 0 || f.firstFailing != 125 || f.confirmed || len(probed) != 4 {
+		t.Errorf("max %v, first failing %v, confirmed %v after probes %v; want 0, 125, false after 4", f.maxRate, f.firstFailing, f.confirmed, probed)
 	}
 }
 
 func TestSLOSearchStopsAtTheEndOfTheRamp(t *testing.T) {
-	n := 0
-	best, _ := searchRate(1000, 3, 2, func(float64) probeResult { n++; return probeResult{ok: true} })
-	if best != 4000 || n != 3 {
-		t.Errorf("best = %v after %d probes; want 4000 after 3", best, n)
+	var probed []float64
+	f, _ := searchRate(1000, 100, 3, 4, modelProbe(func(float64) time.Duration { return 0 }, time.Millisecond, &probed))
+	if f.maxRate != 4000 || f.firstFailing != 0 || !f.confirmed || len(probed) != 5 {
+		t.Errorf("max %v, first failing %v, confirmed %v after probes %v; want 4000 confirmed, no failure, 5 probes", f.maxRate, f.firstFailing, f.confirmed, probed)
+	}
+}
+
+func TestSLOSearchStaysWithinItsBudget(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 200 {
+		capacity := 100 + rng.Float64()*1e6
+		noise := rng.Float64() * 0.3 // a probe fails at random this often
+		n := 0
+		f, _ := searchRate(1000, 100, 10, 4, func(rate float64) (probeResult, error) {
+			n++
+			ok := rate < capacity && rng.Float64() >= noise
+			return probeResult{ok: ok}, nil
+		})
+		if n > 10+4+sloConfirms {
+			t.Fatalf("%d probes; want at most %d", n, 10+4+sloConfirms)
+		}
+		if f.maxRate > 0 && f.firstFailing > 0 && f.maxRate >= f.firstFailing {
+			t.Fatalf("max %v at or above the first failing %v", f.maxRate, f.firstFailing)
+		}
+		for _, p := range f.probes {
+			if p.Rate == f.maxRate && !p.Passed {
+				t.Fatalf("max %v has a failed probe: %+v", f.maxRate, f.probes)
+			}
+		}
+	}
+}
+
+// histOf is a histogram of n latencies of d.
+func histOf(n int, d time.Duration) *hdr.Histogram {
+	h := newHistogram()
+	for range n {
+		record(h, d)
+	}
+	return h
+}
+
+func TestSLOProbeHoldsOnlyWhenEverySampleDoes(t *testing.T) {
+	slo := SLO{Percentile: 99, Bound: 2 * time.Millisecond}
+	// Six samples of 1,000 requests; the fourth has 2% of them at 5 ms:
+	// its own p99 breaks the bound, their merge's p99 would not.
+	samples := func(bad int) func() (sample, *hdr.Histogram) {
+		i := 0
+		return func() (sample, *hdr.Histogram) {
+			i++
+			h := histOf(1000, time.Millisecond)
+			if i == bad {
+				h = histOf(980, time.Millisecond)
+				h.Merge(histOf(20, 5*time.Millisecond))
+			}
+			return sample{}, h
+		}
+	}
+	if r := probeSamples(slo, 6, samples(0)); !r.ok || r.samples != 6 {
+		t.Errorf("every sample within the bound: %+v; want a pass over 6 samples", r)
+	}
+	r := probeSamples(slo, 6, samples(4))
+	if r.ok || r.samples != 4 || r.worst < 4*time.Millisecond || !strings.Contains(r.why, "sample 4") {
+		t.Errorf("sample 4 over the bound: %+v; want a failure at sample 4, its p99 as the worst", r)
+	}
+	if r := probeSamples(slo, 6, func() (sample, *hdr.Histogram) { return sample{load: load{behind: 3}}, histOf(10, 0) }); r.ok {
+		t.Errorf("requests left unsent: %+v; want a failure", r)
+	}
+	if r := probeSamples(slo, 6, func() (sample, *hdr.Histogram) { return sample{load: load{errs: 1}}, histOf(10, 0) }); r.ok {
+		t.Errorf("an error: %+v; want a failure", r)
 	}
 }
 
@@ -86,16 +218,28 @@ func TestParseSLO(t *testing.T) {
 	}
 }
 
-func TestSLOWinnerIsTheRedisxTargetWithTheMostHeadroom(t *testing.T) {
+func TestSLOWinnerIsTheRedisxTargetThatHeldWhereTheOthersFailed(t *testing.T) {
 	rs := []SLOResult{
-		{Workload: "get", Target: "multiplexed-1", Rate: 120_000},
-		{Workload: "get", Target: "pool-32", Rate: 100_000},
-		{Workload: "get", Target: "rueidis", Rate: 200_000},
-		{Workload: "mget", Target: "slotgrouped", Rate: 0},
+		{Workload: "get", Target: "multiplexed-1", MaxRate: 120_000, FirstFailingRate: 126_000, Confirmed: true},
+		{Workload: "get", Target: "pool-32", MaxRate: 100_000, FirstFailingRate: 105_000, Confirmed: true},
+		{Workload: "get", Target: "rueidis", MaxRate: 200_000, FirstFailingRate: 210_000, Confirmed: true},
+		{Workload: "mget", Target: "slotgrouped", MaxRate: 0, FirstFailingRate: 100},
+		// Within the search's resolution of each other: no winner.
+		{Workload: "setget", Target: "multiplexed-1", MaxRate: 50_000, FirstFailingRate: 52_000, Confirmed: true},
+		{Workload: "setget", Target: "pool-32", MaxRate: 49_000, FirstFailingRate: 51_000, Confirmed: true},
+		// The leader's rate did not hold in its re-run: no winner.
+		{Workload: "values", Target: "multiplexed-1", MaxRate: 50_000, FirstFailingRate: 52_000},
+		{Workload: "values", Target: "pool-32", MaxRate: 10_000, FirstFailingRate: 11_000, Confirmed: true},
 	}
 	markSLOWinners(rs, map[string]bool{"rueidis": true})
-	if !rs[0].Winner || rs[1].Winner || rs[2].Winner || rs[3].Winner {
-		t.Fatalf("winners = %v %v %v %v; want multiplexed-1 only (a peer never wins, a rate of 0 neither)", rs[0].Winner, rs[1].Winner, rs[2].Winner, rs[3].Winner)
+	var winners []string
+	for _, r := range rs {
+		if r.Winner {
+			winners = append(winners, r.Workload+" "+r.Target)
+		}
+	}
+	if !slices.Equal(winners, []string{"get multiplexed-1"}) {
+		t.Fatalf("winners %v; want get multiplexed-1 only (a peer never wins, nor a rate of 0, a tie or an unconfirmed rate)", winners)
 	}
 	if h := rs[0].Headroom; h < 0.199 || h > 0.201 {
 		t.Errorf("headroom = %v; want 0.20 over pool-32", h)

@@ -14,10 +14,11 @@ import (
 // PeerRatio say how it fares against the fastest peer.
 //
 // The leader (highest median QPS among the redisx targets whose cell did
-// not fail) wins only when it beats the runner-up significantly (a
+// not fail; in open loop, the lowest median of the samples' p99s — see
+// score) wins only when it beats the runner-up significantly (a
 // Mann-Whitney U test over the samples, p < alpha) and by a margin the
 // samples support: the lower end of the 95% interval of the ratio of the
-// two targets' throughputs (the Hodges–Lehmann interval that inverts the
+// two targets' scores (throughputs; in open loop, inverse p99s: the Hodges–Lehmann interval that inverts the
 // same rank test) must be at least 1 + margin (margin 0.05: 5%), so a
 // lead of 6% in the medians of two noisy samples is not a win. Otherwise
 // the verdict is a tie among the leader and every target it does not
@@ -38,7 +39,7 @@ func Recommend(cells []Cell, alpha, margin float64) []Recommendation {
 			switch {
 			case c.Failed || c.Samples == 0:
 			case c.Peer:
-				if peer == nil || c.QPS > peer.QPS {
+				if peer == nil || score(c) > score(*peer) {
 					peer = &g[i]
 				}
 			default:
@@ -48,11 +49,11 @@ func Recommend(cells []Cell, alpha, margin float64) []Recommendation {
 		if len(cands) == 0 {
 			continue
 		}
-		slices.SortStableFunc(cands, func(a, b Cell) int { return cmp.Compare(b.QPS, a.QPS) })
+		slices.SortStableFunc(cands, func(a, b Cell) int { return cmp.Compare(score(b), score(a)) })
 		rec := decide(cands, alpha, margin)
-		if peer != nil && peer.QPS > 0 {
+		if peer != nil && score(*peer) > 0 {
 			rec.Peer = peer.Target
-			rec.PeerRatio = qpsOf(cands, rec.Strategy) / peer.QPS
+			rec.PeerRatio = scoreOf(cands, rec.Strategy) / score(*peer)
 		}
 		recs = append(recs, rec)
 	}
@@ -91,16 +92,16 @@ func groupCells(cells []Cell) [][]Cell {
 	return out
 }
 
-func qpsOf(cells []Cell, target string) float64 {
+func scoreOf(cells []Cell, target string) float64 {
 	for _, c := range cells {
 		if c.Target == target {
-			return c.QPS
+			return score(c)
 		}
 	}
 	return 0
 }
 
-// decide applies the verdict rule to candidates sorted by QPS, highest
+// decide applies the verdict rule to candidates sorted by score, highest
 // first.
 func decide(cands []Cell, alpha, margin float64) Recommendation {
 	lead := cands[0]
@@ -135,7 +136,7 @@ func decide(cands []Cell, alpha, margin float64) Recommendation {
 		return n
 	}
 	pick := slices.MinFunc(tied, func(a, b Cell) int {
-		return cmp.Or(cmp.Compare(known(a.Conns), known(b.Conns)), cmp.Compare(known(a.MaxConns), known(b.MaxConns)), cmp.Compare(b.QPS, a.QPS))
+		return cmp.Or(cmp.Compare(known(a.Conns), known(b.Conns)), cmp.Compare(known(a.MaxConns), known(b.MaxConns)), cmp.Compare(score(b), score(a)))
 	})
 	names := make([]string, len(tied))
 	for i, c := range tied {
@@ -169,8 +170,9 @@ type versus struct {
 }
 
 func against(a, b Cell, alpha, margin float64) versus {
-	v := versus{p: compare(a.QPSSamples, b.QPSSamples, alpha), m: ratio(a.QPS, b.QPS)}
-	v.lo, v.hi = ratioInterval(a.QPSSamples, b.QPSSamples, alpha)
+	as, bs := scoreSamples(a), scoreSamples(b)
+	v := versus{p: compare(as, bs, alpha), m: ratio(score(a), score(b))}
+	v.lo, v.hi = ratioInterval(as, bs, alpha)
 	v.beaten = v.p < alpha && v.lo-1 >= margin
 	return v
 }

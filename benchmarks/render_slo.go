@@ -1,0 +1,45 @@
+package benchmarks
+
+// renderSLORates are an SLO result's rates as table cells: the highest
+// that held and the lowest that failed, never more exact than the search
+// was.
+func renderSLORates(s SLOResult) (held, failed string) {
+	held, failed = renderQPS(s.MaxRate), renderQPS(s.FirstFailingRate)
+	if !(s.MaxRate > 0) {
+		held = "none"
+	}
+	if !(s.FirstFailingRate > 0) {
+		failed = "none tried"
+	}
+	return held, failed
+}
+
+// renderSLOLatency is an SLO result's percentile at its MaxRate, in
+// milliseconds; a dash when no rate held.
+func renderSLOLatency(s SLOResult) string {
+	if !(s.MaxRate > 0) {
+		return "–"
+	}
+	return renderMs(s.Latency)
+}
+
+// renderSLONote is what an SLO result's table row says besides its
+// numbers: renderSLOState and the result's Note.
+func renderSLONote(s SLOResult) string { return joinNote(renderSLOState(s), s.Note) }
+
+// renderSLOState says whether an SLO result won, and whether its rate
+// was confirmed.
+func renderSLOState(s SLOResult) string {
+	var note string
+	switch {
+	case !(s.MaxRate > 0):
+		note = "not even the lowest rate tried"
+	case s.Winner:
+		note = "winner, " + renderPercent(s.Headroom) + " headroom"
+	case s.Confirmed:
+		note = "confirmed"
+	default:
+		note = "not confirmed"
+	}
+	return note
+}
