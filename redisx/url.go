@@ -3,7 +3,6 @@ package redisx
 import (
 	"crypto/tls"
 	"fmt"
-	"math"
 	"net"
 	"net/url"
 	"slices"
@@ -23,7 +22,9 @@ import (
 //
 // The port defaults to 6379 (a ':' with no port after it is an error), the
 // database to 0. A '/', '?' or '#' in the user name or password must be
-// percent-encoded. Parameters:
+// percent-encoded. Parameters (each strategy reads its own, see
+// strategy.URLStrategy; the facade reads strategy=, addr and the
+// Options fields):
 //
 //	strategy             multiplexed (default), pool or slotgrouped
 //	conns                Multiplexed.Conns
@@ -217,245 +218,100 @@ func authorityPort(raw string) (port string, written bool) {
 	return hostport[i+1:], true
 }
 
-// The strategies and transports a URL can name.
-const (
-	kindMultiplexed = "multiplexed"
-	kindPool        = "pool"
-	kindSlotGrouped = "slotgrouped"
-)
+// urlStrategies are the strategies a URL can name with strategy=, the
+// first the default, and urlLayers those it can put in front of them.
+func urlStrategies() []strategy.URLStrategy {
+	return []strategy.URLStrategy{strategy.Multiplexed{}, strategy.Pool{}, strategy.SlotGrouped{}}
+}
+
+func urlLayers() []strategy.URLLayer { return []strategy.URLLayer{localcache.Near{}} }
 
 // parseParams reads the query into o's plain fields and returns the
-// strategy it names.
+// strategy it names, whose own parameters the strategy reads itself
+// (strategy.URLStrategy).
 func parseParams(o *Options, q url.Values) (strategy.Strategy, error) {
-	one := func(name string) string {
-		if vs := q[name]; len(vs) > 0 {
-			return vs[0]
-		}
-		return ""
+	p := strategy.ReadURLParams(q)
+	name, err := p.String("strategy")
+	if err != nil {
+		return nil, err
 	}
-	kind := one("strategy")
-	switch kind {
-	case "":
-		kind = kindMultiplexed
-	case kindMultiplexed, kindPool, kindSlotGrouped:
-	default:
-		return nil, fmt.Errorf("%w: strategy=%q in URL, want multiplexed, pool or slotgrouped", ErrInvalidArgument, kind)
+	strategies := urlStrategies()
+	if name == "" {
+		name = strategies[0].URLName()
 	}
-	// base is the strategy that carries the commands: the URL's, or
-	// SlotGrouped's transport.
-	base := kind
-	if kind == kindSlotGrouped {
-		switch t := one("transport"); t {
-		case "":
-			base = kindMultiplexed
-		case kindMultiplexed, kindPool:
-			base = t
-		default:
-			return nil, fmt.Errorf("%w: transport=%q in URL, want multiplexed or pool", ErrInvalidArgument, t)
+	i := slices.IndexFunc(strategies, func(s strategy.URLStrategy) bool { return s.URLName() == name })
+	if i < 0 {
+		var names []string
+		for _, s := range strategies {
+			names = append(names, s.URLName())
+		}
+		return nil, fmt.Errorf("%w: strategy=%q in URL, want %s", ErrInvalidArgument, name, strings.Join(names, ", "))
+	}
+	addrs, err := p.Take("addr", true)
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range addrs {
+		if _, _, e := net.SplitHostPort(a); e != nil {
+			return nil, fmt.Errorf("%w: addr=%q in URL is not host:port", ErrInvalidArgument, a)
+		}
+		o.Addrs = append(o.Addrs, a)
+	}
+	if o.ClientName, err = p.String("client_name"); err != nil {
+		return nil, err
+	}
+	for _, f := range []struct {
+		name string
+		dst  *time.Duration
+	}{
+		{"dial_timeout", &o.DialTimeout}, {"read_timeout", &o.ReadTimeout}, {"write_timeout", &o.WriteTimeout},
+		{"stale_while_revalidate", &o.StaleWhileRevalidate}, {"load_timeout", &o.LoadTimeout},
+		{"max_conn_age", &o.MaxConnAge}, {"retry_min_backoff", &o.Retry.MinBackoff}, {"retry_max_backoff", &o.Retry.MaxBackoff},
+	} {
+		if err := p.Duration(f.name, f.dst); err != nil {
+			return nil, err
 		}
 	}
-	_, near := q["near"]
-
-	var (
-		mux  strategy.Multiplexed
-		pool strategy.Pool
-		sg   strategy.SlotGrouped
-		nc   localcache.Near
-	)
-	// Sorted, so that a URL with several faults always reports the same.
-	names := make([]string, 0, len(q))
-	for name := range q {
-		names = append(names, name)
+	if err := p.Fraction("ttl_jitter", &o.TTLJitter); err != nil {
+		return nil, err
 	}
-	slices.Sort(names)
-	for _, name := range names {
-		vals := q[name]
-		if len(vals) > 1 && name != "addr" && name != "near_prefix" {
-			return nil, fmt.Errorf("%w: %s= given %d times in URL", ErrInvalidArgument, name, len(vals))
+	if err := p.Count("retry_max_attempts", &o.Retry.MaxAttempts); err != nil {
+		return nil, err
+	}
+	s, err := strategies[i].FromURL(p)
+	if err != nil {
+		return nil, err
+	}
+	for _, l := range urlLayers() {
+		if !p.Has(l.URLName()) {
+			continue
 		}
-		v := vals[0]
-		// Which strategy the parameter belongs to, and so whether the
-		// URL names it.
-		switch name {
-		case "conns", "max_pending", "blocking":
-			if base != kindMultiplexed {
-				return nil, misplaced(name, kindMultiplexed, kind, base)
-			}
-		case "size", "min_idle", "max_idle_time", "max_lifetime", "health_check_period":
-			if base != kindPool {
-				return nil, misplaced(name, kindPool, kind, base)
-			}
-		case "transport", "max_batch":
-			if kind != kindSlotGrouped {
-				return nil, fmt.Errorf("%w: %s= in URL applies to strategy=slotgrouped, not %s", ErrInvalidArgument, name, kind)
-			}
-		case "near_ttl", "near_negative_ttl", "near_jitter", "near_prefix", "near_ping_interval":
-			if !near {
-				return nil, fmt.Errorf("%w: %s= in URL needs near=<size>", ErrInvalidArgument, name)
-			}
-		}
-		var err error
-		switch name {
-		case "strategy", "transport":
-		case "addr":
-			for _, a := range vals {
-				if _, _, e := net.SplitHostPort(a); e != nil {
-					return nil, fmt.Errorf("%w: addr=%q in URL is not host:port", ErrInvalidArgument, a)
-				}
-				o.Addrs = append(o.Addrs, a)
-			}
-		case "client_name":
-			o.ClientName = v
-		case "dial_timeout":
-			o.DialTimeout, err = parseDuration(v)
-		case "read_timeout":
-			o.ReadTimeout, err = parseDuration(v)
-		case "write_timeout":
-			o.WriteTimeout, err = parseDuration(v)
-		case "ttl_jitter":
-			o.TTLJitter, err = parseFraction(v)
-		case "stale_while_revalidate":
-			o.StaleWhileRevalidate, err = parseDuration(v)
-		case "load_timeout":
-			o.LoadTimeout, err = parseDuration(v)
-		case "max_conn_age":
-			o.MaxConnAge, err = parseDuration(v)
-		case "retry_max_attempts":
-			o.Retry.MaxAttempts, err = parseCount(v)
-		case "retry_min_backoff":
-			o.Retry.MinBackoff, err = parseDuration(v)
-		case "retry_max_backoff":
-			o.Retry.MaxBackoff, err = parseDuration(v)
-		case "conns":
-			mux.Conns, err = parseCount(v)
-		case "max_pending":
-			mux.MaxPending, err = parseCount(v)
-		case "blocking":
-			mux.Blocking, err = parseCount(v)
-		case "size":
-			pool.Size, err = parseCount(v)
-		case "min_idle":
-			pool.MinIdle, err = parseCount(v)
-		case "max_idle_time":
-			pool.MaxIdleTime, err = parseDuration(v)
-		case "max_lifetime":
-			pool.MaxLifetime, err = parseDuration(v)
-		case "health_check_period":
-			pool.HealthCheckPeriod, err = parseDuration(v)
-		case "max_batch":
-			sg.MaxBatch, err = parseCount(v)
-		case "near":
-			nc.MaxBytes, err = parseSize(v)
-		case "near_ttl":
-			nc.TTL, err = parseDuration(v)
-		case "near_negative_ttl":
-			nc.NegativeTTL, err = parseDuration(v)
-		case "near_jitter":
-			nc.Jitter, err = parseFraction(v)
-		case "near_prefix":
-			nc.Prefixes = append(nc.Prefixes, vals...)
-		case "near_ping_interval":
-			nc.PingInterval, err = parseDuration(v)
-		default:
-			return nil, fmt.Errorf("%w: unknown URL parameter %q", ErrInvalidArgument, name)
-		}
+		ls, err := l.FromURL(p)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %s=%q in URL: %v", ErrInvalidArgument, name, v, err)
+			return nil, err
 		}
+		s = ls.(strategy.URLLayer).WithURLInner(s)
 	}
-
-	var s strategy.Strategy = mux
-	if base == kindPool {
-		s = pool
-	}
-	if kind == kindSlotGrouped {
-		sg.Transport = s
-		s = sg
-	}
-	if near {
-		nc.Inner = s
-		s = nc
+	if left := p.Left(); len(left) > 0 {
+		return nil, misplaced(left[0], name)
 	}
 	return s, nil
 }
 
-// misplaced is the error of a parameter of strategy want in a URL whose
-// strategy is kind (carried by base).
-func misplaced(name, want, kind, base string) error {
-	if kind == kindSlotGrouped {
-		return fmt.Errorf("%w: %s= in URL applies to transport=%s, not %s", ErrInvalidArgument, name, want, base)
-	}
-	return fmt.Errorf("%w: %s= in URL applies to strategy=%s, not %s", ErrInvalidArgument, name, want, kind)
-}
-
-func parseCount(s string) (int, error) {
-	n, err := strconv.Atoi(s)
-	if err != nil || n < 0 {
-		return 0, fmt.Errorf("not a non-negative integer")
-	}
-	return n, nil
-}
-
-func parseDuration(s string) (time.Duration, error) {
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		return 0, fmt.Errorf("not a duration such as 500ms or 3s")
-	}
-	return d, nil
-}
-
-func parseFraction(s string) (float64, error) {
-	f, err := strconv.ParseFloat(s, 64)
-	// !(f >= 0 && f < 1) also refuses NaN.
-	if err != nil || !(f >= 0 && f < 1) {
-		return 0, fmt.Errorf("not a fraction in [0, 1) such as 0.1")
-	}
-	return f, nil
-}
-
-// sizeUnit is a unit of a near= size.
-type sizeUnit struct {
-	name string
-	n    int64
-}
-
-// sizeUnits are the units of a near= size, largest first (FormatURL
-// picks the largest that divides the size).
-func sizeUnits() []sizeUnit {
-	return []sizeUnit{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"B", 1}}
-}
-
-func parseSize(s string) (int64, error) {
-	digits := strings.TrimRightFunc(s, func(r rune) bool { return r < '0' || r > '9' })
-	unit := s[len(digits):]
-	n, err := strconv.ParseInt(digits, 10, 64)
-	if err != nil || n < 0 || strings.HasPrefix(digits, "+") {
-		return 0, fmt.Errorf("not a size such as 64MiB, 512KiB or 1048576")
-	}
-	if unit == "" {
-		return n, nil
-	}
-	for _, u := range sizeUnits() {
-		if strings.EqualFold(unit, u.name) {
-			if n > math.MaxInt64/u.n {
-				return 0, fmt.Errorf("size overflows int64")
-			}
-			return n * u.n, nil
+// misplaced is the error of a parameter that the URL's strategy (name)
+// and layers did not read.
+func misplaced(param, name string) error {
+	for _, s := range urlStrategies() {
+		if slices.Contains(s.URLKeys(), param) {
+			return fmt.Errorf("%w: %s= in URL applies to strategy=%s, not %s", ErrInvalidArgument, param, s.URLName(), name)
 		}
 	}
-	return 0, fmt.Errorf("unit %q, want B, KiB, MiB, GiB or TiB (SI units such as MB are ambiguous)", unit)
-}
-
-func formatSize(n int64) string {
-	if n == 0 {
-		return "0"
-	}
-	for _, u := range sizeUnits() {
-		if n%u.n == 0 && u.n > 1 {
-			return strconv.FormatInt(n/u.n, 10) + u.name
+	for _, l := range urlLayers() {
+		if slices.Contains(l.URLKeys(), param) {
+			return fmt.Errorf("%w: %s= in URL needs %s=<size>", ErrInvalidArgument, param, l.URLName())
 		}
 	}
-	return strconv.FormatInt(n, 10)
+	return fmt.Errorf("%w: unknown URL parameter %q", ErrInvalidArgument, param)
 }
 
 func defaultTLS() *tls.Config { return &tls.Config{MinVersion: tls.VersionTLS12} }

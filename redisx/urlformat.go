@@ -7,10 +7,7 @@ import (
 	"net/url"
 	"reflect"
 	"strconv"
-	"strings"
-	"time"
 
-	"github.com/redisx-go/kit/localcache"
 	"github.com/redisx-go/kit/strategy"
 )
 
@@ -86,32 +83,34 @@ func formatURL(o Options, credentials bool) (string, error) {
 		u.Path = "/" + strconv.Itoa(o.DB)
 	}
 
-	var q query
-	if err := q.strategy(o.Strategy); err != nil {
+	q := strategy.WriteURLParams()
+	if err := writeStrategy(q, o.Strategy); err != nil {
 		return "", err
 	}
-	q.add("client_name", o.ClientName, o.ClientName != "")
-	q.duration("dial_timeout", o.DialTimeout)
-	q.duration("read_timeout", o.ReadTimeout)
-	q.duration("write_timeout", o.WriteTimeout)
-	if err := q.fraction("ttl_jitter", o.TTLJitter); err != nil {
+	if o.ClientName != "" {
+		q.Add("client_name", o.ClientName)
+	}
+	q.AddDuration("dial_timeout", o.DialTimeout)
+	q.AddDuration("read_timeout", o.ReadTimeout)
+	q.AddDuration("write_timeout", o.WriteTimeout)
+	if err := q.AddFraction("ttl_jitter", o.TTLJitter); err != nil {
 		return "", err
 	}
-	q.duration("stale_while_revalidate", o.StaleWhileRevalidate)
-	q.duration("load_timeout", o.LoadTimeout)
-	q.duration("max_conn_age", o.MaxConnAge)
-	if err := q.count("retry_max_attempts", o.Retry.MaxAttempts); err != nil {
+	q.AddDuration("stale_while_revalidate", o.StaleWhileRevalidate)
+	q.AddDuration("load_timeout", o.LoadTimeout)
+	q.AddDuration("max_conn_age", o.MaxConnAge)
+	if err := q.AddCount("retry_max_attempts", o.Retry.MaxAttempts); err != nil {
 		return "", err
 	}
-	q.duration("retry_min_backoff", o.Retry.MinBackoff)
-	q.duration("retry_max_backoff", o.Retry.MaxBackoff)
+	q.AddDuration("retry_min_backoff", o.Retry.MinBackoff)
+	q.AddDuration("retry_max_backoff", o.Retry.MaxBackoff)
 	for _, a := range addrs[1:] {
 		if _, _, err := net.SplitHostPort(a); err != nil {
 			return "", fmt.Errorf("%w: address %q is not host:port", ErrInvalidArgument, a)
 		}
-		q.add("addr", a, true)
+		q.Add("addr", a)
 	}
-	u.RawQuery = q.b.String()
+	u.RawQuery = q.Encode()
 	return u.String(), nil
 }
 
@@ -146,166 +145,40 @@ func isDefaultTLS(c *tls.Config) bool {
 	return true
 }
 
-// query builds a URL query in a fixed order.
-type query struct{ b strings.Builder }
-
-func (q *query) add(name, value string, ok bool) {
+// writeStrategy writes s: strategy= first, then the strategy's own
+// parameters, then those of the layers in front of it (near=…). A nil
+// Strategy is written as strategy=multiplexed.
+func writeStrategy(q *strategy.URLParams, s strategy.Strategy) error {
+	var layers []strategy.URLLayer
+	for {
+		if s == nil {
+			s = urlStrategies()[0]
+		}
+		if err := strategy.NilURLStrategy(s); err != nil {
+			return err
+		}
+		l, ok := strategy.URLKind(s, urlLayers())
+		if !ok {
+			break
+		}
+		if len(layers) > 0 {
+			return fmt.Errorf("%w: %s inside %s", ErrInvalidArgument, l.URLName(), layers[0].URLName())
+		}
+		layers = append(layers, l)
+		s = l.URLInner()
+	}
+	u, ok := strategy.URLKind(s, urlStrategies())
 	if !ok {
-		return
+		return fmt.Errorf("%w: strategy %T cannot be written as a URL", ErrInvalidArgument, s)
 	}
-	if q.b.Len() > 0 {
-		q.b.WriteByte('&')
-	}
-	q.b.WriteString(name)
-	q.b.WriteByte('=')
-	// ":" and "/" may stand unescaped in a query (RFC 3986, 3.4), and
-	// addr=b:7001 reads better than addr=b%3A7001.
-	v := url.QueryEscape(value)
-	q.b.WriteString(strings.ReplaceAll(strings.ReplaceAll(v, "%3A", ":"), "%2F", "/"))
-}
-
-func (q *query) duration(name string, d time.Duration) {
-	q.add(name, d.String(), d != 0)
-}
-
-func (q *query) count(name string, n int) error {
-	if n < 0 {
-		return fmt.Errorf("%w: %s %d is negative", ErrInvalidArgument, name, n)
-	}
-	q.add(name, strconv.Itoa(n), n != 0)
-	return nil
-}
-
-func (q *query) fraction(name string, f float64) error {
-	if !(f >= 0 && f < 1) {
-		return fmt.Errorf("%w: %s %v outside [0, 1)", ErrInvalidArgument, name, f)
-	}
-	q.add(name, strconv.FormatFloat(f, 'g', -1, 64), f != 0)
-	return nil
-}
-
-// strategy writes s's parameters: strategy (and transport) first, then
-// the carrying strategy's, then SlotGrouped's, then the near cache's.
-func (q *query) strategy(s strategy.Strategy) error {
-	var nc *localcache.Near
-	switch v := deref(s).(type) {
-	case localcache.Near:
-		switch deref(v.Inner).(type) {
-		case localcache.Near:
-			return fmt.Errorf("%w: Near inside Near", ErrInvalidArgument)
-		}
-		nc, s = &v, v.Inner
-	case errNilPointer:
-		return v.err()
-	}
-	var sg *strategy.SlotGrouped
-	switch v := deref(s).(type) {
-	case strategy.SlotGrouped:
-		sg, s = &v, v.Transport
-		q.add("strategy", kindSlotGrouped, true)
-	}
-	var err error
-	switch v := deref(s).(type) {
-	case nil:
-		err = q.multiplexed(strategy.Multiplexed{}, sg != nil)
-	case strategy.Multiplexed:
-		err = q.multiplexed(v, sg != nil)
-	case strategy.Pool:
-		err = q.pool(v, sg != nil)
-	case errNilPointer:
-		return v.err()
-	default:
-		if sg != nil {
-			return fmt.Errorf("%w: SlotGrouped.Transport %T cannot be written as a URL", ErrInvalidArgument, v)
-		}
-		return fmt.Errorf("%w: strategy %T cannot be written as a URL", ErrInvalidArgument, v)
-	}
-	if err != nil {
+	q.Add("strategy", u.URLName())
+	if err := u.ToURL(q); err != nil {
 		return err
 	}
-	if sg != nil {
-		if err := q.count("max_batch", sg.MaxBatch); err != nil {
+	for _, l := range layers {
+		if err := l.ToURL(q); err != nil {
 			return err
 		}
 	}
-	if nc != nil {
-		if nc.MaxBytes < 0 {
-			return fmt.Errorf("%w: Near.MaxBytes %d is negative", ErrInvalidArgument, nc.MaxBytes)
-		}
-		q.add("near", formatSize(nc.MaxBytes), true)
-		q.duration("near_ttl", nc.TTL)
-		q.duration("near_negative_ttl", nc.NegativeTTL)
-		if err := q.fraction("near_jitter", nc.Jitter); err != nil {
-			return err
-		}
-		for _, p := range nc.Prefixes {
-			q.add("near_prefix", p, true)
-		}
-		q.duration("near_ping_interval", nc.PingInterval)
-	}
 	return nil
-}
-
-// kind names the strategy, or the transport under SlotGrouped or Near.
-func (q *query) kind(name string, transport bool) {
-	if transport {
-		q.add("transport", name, true)
-	} else {
-		q.add("strategy", name, true)
-	}
-}
-
-func (q *query) multiplexed(m strategy.Multiplexed, transport bool) error {
-	q.kind(kindMultiplexed, transport)
-	if err := q.count("conns", m.Conns); err != nil {
-		return err
-	}
-	if err := q.count("max_pending", m.MaxPending); err != nil {
-		return err
-	}
-	return q.count("blocking", m.Blocking)
-}
-
-func (q *query) pool(p strategy.Pool, transport bool) error {
-	q.kind(kindPool, transport)
-	if err := q.count("size", p.Size); err != nil {
-		return err
-	}
-	if err := q.count("min_idle", p.MinIdle); err != nil {
-		return err
-	}
-	q.duration("max_idle_time", p.MaxIdleTime)
-	q.duration("max_lifetime", p.MaxLifetime)
-	q.duration("health_check_period", p.HealthCheckPeriod)
-	return nil
-}
-
-// errNilPointer stands for a nil pointer to a strategy of this module.
-type errNilPointer struct{ name string }
-
-func (e errNilPointer) err() error {
-	return fmt.Errorf("%w: strategy is a nil %s", ErrInvalidArgument, e.name)
-}
-
-// deref turns a pointer to one of the strategies a URL can name into its
-// value (errNilPointer when nil), and returns anything else as it is.
-func deref(s strategy.Strategy) any {
-	switch p := s.(type) {
-	case *strategy.Multiplexed:
-		return value(p, "*strategy.Multiplexed")
-	case *strategy.Pool:
-		return value(p, "*strategy.Pool")
-	case *strategy.SlotGrouped:
-		return value(p, "*strategy.SlotGrouped")
-	case *localcache.Near:
-		return value(p, "*localcache.Near")
-	}
-	return s
-}
-
-func value[T any](p *T, name string) any {
-	if p == nil {
-		return errNilPointer{name}
-	}
-	return *p
 }

@@ -74,3 +74,37 @@ func (m Multiplexed) Open(ctx context.Context, cfg Config) (Backend, error) {
 	}
 	return public(b), nil
 }
+
+// URLName implements URLStrategy: strategy=multiplexed.
+func (Multiplexed) URLName() string { return "multiplexed" }
+
+// URLKeys implements URLStrategy.
+func (Multiplexed) URLKeys() []string { return []string{"conns", "max_pending", "blocking"} }
+
+// FromURL implements URLStrategy: conns, max_pending and blocking are
+// Conns, MaxPending and Blocking.
+func (Multiplexed) FromURL(p *URLParams) (Strategy, error) {
+	var m Multiplexed
+	for _, f := range []struct {
+		name string
+		dst  *int
+	}{{"conns", &m.Conns}, {"max_pending", &m.MaxPending}, {"blocking", &m.Blocking}} {
+		if err := p.Count(f.name, f.dst); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// ToURL implements URLStrategy.
+func (m Multiplexed) ToURL(p *URLParams) error {
+	for _, f := range []struct {
+		name string
+		n    int
+	}{{"conns", m.Conns}, {"max_pending", m.MaxPending}, {"blocking", m.Blocking}} {
+		if err := p.AddCount(f.name, f.n); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -53,3 +53,44 @@ func (p Pool) Open(ctx context.Context, cfg Config) (Backend, error) {
 	}
 	return public(b), nil
 }
+
+// URLName implements URLStrategy: strategy=pool.
+func (Pool) URLName() string { return "pool" }
+
+// URLKeys implements URLStrategy.
+func (Pool) URLKeys() []string {
+	return []string{"size", "min_idle", "max_idle_time", "max_lifetime", "health_check_period"}
+}
+
+// FromURL implements URLStrategy: size and min_idle are Size and MinIdle;
+// max_idle_time, max_lifetime and health_check_period (Go durations,
+// "30m") MaxIdleTime, MaxLifetime and HealthCheckPeriod.
+func (Pool) FromURL(p *URLParams) (Strategy, error) {
+	var o Pool
+	for _, err := range []error{
+		p.Count("size", &o.Size),
+		p.Count("min_idle", &o.MinIdle),
+		p.Duration("max_idle_time", &o.MaxIdleTime),
+		p.Duration("max_lifetime", &o.MaxLifetime),
+		p.Duration("health_check_period", &o.HealthCheckPeriod),
+	} {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return o, nil
+}
+
+// ToURL implements URLStrategy.
+func (o Pool) ToURL(p *URLParams) error {
+	if err := p.AddCount("size", o.Size); err != nil {
+		return err
+	}
+	if err := p.AddCount("min_idle", o.MinIdle); err != nil {
+		return err
+	}
+	p.AddDuration("max_idle_time", o.MaxIdleTime)
+	p.AddDuration("max_lifetime", o.MaxLifetime)
+	p.AddDuration("health_check_period", o.HealthCheckPeriod)
+	return nil
+}

@@ -60,3 +60,66 @@ func (s SlotGrouped) Open(ctx context.Context, cfg Config) (Backend, error) {
 	}
 	return grouped{backend{g}, public(b)}, nil
 }
+
+// URLName implements URLStrategy: strategy=slotgrouped.
+func (SlotGrouped) URLName() string { return "slotgrouped" }
+
+// URLKeys implements URLStrategy.
+func (SlotGrouped) URLKeys() []string { return []string{"transport", "max_batch"} }
+
+// transports are the values SlotGrouped.Transport can take in a URL.
+func transports() []URLStrategy { return []URLStrategy{Multiplexed{}, Pool{}} }
+
+// FromURL implements URLStrategy: transport (multiplexed, the default,
+// or pool) is Transport, configured by that strategy's parameters;
+// max_batch is MaxBatch.
+func (SlotGrouped) FromURL(p *URLParams) (Strategy, error) {
+	name, err := p.String("transport")
+	if err != nil {
+		return nil, err
+	}
+	if name == "" {
+		name = Multiplexed{}.URLName()
+	}
+	var s SlotGrouped
+	for _, t := range transports() {
+		if t.URLName() != name {
+			continue
+		}
+		if s.Transport, err = t.FromURL(p); err != nil {
+			return nil, err
+		}
+	}
+	if s.Transport == nil {
+		return nil, fmt.Errorf("%w: transport=%q in URL, want multiplexed or pool", ErrInvalidArgument, name)
+	}
+	for _, t := range transports() {
+		if err := p.Refuse(t.URLKeys(), "transport="+t.URLName(), name); err != nil {
+			return nil, err
+		}
+	}
+	if err := p.Count("max_batch", &s.MaxBatch); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// ToURL implements URLStrategy: transport first, its parameters, then
+// max_batch. A nil Transport is written as multiplexed.
+func (s SlotGrouped) ToURL(p *URLParams) error {
+	var t URLStrategy = Multiplexed{}
+	if s.Transport != nil {
+		if err := NilURLStrategy(s.Transport); err != nil {
+			return err
+		}
+		var ok bool
+		if t, ok = URLKind(s.Transport, transports()); !ok {
+			return fmt.Errorf("%w: SlotGrouped.Transport %T cannot be written as a URL", ErrInvalidArgument, s.Transport)
+		}
+	}
+	p.Add("transport", t.URLName())
+	if err := t.ToURL(p); err != nil {
+		return err
+	}
+	return p.AddCount("max_batch", s.MaxBatch)
+}

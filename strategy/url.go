@@ -1,0 +1,305 @@
+package strategy
+
+import (
+	"fmt"
+	"math"
+	"net/url"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// URLStrategy is an optional interface implemented by the strategy values
+// a redis:// URL can name (redisx.ParseURL and redisx.FormatURL):
+// Multiplexed, Pool, SlotGrouped, and localcache.Near as a layer. Each
+// reads and writes its own parameters, so that the facade knows none of
+// them, as go-cloud's URL openers do — without a registry: the facade
+// lists the values it offers.
+type URLStrategy interface {
+	Strategy
+	// URLName names it in a URL: the value of strategy= ("multiplexed"),
+	// or for a URLLayer, the parameter that adds it ("near").
+	URLName() string
+	// URLKeys are the parameters it reads, for the message of one found
+	// in a URL that names another strategy.
+	URLKeys() []string
+	// FromURL returns the value p describes, reading each of its
+	// parameters from p.
+	FromURL(p *URLParams) (Strategy, error)
+	// ToURL writes the value's parameters to p, in a fixed order.
+	ToURL(p *URLParams) error
+}
+
+// URLLayer is a URLStrategy in front of another strategy, which a URL
+// adds by the parameter of its URLName (near=<size> adds a
+// localcache.Near over the URL's strategy).
+type URLLayer interface {
+	URLStrategy
+	// URLInner is the strategy the value is in front of.
+	URLInner() Strategy
+	// WithURLInner returns the value in front of inner.
+	WithURLInner(inner Strategy) Strategy
+}
+
+// URLParams are the query parameters of a redis:// URL, as a
+// URLStrategy reads them (FromURL) or writes them (ToURL). Reading takes
+// each parameter it reads, so that whatever no one took can be refused.
+// Errors wrap ErrInvalidArgument, name the parameter and never repeat
+// the URL.
+type URLParams struct {
+	in    url.Values
+	taken map[string]bool
+	out   strings.Builder
+}
+
+// ReadURLParams returns the parameters of q for reading.
+func ReadURLParams(q url.Values) *URLParams {
+	return &URLParams{in: q, taken: map[string]bool{}}
+}
+
+// WriteURLParams returns empty parameters for writing.
+func WriteURLParams() *URLParams { return &URLParams{} }
+
+// Has reports whether the URL has the parameter name.
+func (p *URLParams) Has(name string) bool {
+	_, ok := p.in[name]
+	return ok
+}
+
+// Take returns the value of name, "" when absent, and takes it. A
+// parameter given twice is an error unless many.
+func (p *URLParams) Take(name string, many bool) ([]string, error) {
+	vs, ok := p.in[name]
+	if !ok {
+		return nil, nil
+	}
+	p.taken[name] = true
+	if len(vs) > 1 && !many {
+		return nil, fmt.Errorf("%w: %s= given %d times in URL", ErrInvalidArgument, name, len(vs))
+	}
+	return vs, nil
+}
+
+// String takes name as a string.
+func (p *URLParams) String(name string) (string, error) {
+	vs, err := p.Take(name, false)
+	if err != nil || vs == nil {
+		return "", err
+	}
+	return vs[0], nil
+}
+
+// take reads name with parse into dst, which it leaves alone when the
+// parameter is absent.
+func take[T any](p *URLParams, name string, dst *T, parse func(string) (T, error)) error {
+	v, err := p.String(name)
+	if err != nil || !p.Has(name) {
+		return err
+	}
+	x, err := parse(v)
+	if err != nil {
+		return fmt.Errorf("%w: %s=%q in URL: %v", ErrInvalidArgument, name, v, err)
+	}
+	*dst = x
+	return nil
+}
+
+// Count takes name, a non-negative integer, into dst.
+func (p *URLParams) Count(name string, dst *int) error { return take(p, name, dst, parseCount) }
+
+// Duration takes name, a Go duration ("500ms"), into dst.
+func (p *URLParams) Duration(name string, dst *time.Duration) error {
+	return take(p, name, dst, parseDuration)
+}
+
+// Fraction takes name, a number in [0, 1), into dst.
+func (p *URLParams) Fraction(name string, dst *float64) error {
+	return take(p, name, dst, parseFraction)
+}
+
+// Size takes name, bytes or a number with B, KiB, MiB, GiB or TiB
+// ("64MiB"), into dst. A size in SI units (KB, MB) is refused rather than
+// guessed at: some read "MB" as 10⁶ bytes, redis.conf reads "mb" as 2²⁰.
+func (p *URLParams) Size(name string, dst *int64) error { return take(p, name, dst, parseSize) }
+
+// Refuse returns an error for the first of keys present and not taken:
+// a parameter of the strategy owner ("strategy=multiplexed") in a URL
+// whose strategy is here ("pool").
+func (p *URLParams) Refuse(keys []string, owner, here string) error {
+	for _, k := range keys {
+		if p.Has(k) && !p.taken[k] {
+			return fmt.Errorf("%w: %s= in URL applies to %s, not %s", ErrInvalidArgument, k, owner, here)
+		}
+	}
+	return nil
+}
+
+// Left returns the parameters no one took, sorted.
+func (p *URLParams) Left() []string {
+	var left []string
+	for k := range p.in {
+		if !p.taken[k] {
+			left = append(left, k)
+		}
+	}
+	slices.Sort(left)
+	return left
+}
+
+// Add writes name=value.
+func (p *URLParams) Add(name, value string) {
+	if p.out.Len() > 0 {
+		p.out.WriteByte('&')
+	}
+	p.out.WriteString(name)
+	p.out.WriteByte('=')
+	// ":" and "/" may stand unescaped in a query (RFC 3986, 3.4), and
+	// addr=b:7001 reads better than addr=b%3A7001.
+	v := url.QueryEscape(value)
+	p.out.WriteString(strings.ReplaceAll(strings.ReplaceAll(v, "%3A", ":"), "%2F", "/"))
+}
+
+// AddDuration writes name=d unless d is zero.
+func (p *URLParams) AddDuration(name string, d time.Duration) {
+	if d != 0 {
+		p.Add(name, d.String())
+	}
+}
+
+// AddCount writes name=n unless n is zero; a negative n is an error.
+func (p *URLParams) AddCount(name string, n int) error {
+	if n < 0 {
+		return fmt.Errorf("%w: %s %d is negative", ErrInvalidArgument, name, n)
+	}
+	if n != 0 {
+		p.Add(name, strconv.Itoa(n))
+	}
+	return nil
+}
+
+// AddFraction writes name=f unless f is zero; one outside [0, 1) is an
+// error.
+func (p *URLParams) AddFraction(name string, f float64) error {
+	if !(f >= 0 && f < 1) {
+		return fmt.Errorf("%w: %s %v outside [0, 1)", ErrInvalidArgument, name, f)
+	}
+	if f != 0 {
+		p.Add(name, strconv.FormatFloat(f, 'g', -1, 64))
+	}
+	return nil
+}
+
+// AddSize writes name=n in the largest unit that divides it ("64MiB"),
+// zero included; a negative n is an error.
+func (p *URLParams) AddSize(name string, n int64) error {
+	if n < 0 {
+		return fmt.Errorf("%w: %s %d is negative", ErrInvalidArgument, name, n)
+	}
+	p.Add(name, formatSize(n))
+	return nil
+}
+
+// Encode returns what was written, as a URL's raw query.
+func (p *URLParams) Encode() string { return p.out.String() }
+
+func parseCount(s string) (int, error) {
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("not a non-negative integer")
+	}
+	return n, nil
+}
+
+func parseDuration(s string) (time.Duration, error) {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("not a duration such as 500ms or 3s")
+	}
+	return d, nil
+}
+
+func parseFraction(s string) (float64, error) {
+	f, err := strconv.ParseFloat(s, 64)
+	// !(f >= 0 && f < 1) also refuses NaN.
+	if err != nil || !(f >= 0 && f < 1) {
+		return 0, fmt.Errorf("not a fraction in [0, 1) such as 0.1")
+	}
+	return f, nil
+}
+
+// sizeUnit is a unit of a size parameter.
+type sizeUnit struct {
+	name string
+	n    int64
+}
+
+// sizeUnits are the units of a size, largest first (formatSize picks the
+// largest that divides the size).
+func sizeUnits() []sizeUnit {
+	return []sizeUnit{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"B", 1}}
+}
+
+func parseSize(s string) (int64, error) {
+	digits := strings.TrimRightFunc(s, func(r rune) bool { return r < '0' || r > '9' })
+	unit := s[len(digits):]
+	n, err := strconv.ParseInt(digits, 10, 64)
+	if err != nil || n < 0 || strings.HasPrefix(digits, "+") {
+		return 0, fmt.Errorf("not a size such as 64MiB, 512KiB or 1048576")
+	}
+	if unit == "" {
+		return n, nil
+	}
+	for _, u := range sizeUnits() {
+		if strings.EqualFold(unit, u.name) {
+			if n > math.MaxInt64/u.n {
+				return 0, fmt.Errorf("size overflows int64")
+			}
+			return n * u.n, nil
+		}
+	}
+	return 0, fmt.Errorf("unit %q, want B, KiB, MiB, GiB or TiB (SI units such as MB are ambiguous)", unit)
+}
+
+func formatSize(n int64) string {
+	if n == 0 {
+		return "0"
+	}
+	for _, u := range sizeUnits() {
+		if n%u.n == 0 && u.n > 1 {
+			return strconv.FormatInt(n/u.n, 10) + u.name
+		}
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+// NilURLStrategy returns an error when s is a nil pointer (to a
+// Multiplexed, say), whose value-receiver methods would panic; nil
+// otherwise.
+func NilURLStrategy(s Strategy) error {
+	if v := reflect.ValueOf(s); v.Kind() == reflect.Pointer && v.IsNil() {
+		return fmt.Errorf("%w: strategy is a nil %T", ErrInvalidArgument, s)
+	}
+	return nil
+}
+
+// URLKind returns s as one of known when s is a value of exactly that
+// type or a non-nil pointer to one — not a type that embeds it, whose
+// other fields a URL would silently drop — and false otherwise.
+func URLKind[T URLStrategy](s Strategy, known []T) (T, bool) {
+	var zero T
+	v := reflect.ValueOf(s)
+	if v.Kind() == reflect.Pointer {
+		if v.IsNil() {
+			return zero, false
+		}
+		v = v.Elem()
+	}
+	for _, k := range known {
+		if v.IsValid() && v.Type() == reflect.TypeOf(k) {
+			return v.Interface().(T), true
+		}
+	}
+	return zero, false
+}
