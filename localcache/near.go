@@ -97,22 +97,14 @@ func (n Near) Open(ctx context.Context, cfg strategy.Config) (strategy.Backend, 
 		return nil, err
 	}
 	b := &near{inner: inner, s: s, inv: inv, prefixes: append([]string(nil), n.Prefixes...)}
-	b.mget, _ = inner.(strategy.MultiGetter)
-	b.mset, _ = inner.(strategy.MultiSetter)
-	b.do, _ = inner.(strategy.Doer)
-	b.ttlGet, _ = inner.(strategy.TTLGetter)
-	b.appender, _ = inner.(strategy.Appender)
-	s.ttlKnown = b.ttlGet != nil
+	b.caps = strategy.CapabilitiesOf(inner)
+	s.ttlKnown = b.caps.HasTTL()
 	return b, nil
 }
 
 type near struct {
 	inner    strategy.Backend
-	mget     strategy.MultiGetter
-	mset     strategy.MultiSetter
-	do       strategy.Doer
-	ttlGet   strategy.TTLGetter
-	appender strategy.Appender
+	caps     strategy.Capabilities // inner's optional interfaces, and their fallbacks
 	s        *store
 	inv      *invalidator
 	prefixes []string
@@ -249,11 +241,11 @@ func (n *near) miss(ctx context.Context, dst []byte, key string) ([]byte, time.D
 // dst); else through the inner strategy's Appender when it has one.
 func (n *near) read(ctx context.Context, dst []byte, key string, cache bool) ([]byte, time.Duration, error) {
 	switch {
-	case n.ttlGet != nil && (cache || dst == nil):
-		v, ttl, err := n.ttlGet.GetWithTTL(ctx, key)
+	case n.caps.HasTTL() && (cache || dst == nil):
+		v, ttl, err := n.caps.GetWithTTL(ctx, key)
 		return appendValue(dst, v), ttl, err
-	case n.appender != nil && dst != nil:
-		out, err := n.appender.AppendGet(ctx, dst, key)
+	case dst != nil:
+		out, err := n.caps.AppendGet(ctx, dst, key)
 		return out, strategy.UnknownTTL, err
 	}
 	v, err := n.inner.Get(ctx, key)
@@ -344,29 +336,7 @@ func copyHits(vs [][]byte, n int) {
 // fetch reads keys through the inner strategy, with their TTLs when it
 // can tell them (UnknownTTL otherwise).
 func (n *near) fetch(ctx context.Context, keys []string) ([][]byte, []time.Duration, error) {
-	if n.ttlGet != nil {
-		return n.ttlGet.MGetWithTTL(ctx, keys)
-	}
-	ttls := make([]time.Duration, len(keys))
-	for i := range ttls {
-		ttls[i] = strategy.UnknownTTL
-	}
-	if n.mget != nil {
-		vs, err := n.mget.MGet(ctx, keys)
-		return vs, ttls, err
-	}
-	vs := make([][]byte, len(keys))
-	for i, k := range keys {
-		v, err := n.inner.Get(ctx, k)
-		switch {
-		case errors.Is(err, strategy.ErrNotFound):
-		case err != nil:
-			return nil, nil, err
-		default:
-			vs[i] = v
-		}
-	}
-	return vs, ttls, nil
+	return n.caps.MGetWithTTL(ctx, keys)
 }
 
 // Set implements strategy.Backend. Once the write returns (acknowledged
@@ -404,16 +374,7 @@ func (n *near) MSet(ctx context.Context, kv map[string][]byte, ttl time.Duration
 	for k := range kv {
 		keys = append(keys, k)
 	}
-	var err error
-	if n.mset != nil {
-		err = n.mset.MSet(ctx, kv, ttl)
-	} else {
-		for k, v := range kv {
-			if err = n.inner.Set(ctx, k, v, ttl); err != nil {
-				break
-			}
-		}
-	}
+	err := n.caps.MSet(ctx, kv, ttl)
 	n.s.invalidate(keys...)
 	return err
 }
@@ -431,7 +392,7 @@ func (n *near) MSet(ctx context.Context, kv map[string][]byte, ttl time.Duration
 // Read-only commands, EVAL_RO, EVALSHA_RO and FCALL_RO included, touch
 // nothing.
 func (n *near) Do(ctx context.Context, args ...any) (any, error) {
-	if n.do == nil {
+	if !n.caps.HasDo() {
 		return nil, fmt.Errorf("%w: Do on %T", strategy.ErrUnsupported, n.inner)
 	}
 	if err := ctx.Err(); err != nil {
@@ -441,15 +402,15 @@ func (n *near) Do(ctx context.Context, args ...any) (any, error) {
 	switch {
 	case flush:
 		n.s.void() // no hit of what the command is about to replace
-		v, err := n.do.Do(ctx, args...)
+		v, err := n.caps.Do(ctx, args...)
 		n.s.flush() // nor of a read that overtook it
 		return v, err
 	case len(keys) > 0:
-		v, err := n.do.Do(ctx, args...)
+		v, err := n.caps.Do(ctx, args...)
 		n.s.invalidate(keys...)
 		return v, err
 	}
-	return n.do.Do(ctx, args...)
+	return n.caps.Do(ctx, args...)
 }
 
 // written tells what the command in args may write: keys, or any key
@@ -477,10 +438,7 @@ func written(args []any) (keys []string, flush bool) {
 // connections; not the subscription at Open nor Close. Stats works after
 // Close.
 func (n *near) Stats() strategy.Stats {
-	var s strategy.Stats
-	if st, ok := n.inner.(strategy.Statser); ok {
-		s = st.Stats()
-	}
+	s := n.caps.Stats()
 	s.Strategy = "near/" + s.Strategy
 	s.LocalHits = n.s.hits()
 	s.LocalMisses = n.s.misses()

@@ -2,7 +2,6 @@ package redisx
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -21,10 +20,7 @@ import (
 // value to Set, AppendGet's dst) is not kept after the call returns.
 type Client struct {
 	b    strategy.Backend
-	app  strategy.Appender    // nil: Get and append
-	mget strategy.MultiGetter // nil: Get per key
-	mset strategy.MultiSetter // nil: Set per pair
-	do   strategy.Doer        // nil: ErrUnsupported
+	caps strategy.Capabilities // b's optional interfaces, and their fallbacks
 
 	tel   telemetry // OpenTelemetry: spans (opt-in), operation durations, observable metrics
 	retry retrier   // Options.Retry
@@ -76,11 +72,8 @@ func NewFromBackend(b strategy.Backend) *Client {
 		p, _ := Retry{}.policy()
 		c.retry.setup(p, 3*time.Second)
 	}
+	c.caps = strategy.CapabilitiesOf(b)
 	c.aside.ttlGet, _ = b.(strategy.TTLGetter)
-	c.app, _ = b.(strategy.Appender)
-	c.mget, _ = b.(strategy.MultiGetter)
-	c.mset, _ = b.(strategy.MultiSetter)
-	c.do, _ = b.(strategy.Doer)
 	return c
 }
 
@@ -159,14 +152,7 @@ func (c *Client) appendGet(ctx context.Context, dst []byte, key string) ([]byte,
 }
 
 func (c *Client) appendGetOnce(ctx context.Context, dst []byte, key string) ([]byte, error) {
-	if c.app != nil {
-		return c.app.AppendGet(ctx, dst, key)
-	}
-	v, err := c.b.Get(ctx, key)
-	if err != nil {
-		return dst, err
-	}
-	return append(dst, v...), nil
+	return c.caps.AppendGet(ctx, dst, key)
 }
 
 // Set stores value under key. A ttl of 0 stores it without expiry (and
@@ -350,21 +336,7 @@ func fill(vs [][]byte, keys, failed []string, got [][]byte) {
 }
 
 func (c *Client) mgetOnce(ctx context.Context, keys []string) ([][]byte, error) {
-	if c.mget != nil {
-		return c.mget.MGet(ctx, keys)
-	}
-	vs := make([][]byte, len(keys))
-	for i, k := range keys {
-		v, err := c.b.Get(ctx, k)
-		switch {
-		case errors.Is(err, ErrNotFound):
-		case err != nil:
-			return nil, err
-		default:
-			vs[i] = v
-		}
-	}
-	return vs, nil
+	return c.caps.MGet(ctx, keys)
 }
 
 // MSet stores every pair of kv with the same ttl (0: no expiry). It is not
@@ -402,13 +374,13 @@ func (c *Client) msetPairs(ctx context.Context, kv map[string][]byte, ttl time.D
 	if err := ctx.Err(); err != nil || len(kv) == 0 {
 		return err
 	}
-	if c.mset != nil {
-		err := c.mset.MSet(ctx, kv, ttl)
+	if c.caps.HasMSet() {
+		err := c.caps.MSet(ctx, kv, ttl)
 		switch {
 		case err == nil:
 		case writeAgain(err):
 			_, err = retry(ctx, c, struct{}{}, err, writeAgain, func() (struct{}, error) {
-				return struct{}{}, c.mset.MSet(ctx, kv, ttl)
+				return struct{}{}, c.caps.MSet(ctx, kv, ttl)
 			})
 		default: // the pairs of nodes that never ran their part may be sent again
 			err = c.retryParts(ctx, err, writeAgain, func(keys []string) error {
@@ -416,7 +388,7 @@ func (c *Client) msetPairs(ctx context.Context, kv map[string][]byte, ttl time.D
 				for _, k := range keys {
 					sub[k] = kv[k]
 				}
-				return c.mset.MSet(ctx, sub, ttl)
+				return c.caps.MSet(ctx, sub, ttl)
 			})
 		}
 		return err
@@ -456,12 +428,9 @@ func (c *Client) doCmd(ctx context.Context, args []any) (any, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if c.do == nil {
-		return nil, fmt.Errorf("%w: Do on a %T backend", ErrUnsupported, c.b)
-	}
-	v, err := c.do.Do(ctx, args...)
+	v, err := c.caps.Do(ctx, args...)
 	if err != nil && writeAgain(err) {
-		return retry(ctx, c, v, err, writeAgain, func() (any, error) { return c.do.Do(ctx, args...) })
+		return retry(ctx, c, v, err, writeAgain, func() (any, error) { return c.caps.Do(ctx, args...) })
 	}
 	return v, err
 }
@@ -491,10 +460,10 @@ func (c *Client) ping(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if c.do == nil {
+	if !c.caps.HasDo() {
 		return fmt.Errorf("%w: Ping on a %T backend", ErrUnsupported, c.b)
 	}
-	v, err := c.do.Do(ctx, "PING")
+	v, err := c.caps.Do(ctx, "PING")
 	if err != nil {
 		return err
 	}
@@ -540,9 +509,7 @@ func (c *Client) Stats() Stats {
 		StaleServed: c.aside.stale.Load(),
 		Retries:     c.retry.retries.Load(),
 	}
-	if st, ok := c.b.(strategy.Statser); ok {
-		s.Stats = st.Stats()
-	}
+	s.Stats = c.caps.Stats()
 	return s
 }
 
