@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/redisx-go/kit/internal/command"
@@ -105,6 +106,7 @@ func (n Near) Open(ctx context.Context, cfg strategy.Config) (strategy.Backend, 
 type near struct {
 	inner    strategy.Backend
 	caps     strategy.Capabilities // inner's optional interfaces, and their fallbacks
+	closed   atomic.Bool
 	s        *store
 	inv      *invalidator
 	prefixes []string
@@ -455,6 +457,9 @@ func (n *near) Unwrap() strategy.Backend { return n.inner }
 // Close implements strategy.Backend: the invalidation connections, the
 // inner strategy and the cache are closed.
 func (n *near) Close() error {
+	if n.closed.Swap(true) {
+		return nil // closed already: Close is idempotent, as the contract has it
+	}
 	n.inv.close()
 	err := n.inner.Close()
 	n.s.close()

@@ -14,10 +14,10 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/redisx-go/kit/internal/cluster"
-	"github.com/redisx-go/kit/internal/faultproxy/faulttest"
 	"github.com/redisx-go/kit/internal/launcher"
 	"github.com/redisx-go/kit/redisx"
 	"github.com/redisx-go/kit/strategy"
+	"github.com/redisx-go/kit/strategy/strategytest"
 )
 
 // Cluster reliability: R3 (a master killed under load), slot migration
@@ -297,7 +297,7 @@ func testFailoverUnderLoad(t *testing.T, cl *launcher.Cluster, tc crelCase, roun
 		killedAt                         atomic.Int64
 		errsBeforeKill, errsAfterRestart int64
 	)
-	stopWorkers := faulttest.StartWorkers(t, workers, func(g int, r any) {
+	stopWorkers := strategytest.StartWorkers(t, workers, func(g int, r any) {
 		panics.Add(1)
 		firstBad.CompareAndSwap(nil, fmt.Sprintf("goroutine %d panicked: %v", g, r))
 	}, func(g int, stop <-chan struct{}) {

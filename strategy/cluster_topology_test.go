@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/redisx-go/kit/internal/cluster"
-	"github.com/redisx-go/kit/internal/faultproxy/faulttest"
 	"github.com/redisx-go/kit/internal/launcher"
 	"github.com/redisx-go/kit/redisx"
+	"github.com/redisx-go/kit/strategy/strategytest"
 	"go.uber.org/goleak"
 )
 
@@ -94,7 +94,7 @@ func testSlotMigration(t *testing.T, cl *launcher.Cluster, tc crelCase) int64 {
 		okCalls, errCalls, wrongValues atomic.Int64
 		firstErr, firstWrong           atomic.Value
 	)
-	stopWorkers := faulttest.StartWorkers(t, workers, func(g int, r any) {
+	stopWorkers := strategytest.StartWorkers(t, workers, func(g int, r any) {
 		errCalls.Add(1)
 		firstErr.CompareAndSwap(nil, fmt.Sprintf("goroutine %d panicked: %v", g, r))
 	}, func(g int, stop <-chan struct{}) {

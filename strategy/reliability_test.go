@@ -12,11 +12,11 @@ import (
 	redisv9 "github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
-	"github.com/redisx-go/kit/internal/faultproxy/faulttest"
 	"github.com/redisx-go/kit/internal/launcher"
 	"github.com/redisx-go/kit/redisx"
 	"github.com/redisx-go/kit/strategy"
 	"github.com/redisx-go/kit/strategy/goredis"
+	"github.com/redisx-go/kit/strategy/strategytest"
 )
 
 // relStrategy names a strategy under test and builds it for a server
@@ -157,7 +157,7 @@ func testServerKilledUnderLoad(t *testing.T, rs relStrategy) {
 		firstBad.CompareAndSwap(nil, fmt.Sprintf(format, args...))
 	}
 
-	stopWorkers := faulttest.StartWorkers(t, workers, func(g int, r any) {
+	stopWorkers := strategytest.StartWorkers(t, workers, func(g int, r any) {
 		note(&badCalls, "goroutine %d panicked: %v", g, r)
 	}, func(g int, stop <-chan struct{}) {
 		for i := 0; ; i++ {

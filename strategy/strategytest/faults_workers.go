@@ -1,4 +1,4 @@
-package faulttest
+package strategytest
 
 import (
 	"runtime"

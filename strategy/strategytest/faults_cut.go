@@ -1,4 +1,4 @@
-package faulttest
+package strategytest
 
 import (
 	"context"
@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/redisx-go/kit/internal/faultproxy"
-	"github.com/redisx-go/kit/redisx"
 	"github.com/redisx-go/kit/strategy"
 )
 
@@ -22,14 +21,14 @@ import (
 // success, ErrNotFound or ErrConnection; no Get may return a value of
 // another key; some calls must have failed; and after Heal every
 // goroutine must succeed again within 2 s.
-func CutMidPipeline(t *testing.T, s strategy.Strategy, dir faultproxy.Direction) {
+func CutMidPipeline(t *testing.T, open Opener, dir faultproxy.Direction) {
 	const (
 		workers  = 100
 		keysPerG = 4
 		cutAfter = 4099 // bytes: odd, so that it falls inside a reply or request
 		bound    = 2 * time.Second
 	)
-	e := setup(t, s, redisx.Options{ReadTimeout: 5 * time.Second})
+	e := setup(t, open, strategy.Config{ReadTimeout: 5 * time.Second})
 
 	var (
 		okCalls, connErrs atomic.Int64
@@ -78,8 +77,8 @@ func CutMidPipeline(t *testing.T, s strategy.Strategy, dir faultproxy.Direction)
 				if h := healedAt.Load(); h != 0 && start.UnixNano() > h && !recovered[g].Swap(true) {
 					recoveredWorkers.Add(1)
 				}
-			case op == "Get" && errors.Is(err, redisx.ErrNotFound):
-			case errors.Is(err, redisx.ErrConnection):
+			case op == "Get" && errors.Is(err, strategy.ErrNotFound):
+			case errors.Is(err, strategy.ErrConnection):
 				connErrs.Add(1)
 				time.Sleep(5 * time.Millisecond) // back off, as a service would
 			default:

@@ -1,12 +1,4 @@
-// Package faulttest holds the fault scenarios of the design's bar R5, run
-// through a [faultproxy.Proxy] between the redisx facade and a real
-// redis-server. Each scenario is a function of a strategy value, so that
-// package strategy's tests run them for its transports and package
-// localcache's for the near-cache around each: a slow server, a half-open
-// connection, a connection cut mid-pipeline, an exhausted pool, and Close
-// with a call in flight. Every scenario closes its client and fails if a
-// goroutine of the client is left behind.
-package faulttest
+package strategytest
 
 import (
 	"context"
@@ -21,7 +13,6 @@ import (
 
 	"github.com/redisx-go/kit/internal/faultproxy"
 	"github.com/redisx-go/kit/internal/launcher"
-	"github.com/redisx-go/kit/redisx"
 	"github.com/redisx-go/kit/strategy"
 )
 
@@ -31,21 +22,23 @@ import (
 // 300 ms).
 const slack = 500 * time.Millisecond
 
-// env is one scenario's server, proxy and client.
+// env is one scenario's server, proxy and backend.
 type env struct {
 	t      *testing.T
 	srv    *launcher.Server
 	p      *faultproxy.Proxy
-	c      *redisx.Client
+	c      strategy.Backend
+	do     strategy.Capabilities
 	before goleak.Option
 	closed atomic.Bool // close was called
 }
 
-// setup starts a server and a proxy in front of it, and opens a client on
-// the proxy with strategy s and the timeouts of o (its Addrs and Strategy
-// are set here). The cleanup closes the client if the scenario did not,
-// then the proxy.
-func setup(t *testing.T, s strategy.Strategy, o redisx.Options) *env {
+// setup starts a server and a proxy in front of it, and opens a backend
+// with open on the proxy, with the timeouts of cfg (its Addrs are set
+// here; a zero DialTimeout or WriteTimeout is redisx's default, 5 s and
+// 3 s). The cleanup closes the backend if the scenario did not, then the
+// proxy.
+func setup(t *testing.T, open Opener, cfg strategy.Config) *env {
 	t.Helper()
 	srv := launcher.Standalone(t, launcher.Options{})
 	p, err := faultproxy.Start(context.Background(), srv.Addr())
@@ -54,14 +47,20 @@ func setup(t *testing.T, s strategy.Strategy, o redisx.Options) *env {
 	}
 	t.Cleanup(func() { p.Close() })
 	e := &env{t: t, srv: srv, p: p, before: goleak.IgnoreCurrent()}
-	o.Addrs = []string{p.Addr()}
-	o.Strategy = s
+	cfg.Addrs = []string{p.Addr()}
+	if cfg.DialTimeout == 0 {
+		cfg.DialTimeout = 5 * time.Second
+	}
+	if cfg.WriteTimeout == 0 {
+		cfg.WriteTimeout = 3 * time.Second
+	}
 	ctx, cancel := bounded(5 * time.Second)
 	defer cancel()
-	e.c, err = redisx.New(ctx, o)
+	e.c, err = open(ctx, cfg)
 	if err != nil {
-		t.Fatalf("New through the proxy: %v", err)
+		t.Fatalf("open through the proxy: %v", err)
 	}
+	e.do = strategy.CapabilitiesOf(e.c)
 	t.Cleanup(func() {
 		if !e.closed.Load() {
 			e.p.Heal()
@@ -71,7 +70,7 @@ func setup(t *testing.T, s strategy.Strategy, o redisx.Options) *env {
 	return e
 }
 
-// close closes the client, which must return within 3 s, and checks that
+// close closes the backend, which must return within 3 s, and checks that
 // none of its goroutines is left.
 func (e *env) close() {
 	e.t.Helper()
@@ -191,7 +190,7 @@ func (e *env) call(ctx context.Context, prefix string, i int) outcome {
 	} else {
 		o.op, o.key = "Get", fmt.Sprintf("%s:missing:%d:%d", prefix, i, start.UnixNano())
 		_, o.err = e.c.Get(ctx, o.key)
-		if o.err == redisx.ErrNotFound {
+		if o.err == strategy.ErrNotFound {
 			o.err = nil // the server answered: the call succeeded
 		}
 	}

@@ -1,4 +1,4 @@
-package faulttest
+package strategytest
 
 import (
 	"context"
@@ -9,20 +9,19 @@ import (
 	"time"
 
 	"github.com/redisx-go/kit/internal/faultproxy"
-	"github.com/redisx-go/kit/redisx"
 	"github.com/redisx-go/kit/strategy"
 )
 
 // SlowServer delays every reply by 200 ms: calls with a 50 ms deadline
 // must fail with context.DeadlineExceeded within the deadline plus slack,
 // and once the proxy heals, calls must succeed again.
-func SlowServer(t *testing.T, s strategy.Strategy) {
+func SlowServer(t *testing.T, open Opener) {
 	const (
 		delay    = 200 * time.Millisecond
 		deadline = 50 * time.Millisecond
 		callers  = 8
 	)
-	e := setup(t, s, redisx.Options{ReadTimeout: 2 * time.Second})
+	e := setup(t, open, strategy.Config{ReadTimeout: 2 * time.Second})
 	e.mustSet("slow:warm", "v")
 
 	e.p.Delay(faultproxy.Downstream, delay)
@@ -54,7 +53,7 @@ func SlowServer(t *testing.T, s strategy.Strategy) {
 // dial timeout ends: 4 dial timeouts, plus backoffs under 200 ms each.
 // 3 s, the bound before, was met in most runs and missed by 10 ms in
 // others (a slot wait and two dials).
-func HalfOpen(t *testing.T, s strategy.Strategy) {
+func HalfOpen(t *testing.T, open Opener) {
 	const (
 		readTimeout = 500 * time.Millisecond
 		dialTimeout = time.Second
@@ -62,7 +61,7 @@ func HalfOpen(t *testing.T, s strategy.Strategy) {
 		bound       = 4*dialTimeout + 500*time.Millisecond
 		callers     = 8
 	)
-	e := setup(t, s, redisx.Options{ReadTimeout: readTimeout, DialTimeout: dialTimeout})
+	e := setup(t, open, strategy.Config{ReadTimeout: readTimeout, DialTimeout: dialTimeout})
 	e.mustSet("half:warm", "v")
 	accepted := e.p.Stats().Accepted
 
@@ -82,7 +81,7 @@ func HalfOpen(t *testing.T, s strategy.Strategy) {
 		}
 		slowest[withDeadline] = max(slowest[withDeadline], o.took)
 		switch {
-		case i < callers/2 && !errors.Is(o.err, redisx.ErrConnection):
+		case i < callers/2 && !errors.Is(o.err, strategy.ErrConnection):
 			t.Errorf("no deadline: %s into a half-open connection; want ErrConnection", o)
 		case i < callers/2 && o.took > bound:
 			t.Errorf("no deadline: %s; want it to fail within %v (read timeout %v)", o, bound, readTimeout)
@@ -109,12 +108,12 @@ func HalfOpen(t *testing.T, s strategy.Strategy) {
 // fail within about the 500 ms read timeout (under 3 s), not at the
 // previous caller's deadline. The common case is New's own context: its
 // deadline bounds the commands Open sends on the first connection.
-func HalfOpenAfterLongDeadline(t *testing.T, s strategy.Strategy) {
+func HalfOpenAfterLongDeadline(t *testing.T, open Opener) {
 	const (
 		readTimeout = 500 * time.Millisecond
 		bound       = 3 * time.Second
 	)
-	e := setup(t, s, redisx.Options{ReadTimeout: readTimeout, DialTimeout: time.Second})
+	e := setup(t, open, strategy.Config{ReadTimeout: readTimeout, DialTimeout: time.Second})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	err := e.c.Set(ctx, "half:long", []byte("v"), time.Minute)
 	cancel()
@@ -124,7 +123,7 @@ func HalfOpenAfterLongDeadline(t *testing.T, s strategy.Strategy) {
 
 	e.p.Blackhole(true)
 	o := e.call(context.Background(), "half:after-long", 0)
-	if !errors.Is(o.err, redisx.ErrConnection) || o.took > bound {
+	if !errors.Is(o.err, strategy.ErrConnection) || o.took > bound {
 		t.Errorf("no deadline, after a call with a 10 s one: %s into a half-open connection; want ErrConnection within %v (read timeout %v)", o, bound, readTimeout)
 	}
 	e.p.Heal()
@@ -137,16 +136,16 @@ func HalfOpenAfterLongDeadline(t *testing.T, s strategy.Strategy) {
 // the pool size and how long the caller waited. s must borrow from a pool
 // of size connections per node (strategy.Pool{Size: size}, or a
 // near-cache around one).
-func PoolExhaustion(t *testing.T, s strategy.Strategy, size int) {
+func PoolExhaustion(t *testing.T, open Opener, size int) {
 	const deadline = 200 * time.Millisecond
-	e := setup(t, s, redisx.Options{ReadTimeout: 10 * time.Second})
+	e := setup(t, open, strategy.Config{ReadTimeout: 10 * time.Second})
 	e.mustSet("exhaust:k", "v")
 
 	blockCtx, unblock := context.WithCancel(context.Background())
 	blocked := make(chan error, size)
 	for i := range size {
 		go func() {
-			_, err := e.c.Do(blockCtx, "BLPOP", "exhaust:nothing:"+strconv.Itoa(i), 0)
+			_, err := e.do.Do(blockCtx, "BLPOP", "exhaust:nothing:"+strconv.Itoa(i), 0)
 			blocked <- err
 		}()
 	}

@@ -1,4 +1,4 @@
-package faulttest
+package strategytest
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redisx-go/kit/redisx"
 	"github.com/redisx-go/kit/strategy"
 )
 
@@ -15,8 +14,8 @@ import (
 // when blackhole is set) a Set into a half-open connection, both without
 // a deadline and with ReadTimeout 10 s. Close must return within 3 s and
 // the call must fail, with ErrClosed or ErrConnection, within 3 s of it.
-func CloseWithBlockedCall(t *testing.T, s strategy.Strategy, blackhole bool) {
-	e := setup(t, s, redisx.Options{ReadTimeout: 10 * time.Second})
+func CloseWithBlockedCall(t *testing.T, open Opener, blackhole bool) {
+	e := setup(t, open, strategy.Config{ReadTimeout: 10 * time.Second})
 	e.mustSet("close:warm", "v")
 
 	done := make(chan error, 1)
@@ -26,7 +25,7 @@ func CloseWithBlockedCall(t *testing.T, s strategy.Strategy, blackhole bool) {
 		time.Sleep(100 * time.Millisecond) // let the Set reach the silent socket
 	} else {
 		go func() {
-			_, err := e.c.Do(context.Background(), "BLPOP", "close:nothing", 0)
+			_, err := e.do.Do(context.Background(), "BLPOP", "close:nothing", 0)
 			done <- err
 		}()
 		e.waitBlocked(1)
@@ -40,7 +39,7 @@ func CloseWithBlockedCall(t *testing.T, s strategy.Strategy, blackhole bool) {
 	}()
 	select {
 	case err := <-done:
-		if took := time.Since(start); !errors.Is(err, redisx.ErrClosed) && !errors.Is(err, redisx.ErrConnection) {
+		if took := time.Since(start); !errors.Is(err, strategy.ErrClosed) && !errors.Is(err, strategy.ErrConnection) {
 			t.Errorf("call in flight at Close = %v after %v; want ErrClosed or ErrConnection", err, took)
 		}
 	case <-time.After(3 * time.Second):

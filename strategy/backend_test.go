@@ -1,0 +1,45 @@
+package strategy_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/redisx-go/kit/strategy"
+	"github.com/redisx-go/kit/strategy/strategytest"
+)
+
+// TestBackendContract runs the Backend-level suite, fault scenarios (R5)
+// included, for each transport on a standalone server.
+func TestBackendContract(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		s    strategy.Strategy
+	}{
+		{"multiplexed", strategy.Multiplexed{}},
+		{"pool-size=4", strategy.Pool{Size: 4}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { strategytest.RunBackend(t, tc.s.Open) })
+	}
+}
+
+// TestPoolExhaustion: a caller of a pool whose connections are all lent
+// gives up at its deadline, saying so (R5).
+func TestPoolExhaustion(t *testing.T) {
+	strategytest.PoolExhaustion(t, strategy.Pool{Size: 2}.Open, 2)
+}
+
+// bare hides every optional interface of the Backend it wraps, so that
+// the fallbacks of strategy.Capabilities run against a real server.
+type bare struct{ strategy.Backend }
+
+// TestFallbacksOnARealServer runs the contract checks over a Backend
+// that has none of the optional interfaces.
+func TestFallbacksOnARealServer(t *testing.T) {
+	strategytest.RunContract(t, func(ctx context.Context, cfg strategy.Config) (strategy.Backend, error) {
+		b, err := strategy.Multiplexed{}.Open(ctx, cfg)
+		if err != nil {
+			return nil, err
+		}
+		return bare{b}, nil
+	})
+}

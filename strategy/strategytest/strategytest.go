@@ -1,0 +1,67 @@
+// Package strategytest checks a strategy.Backend against the contract of
+// package strategy, on real redis-server processes it starts on loopback:
+// [RunBackend] runs every check for the backends an Opener opens — a
+// strategy of this module, a decorator such as localcache.Near, or a
+// strategy of your own — beside their own tests. The checks call the
+// Backend directly, not through redisx.Client, so that what they find is
+// the Backend's: its handling of a closed backend, of a context that
+// ends, of a server that stalls or a connection cut under it. (The
+// facade-level suite for users is redisxtest.RunConformance.)
+//
+// The fault scenarios (bar R5 of the design) run through an
+// internal/faultproxy proxy between the backend and the server: a slow
+// server, a half-open connection, a connection cut mid-pipeline, an
+// exhausted pool, and Close with a call in flight. Every scenario closes
+// its backend and fails if a goroutine of it is left behind.
+//
+// In a strategy's tests:
+//
+//	func TestBackend(t *testing.T) {
+//		strategytest.RunBackend(t, mystrategy.Strategy{}.Open)
+//	}
+//
+// A redis-server binary must be on PATH; without one the checks fail
+// (set REDISX_SKIP_NO_REDIS=1 to skip them instead).
+package strategytest
+
+import (
+	"context"
+	"testing"
+
+	"github.com/redisx-go/kit/internal/faultproxy"
+	"github.com/redisx-go/kit/strategy"
+)
+
+// Opener opens a backend with cfg: a strategy's Open method value, as
+// strategy.Multiplexed{}.Open.
+type Opener func(ctx context.Context, cfg strategy.Config) (strategy.Backend, error)
+
+// RunBackend runs every check of the package for the backends open
+// opens, each as a subtest: RunContract's, then the fault scenarios but
+// pool exhaustion (PoolExhaustion needs the pool's size).
+func RunBackend(t *testing.T, open Opener) {
+	RunContract(t, open)
+	t.Run("Faults/SlowServer", func(t *testing.T) { SlowServer(t, open) })
+	t.Run("Faults/HalfOpen", func(t *testing.T) { HalfOpen(t, open) })
+	t.Run("Faults/HalfOpenAfterLongDeadline", func(t *testing.T) { HalfOpenAfterLongDeadline(t, open) })
+	for _, dir := range []faultproxy.Direction{faultproxy.Downstream, faultproxy.Upstream} {
+		t.Run("Faults/CutMidPipeline/"+dir.String(), func(t *testing.T) { CutMidPipeline(t, open, dir) })
+	}
+	t.Run("Faults/CloseWithBlockedCall/blpop", func(t *testing.T) { CloseWithBlockedCall(t, open, false) })
+	t.Run("Faults/CloseWithBlockedCall/blackhole", func(t *testing.T) { CloseWithBlockedCall(t, open, true) })
+}
+
+// RunContract runs the checks of the contract itself, with no fault, for
+// a Backend of any capabilities (the fault scenarios need Do for their
+// blocking commands): the cache operations (a value read back is the
+// caller's, a missing key is ErrNotFound, an empty value a non-nil empty
+// slice, keys and values binary-safe, Del's count, MGet and MSet in the
+// keys' order, the Backend's own or the fallbacks of
+// strategy.Capabilities), every call on a closed backend failing with
+// ErrClosed and Close idempotent, and a call whose context has ended
+// returning at once with the context's error.
+func RunContract(t *testing.T, open Opener) {
+	t.Run("Basics", func(t *testing.T) { checkBasics(t, open) })
+	t.Run("Closed", func(t *testing.T) { checkClosed(t, open) })
+	t.Run("ContextEnded", func(t *testing.T) { checkContextEnded(t, open) })
+}
