@@ -168,7 +168,7 @@ func baselineMode(m string) string {
 // each has a "name"), so that whatever a workload's definition records is
 // compared. A report without them (before they were recorded) has none.
 func baselineWorkloads(r *Report) map[string]string {
-	data, err := json.Marshal(renderJSONSafe(r))
+	data, err := json.Marshal(r.Finite())
 	if err != nil {
 		return nil
 	}

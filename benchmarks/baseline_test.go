@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redisx-go/kit/benchmarks"
+	"github.com/redisx-go/kit/benchmarks/report"
 )
 
 func TestBaselineDeltasAndVerdictChanges(t *testing.T) {
@@ -169,7 +170,7 @@ func TestBaselineWithNoCellInCommonSaysSo(t *testing.T) {
 	}
 	cur.Baseline = bc
 	var b strings.Builder
-	if err := benchmarks.WriteSummary(&b, cur); err != nil {
+	if err := report.WriteSummary(&b, cur); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(b.String(), "No cell in common") {

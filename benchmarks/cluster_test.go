@@ -11,8 +11,6 @@ import (
 	"time"
 
 	redigo "github.com/gomodule/redigo/redis"
-	goredis "github.com/redis/go-redis/v9"
-	"github.com/redis/rueidis"
 	"github.com/redisx-go/kit/benchmarks"
 	"github.com/redisx-go/kit/internal/cluster"
 	"github.com/redisx-go/kit/redisx"
@@ -137,84 +135,32 @@ func openPerKeyGet(tb testing.TB) clusterTarget {
 	return t
 }
 
-// openClusterRueidis opens a rueidis cluster client with default options;
-// its MGET is the rueidis.MGet helper (one MGET per slot, DoMulti).
-func openClusterRueidis(tb testing.TB) clusterTarget {
+// openClusterPeer opens a peer's cluster client, the harness's own
+// definition of it; its MGET is the peer's (rueidis: the rueidis.MGet
+// helper, one MGET per slot, DoMulti; go-redis: a pipeline of GETs,
+// which go-redis splits per node and runs one goroutine per node).
+func openClusterPeer(tb testing.TB, t benchmarks.Target) clusterTarget {
 	conns := connCounter(tb)
-	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: clusterSeeds(tb)})
-	if err != nil {
-		tb.Fatalf("rueidis: %v", err)
-	}
+	c := openPeer(tb, t, clusterSeeds(tb), true)
 	return clusterTarget{
-		target: rueidisTarget(c),
+		target: clientTarget(t.Name, 0, c),
 		mget: func(ctx context.Context, keys []string) error {
-			m, err := rueidis.MGet(c, ctx, keys)
+			vs, err := c.MGet(ctx, keys...)
 			if err != nil {
 				return err
 			}
-			if len(m) != len(keys) {
-				return fmt.Errorf("%d values for %d keys", len(m), len(keys))
-			}
-			for _, k := range keys {
-				msg := m[k]
-				v, err := msg.AsBytes()
-				if err != nil {
-					return err
-				}
-				if len(v) != valueBytes {
-					return errShortValue
-				}
-			}
-			return nil
+			return checkValues(len(keys), vs)
 		},
 		connsPerNode: conns,
 	}
 }
 
-// openClusterGoRedis opens a go-redis ClusterClient with default options
-// (a pool of 5×GOMAXPROCS per node); its MGET is a pipeline of GETs,
-// which go-redis splits per node and runs one goroutine per node.
+func openClusterRueidis(tb testing.TB) clusterTarget {
+	return openClusterPeer(tb, benchmarks.RueidisTarget())
+}
+
 func openClusterGoRedis(tb testing.TB) clusterTarget {
-	conns := connCounter(tb)
-	rdb := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: clusterSeeds(tb)})
-	return clusterTarget{
-		target: target{
-			name: "go-redis",
-			get: func(ctx context.Context, k string) ([]byte, error) {
-				v, err := rdb.Get(ctx, k).Bytes()
-				if errors.Is(err, goredis.Nil) {
-					return nil, redisx.ErrNotFound
-				}
-				return v, err
-			},
-			set: func(ctx context.Context, k string, v []byte) error {
-				return rdb.Set(ctx, k, v, 0).Err()
-			},
-			close: func() { rdb.Close() },
-		},
-		mget: func(ctx context.Context, keys []string) error {
-			cmds := make([]*goredis.StringCmd, len(keys))
-			if _, err := rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
-				for i, k := range keys {
-					cmds[i] = p.Get(ctx, k)
-				}
-				return nil
-			}); err != nil {
-				return err
-			}
-			for _, cmd := range cmds {
-				v, err := cmd.Bytes()
-				if err != nil {
-					return err
-				}
-				if len(v) != valueBytes {
-					return errShortValue
-				}
-			}
-			return nil
-		},
-		connsPerNode: conns,
-	}
+	return openClusterPeer(tb, benchmarks.GoRedisTarget())
 }
 
 // clusterMasters returns the addresses of the masters serving slots, from

@@ -10,9 +10,8 @@ import (
 	"testing"
 	"time"
 
-	redigo "github.com/gomodule/redigo/redis"
 	"github.com/redis/go-redis/v9"
-	"github.com/redis/rueidis"
+	"github.com/redisx-go/kit/benchmarks"
 	"github.com/redisx-go/kit/internal/launcher"
 	"github.com/redisx-go/kit/redisx"
 	"github.com/redisx-go/kit/strategy"
@@ -135,64 +134,32 @@ func openDirect(tb testing.TB, name string, s strategy.Strategy) target {
 	}
 }
 
-func openRueidis(tb testing.TB) target {
-	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{serverAddr(tb)}})
+// openPeer opens a peer, the harness's own definition of it
+// (benchmarks.RueidisTarget, RedigoPoolTarget, GoRedisTarget), on addrs.
+func openPeer(tb testing.TB, t benchmarks.Target, addrs []string, cluster bool) benchmarks.Client {
+	c, err := t.Open(context.Background(), benchmarks.Env{Addrs: addrs, Cluster: cluster})
 	if err != nil {
-		tb.Fatalf("rueidis: %v", err)
+		tb.Fatalf("%s: %v", t.Name, err)
 	}
-	return rueidisTarget(c)
+	return c
 }
 
-// rueidisTarget measures GET and SET through a rueidis client, standalone
-// or cluster.
-func rueidisTarget(c rueidis.Client) target {
+// clientTarget measures GET and SET through c.
+func clientTarget(name string, conns int, c benchmarks.Client) target {
 	return target{
-		name: "rueidis",
-		get: func(ctx context.Context, k string) ([]byte, error) {
-			v, err := c.Do(ctx, c.B().Get().Key(k).Build()).AsBytes()
-			if rueidis.IsRedisNil(err) {
-				return nil, redisx.ErrNotFound
-			}
-			return v, err
-		},
-		set: func(ctx context.Context, k string, v []byte) error {
-			return c.Do(ctx, c.B().Set().Key(k).Value(rueidis.BinaryString(v)).Build()).Error()
-		},
-		close: c.Close,
+		name: name, conns: conns, get: c.Get,
+		set:   func(ctx context.Context, k string, v []byte) error { return c.Set(ctx, k, v, 0) },
+		close: func() { c.Close() },
 	}
+}
+
+func openRueidis(tb testing.TB) target {
+	return clientTarget("rueidis", 0, openPeer(tb, benchmarks.RueidisTarget(), []string{serverAddr(tb)}, false))
 }
 
 func openRedigoPool(tb testing.TB, n int) target {
-	addr := serverAddr(tb)
-	p := &redigo.Pool{
-		MaxActive: n, MaxIdle: n, Wait: true,
-		Dial: func() (redigo.Conn, error) { return redigo.Dial("tcp", addr) },
-	}
-	return target{
-		name: fmt.Sprintf("redigo-pool-%d", n), conns: n,
-		get: func(ctx context.Context, k string) ([]byte, error) {
-			c, err := p.GetContext(ctx)
-			if err != nil {
-				return nil, err
-			}
-			v, err := redigo.Bytes(c.Do("GET", k))
-			c.Close()
-			if errors.Is(err, redigo.ErrNil) {
-				return nil, redisx.ErrNotFound
-			}
-			return v, err
-		},
-		set: func(ctx context.Context, k string, v []byte) error {
-			c, err := p.GetContext(ctx)
-			if err != nil {
-				return err
-			}
-			_, err = c.Do("SET", k, v)
-			c.Close()
-			return err
-		},
-		close: func() { p.Close() },
-	}
+	t := benchmarks.RedigoPoolTarget(n)
+	return clientTarget(t.Name, n, openPeer(tb, t, []string{serverAddr(tb)}, false))
 }
 
 func openGoRedis(tb testing.TB) (target, *redis.Client) {

@@ -65,6 +65,7 @@ import (
 	"time"
 
 	"github.com/redisx-go/kit/benchmarks"
+	"github.com/redisx-go/kit/benchmarks/report"
 	"github.com/redisx-go/kit/redisx"
 )
 
@@ -425,11 +426,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "redisx-bench: the baseline %s has no cell in common with this run: nothing compared\n", o.base)
 		}
 	}
-	if err := benchmarks.WriteReports(o.out, rep); err != nil {
+	if err := report.WriteReports(o.out, rep); err != nil {
 		fmt.Fprintln(stderr, "redisx-bench: write reports:", err)
 		return exitFailed
 	}
-	if err := benchmarks.WriteSummary(stdout, rep); err != nil {
+	if err := report.WriteSummary(stdout, rep); err != nil {
 		fmt.Fprintln(stderr, "redisx-bench: write summary:", err)
 		return exitFailed
 	}

@@ -1,12 +1,4 @@
-package benchmarks
-
-// The renderers of a Report: report.json, report.csv, report.md,
-// report.html (render_html.go, render_svg.go) and the stdout summary
-// (render_text.go). Every one is a pure function of the Report: the same
-// Report gives the same bytes, so each is golden-tested.
-//
-// Unexported names in render*.go start with render, report or chart, so
-// that they cannot collide with the harness's own in this package.
+package report
 
 import (
 	"bytes"
@@ -17,11 +9,12 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/redisx-go/kit/benchmarks"
 )
 
 // WriteReports creates dir (and its parents) if needed and writes r into
@@ -34,7 +27,7 @@ import (
 // JSON has no NaN nor infinity: such numbers (a bug upstream, or a ratio
 // to a zero) are written to report.json as 0. A file that fails does not
 // stop the others; the errors are joined.
-func WriteReports(dir string, r *Report) error {
+func WriteReports(dir string, r *benchmarks.Report) error {
 	if r == nil {
 		return errors.New("redisx: WriteReports of a nil report")
 	}
@@ -44,7 +37,7 @@ func WriteReports(dir string, r *Report) error {
 	var errs []error
 	for _, f := range []struct {
 		name   string
-		render func(*bytes.Buffer, *Report) error
+		render func(*bytes.Buffer, *benchmarks.Report) error
 	}{
 		{"report.json", renderJSON},
 		{"report.csv", renderCSV},
@@ -91,8 +84,8 @@ func renderWriteFile(path string, data []byte) (err error) {
 	return os.Rename(f.Name(), path)
 }
 
-func renderJSON(b *bytes.Buffer, r *Report) error {
-	out, err := json.MarshalIndent(renderJSONSafe(r), "", "  ")
+func renderJSON(b *bytes.Buffer, r *benchmarks.Report) error {
+	out, err := json.MarshalIndent(r.Finite(), "", "  ")
 	if err != nil {
 		return err
 	}
@@ -101,84 +94,10 @@ func renderJSON(b *bytes.Buffer, r *Report) error {
 	return nil
 }
 
-// renderJSONSafe returns a deep copy of r whose NaN and infinite numbers
-// are 0 (JSON can hold neither), or r itself when it has none.
-func renderJSONSafe(r *Report) *Report {
-	if !renderHasNonFinite(reflect.ValueOf(r).Elem()) {
-		return r
-	}
-	cp := reflect.New(reflect.TypeFor[Report]())
-	renderCopyFinite(cp.Elem(), reflect.ValueOf(r).Elem())
-	return cp.Interface().(*Report)
-}
-
-func renderHasNonFinite(v reflect.Value) bool {
-	switch v.Kind() {
-	case reflect.Float32, reflect.Float64:
-		f := v.Float()
-		return math.IsNaN(f) || math.IsInf(f, 0)
-	case reflect.Struct:
-		for i := range v.NumField() {
-			if renderHasNonFinite(v.Field(i)) {
-				return true
-			}
-		}
-	case reflect.Slice:
-		for i := range v.Len() {
-			if renderHasNonFinite(v.Index(i)) {
-				return true
-			}
-		}
-	case reflect.Pointer:
-		return !v.IsNil() && renderHasNonFinite(v.Elem())
-	}
-	return false
-}
-
-// renderCopyFinite copies src into dst (settable, same type), replacing
-// non-finite floats by 0 and copying slices and pointers, so that r is
-// left as it was.
-func renderCopyFinite(dst, src reflect.Value) {
-	switch src.Kind() {
-	case reflect.Float32, reflect.Float64:
-		f := src.Float()
-		if math.IsNaN(f) || math.IsInf(f, 0) {
-			f = 0
-		}
-		dst.SetFloat(f)
-	case reflect.Struct:
-		if src.Type() == reflect.TypeFor[time.Time]() {
-			dst.Set(src)
-			return
-		}
-		for i := range src.NumField() {
-			renderCopyFinite(dst.Field(i), src.Field(i))
-		}
-	case reflect.Slice:
-		if src.IsNil() {
-			return
-		}
-		s := reflect.MakeSlice(src.Type(), src.Len(), src.Len())
-		for i := range src.Len() {
-			renderCopyFinite(s.Index(i), src.Index(i))
-		}
-		dst.Set(s)
-	case reflect.Pointer:
-		if src.IsNil() {
-			return
-		}
-		p := reflect.New(src.Type().Elem())
-		renderCopyFinite(p.Elem(), src.Elem())
-		dst.Set(p)
-	default:
-		dst.Set(src)
-	}
-}
-
 // reportView is a Report arranged for display: workloads in plan order,
 // each with its targets, levels and verdicts.
 type reportView struct {
-	r         *Report
+	r         *benchmarks.Report
 	workloads []*reportWorkload
 	// targets are every target of the report, in the plan's order then
 	// first appearance: a target's place here is its colour and marker
@@ -191,13 +110,13 @@ type reportWorkload struct {
 	name    string
 	targets []string // in the plan's order, then first appearance
 	levels  []int    // ascending
-	cells   map[reportKey]*Cell
-	recs    map[int]*Recommendation // by level
+	cells   map[reportKey]*benchmarks.Cell
+	recs    map[int]*benchmarks.Recommendation // by level
 	// recLevels are the levels that have a verdict, ascending.
 	recLevels  []int
-	crossovers []Crossover
-	failed     []*Cell      // in table order
-	styles     []chartStyle // of each target, the same in every workload
+	crossovers []benchmarks.Crossover
+	failed     []*benchmarks.Cell // in table order
+	styles     []chartStyle       // of each target, the same in every workload
 }
 
 type reportKey struct {
@@ -206,13 +125,13 @@ type reportKey struct {
 }
 
 // cell returns the cell of target at level, nil when none was measured.
-func (w *reportWorkload) cell(target string, level int) *Cell {
+func (w *reportWorkload) cell(target string, level int) *benchmarks.Cell {
 	return w.cells[reportKey{target, level}]
 }
 
 // winner returns the verdict at level naming target, nil when target did
 // not win there.
-func (w *reportWorkload) winner(target string, level int) *Recommendation {
+func (w *reportWorkload) winner(target string, level int) *benchmarks.Recommendation {
 	if rec := w.recs[level]; rec != nil && rec.Strategy == target {
 		return rec
 	}
@@ -221,13 +140,13 @@ func (w *reportWorkload) winner(target string, level int) *Recommendation {
 
 // newReportView arranges r. A workload/target/level measured twice (an
 // open-loop search) shows its last cell; report.csv lists them all.
-func newReportView(r *Report) *reportView {
+func newReportView(r *benchmarks.Report) *reportView {
 	v := &reportView{r: r}
 	byName := map[string]*reportWorkload{}
 	get := func(name string) *reportWorkload {
 		w := byName[name]
 		if w == nil {
-			w = &reportWorkload{name: name, cells: map[reportKey]*Cell{}, recs: map[int]*Recommendation{}}
+			w = &reportWorkload{name: name, cells: map[reportKey]*benchmarks.Cell{}, recs: map[int]*benchmarks.Recommendation{}}
 			byName[name] = w
 			v.workloads = append(v.workloads, w)
 		}
@@ -308,8 +227,8 @@ func newReportView(r *Report) *reportView {
 }
 
 // slo returns the SLO results of workload, in report order.
-func (v *reportView) slo(workload string) []SLOResult {
-	var out []SLOResult
+func (v *reportView) slo(workload string) []benchmarks.SLOResult {
+	var out []benchmarks.SLOResult
 	for _, s := range v.r.SLO {
 		if s.Workload == workload {
 			out = append(out, s)
@@ -320,8 +239,8 @@ func (v *reportView) slo(workload string) []SLOResult {
 
 // reportGroup is one recommended target and where it wins.
 type reportGroup struct {
-	rec   *Recommendation // the first verdict naming it
-	where []string        // "get at 1, 10", …
+	rec   *benchmarks.Recommendation // the first verdict naming it
+	where []string                   // "get at 1, 10", …
 }
 
 // recommended groups the verdicts by winning target, in order of first
@@ -342,7 +261,7 @@ func (v *reportView) recommended() []reportGroup {
 			}
 			g := &groups[i]
 			lvl := strconv.Itoa(l)
-			if rec.Confidence != Significant {
+			if rec.Confidence != benchmarks.Significant {
 				lvl += " (tie)"
 			}
 			prefix := w.name + " at "
@@ -395,7 +314,7 @@ func renderMs(x float64) string { return renderSig(x, 3) }
 
 // renderCI is c's 95% confidence interval as it is, "[119k, 123k]";
 // empty when the interval is unknown.
-func renderCI(c *Cell) string {
+func renderCI(c *benchmarks.Cell) string {
 	if !(c.QPS > 0) || c.QPSLow == 0 && c.QPSHigh == 0 {
 		return ""
 	}
@@ -425,7 +344,7 @@ func renderP(p float64) string {
 }
 
 // renderWhen is the date and length of the run.
-func renderWhen(r *Report) string {
+func renderWhen(r *benchmarks.Report) string {
 	s := r.Started.Format("2006-01-02 15:04:05 MST")
 	if !r.Finished.IsZero() && !r.Started.IsZero() && r.Finished.After(r.Started) {
 		s += ", " + r.Finished.Sub(r.Started).Round(time.Second).String()
@@ -434,7 +353,7 @@ func renderWhen(r *Report) string {
 }
 
 // renderMachine is the machine line of a report.
-func renderMachine(m Machine) string {
+func renderMachine(m benchmarks.Machine) string {
 	var parts []string
 	if m.OS != "" || m.Arch != "" {
 		parts = append(parts, m.OS+"/"+m.Arch)
@@ -450,7 +369,7 @@ func renderMachine(m Machine) string {
 }
 
 // renderServers says which servers ran and whether they were pinned.
-func renderServers(m Machine) string {
+func renderServers(m benchmarks.Machine) string {
 	var s string
 	if m.Embedded {
 		s = "servers started by the harness; "
@@ -477,7 +396,7 @@ func renderServers(m Machine) string {
 }
 
 // renderPlan is the settings line of a report.
-func renderPlan(s Settings) string {
+func renderPlan(s benchmarks.Settings) string {
 	var b strings.Builder
 	switch s.Mode {
 	case "open":

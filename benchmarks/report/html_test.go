@@ -1,4 +1,4 @@
-package benchmarks_test
+package report_test
 
 import (
 	"encoding/xml"

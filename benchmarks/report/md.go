@@ -1,17 +1,19 @@
-package benchmarks
+package report
 
 import (
 	"bytes"
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/redisx-go/kit/benchmarks"
 )
 
 // renderMarkdown writes report.md: the run's header, then per workload a
 // table of QPS and p99 by target and level with its verdicts, crossovers
 // and failures, then SLO results, baseline changes and the recommended
 // configurations.
-func renderMarkdown(out *bytes.Buffer, r *Report) error {
+func renderMarkdown(out *bytes.Buffer, r *benchmarks.Report) error {
 	v := newReportView(r)
 	var b strings.Builder
 	b.WriteString("# redisx-bench report\n\n")
@@ -155,7 +157,7 @@ func renderMDCell(w *reportWorkload, target string, level int) string {
 	qps := renderQPS(c.QPS)
 	switch rec := w.winner(target, level); {
 	case rec == nil:
-	case rec.Confidence == Significant:
+	case rec.Confidence == benchmarks.Significant:
 		qps = "**" + qps + "**"
 	default:
 		qps = "*" + qps + " tie*"

@@ -1,4 +1,4 @@
-package benchmarks
+package report
 
 import (
 	"fmt"
@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/redisx-go/kit/benchmarks"
 )
 
 // renderWidth is the terminal width the summary fits.
@@ -16,7 +18,7 @@ const renderWidth = 100
 // 95% confidence interval) by target and concurrency level, failed cells
 // marked; then the verdicts, crossovers, SLO results, changes against the
 // baseline, and each recommended configuration as a URL and a Go snippet.
-func WriteSummary(w io.Writer, r *Report) error {
+func WriteSummary(w io.Writer, r *benchmarks.Report) error {
 	if r == nil {
 		return fmt.Errorf("redisx: WriteSummary of a nil report")
 	}
@@ -26,7 +28,7 @@ func WriteSummary(w io.Writer, r *Report) error {
 	return err
 }
 
-func renderSummary(b *strings.Builder, r *Report) {
+func renderSummary(b *strings.Builder, r *benchmarks.Report) {
 	v := newReportView(r)
 	renderAnswerText(b, r)
 	fmt.Fprintf(b, "redisx-bench, %s\n", renderWhen(r))
@@ -205,7 +207,7 @@ func renderQPSTable(b *strings.Builder, w *reportWorkload) {
 		switch rec := w.winner(t, l); {
 		case rec == nil:
 			s += " "
-		case rec.Confidence == Significant:
+		case rec.Confidence == benchmarks.Significant:
 			s += "*"
 		default:
 			s += "="

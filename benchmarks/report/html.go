@@ -1,4 +1,4 @@
-package benchmarks
+package report
 
 import (
 	"bytes"
@@ -6,6 +6,8 @@ import (
 	"html/template"
 	"strconv"
 	"strings"
+
+	"github.com/redisx-go/kit/benchmarks"
 )
 
 // renderPage is what report.html's template reads: text only, escaped by
@@ -66,7 +68,7 @@ type renderPageRec struct {
 
 // renderHTML writes report.html: one page, readable offline — no script,
 // no remote font, image or style sheet; the charts are inline SVG.
-func renderHTML(out *bytes.Buffer, r *Report) error {
+func renderHTML(out *bytes.Buffer, r *benchmarks.Report) error {
 	t, err := template.New("report").Parse(renderHTMLTemplate)
 	if err != nil {
 		return err
@@ -74,7 +76,7 @@ func renderHTML(out *bytes.Buffer, r *Report) error {
 	return t.Execute(out, renderHTMLPage(r))
 }
 
-func renderHTMLPage(r *Report) renderPage {
+func renderHTMLPage(r *benchmarks.Report) renderPage {
 	v := newReportView(r)
 	p := renderPage{
 		When:     renderWhen(r),
@@ -108,7 +110,7 @@ func renderHTMLPage(r *Report) renderPage {
 					pc.QPS, pc.CI, pc.P99 = renderQPS(c.QPS), renderCI(c), renderMs(c.P99ms)+" ms"
 					switch rec := w.winner(t, l); {
 					case rec == nil:
-					case rec.Confidence == Significant:
+					case rec.Confidence == benchmarks.Significant:
 						pc.Class, pc.Mark = "win", "winner"
 					default:
 						pc.Class, pc.Mark = "tie", "tie"
@@ -139,7 +141,7 @@ func renderHTMLPage(r *Report) renderPage {
 			if rec.Underpowered {
 				pv.Confidence += " (underpowered)"
 			}
-			if rec.Confidence == Significant {
+			if rec.Confidence == benchmarks.Significant {
 				pv.Class = "win"
 			}
 			if rec.Strategy == "" {

@@ -1,4 +1,4 @@
-package benchmarks_test
+package report_test
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/redisx-go/kit/benchmarks"
+	"github.com/redisx-go/kit/benchmarks/report"
 )
 
 func TestReportsOpenWithTheAnswer(t *testing.T) {
@@ -22,7 +23,7 @@ func TestReportsOpenWithTheAnswer(t *testing.T) {
 		Batch: 10, TTL: "1m", Source: benchmarks.SourceProfile}}
 
 	var text bytes.Buffer
-	if err := benchmarks.WriteSummary(&text, r); err != nil {
+	if err := report.WriteSummary(&text, r); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(text.String(), "\n")
@@ -39,7 +40,7 @@ func TestReportsOpenWithTheAnswer(t *testing.T) {
 	}
 
 	dir := t.TempDir()
-	if err := benchmarks.WriteReports(dir, r); err != nil {
+	if err := report.WriteReports(dir, r); err != nil {
 		t.Fatal(err)
 	}
 	md, _ := os.ReadFile(filepath.Join(dir, "report.md"))
@@ -58,7 +59,7 @@ func TestReportsOpenWithTheAnswer(t *testing.T) {
 	// A tie says so, and names the tie-break.
 	r.Answer.Confidence, r.Answer.Margin, r.Answer.PValue = benchmarks.Tie, -0.01, 0.4
 	text.Reset()
-	if err := benchmarks.WriteSummary(&text, r); err != nil {
+	if err := report.WriteSummary(&text, r); err != nil {
 		t.Fatal(err)
 	}
 	if got := strings.Join(strings.Fields(text.String()), " "); !strings.HasPrefix(got, "answer: use pool-32 for custom at 200 goroutines — a tie (-1.0% against multiplexed-1, p = 0.400), named by the tie-break") {

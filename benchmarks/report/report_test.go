@@ -1,4 +1,4 @@
-package benchmarks_test
+package report_test
 
 import (
 	"bytes"
@@ -18,6 +18,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/redisx-go/kit/benchmarks"
+	"github.com/redisx-go/kit/benchmarks/report"
 )
 
 var (
@@ -227,7 +228,7 @@ func renderEdgeReport() *benchmarks.Report {
 func renderAllFiles(t *testing.T, r *benchmarks.Report) map[string][]byte {
 	t.Helper()
 	dir := t.TempDir()
-	if err := benchmarks.WriteReports(dir, r); err != nil {
+	if err := report.WriteReports(dir, r); err != nil {
 		t.Fatalf("WriteReports: %v", err)
 	}
 	out := map[string][]byte{}
@@ -239,7 +240,7 @@ func renderAllFiles(t *testing.T, r *benchmarks.Report) map[string][]byte {
 		out[name] = b
 	}
 	var s bytes.Buffer
-	if err := benchmarks.WriteSummary(&s, r); err != nil {
+	if err := report.WriteSummary(&s, r); err != nil {
 		t.Fatalf("WriteSummary: %v", err)
 	}
 	out["summary.txt"] = s.Bytes()
@@ -361,7 +362,7 @@ func TestRenderReportCSV(t *testing.T) {
 func TestRenderWriteReportsLeavesNoTemporaryFile(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "a", "b")
 	for range 2 { // the second run replaces the first's files
-		if err := benchmarks.WriteReports(dir, renderSyntheticReport()); err != nil {
+		if err := report.WriteReports(dir, renderSyntheticReport()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -380,7 +381,7 @@ func TestRenderWriteReportsLeavesNoTemporaryFile(t *testing.T) {
 	if err := os.WriteFile(file, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := benchmarks.WriteReports(file, renderSyntheticReport()); err == nil {
+	if err := report.WriteReports(file, renderSyntheticReport()); err == nil {
 		t.Errorf("WriteReports into a regular file = nil; want an error")
 	}
 }
@@ -392,7 +393,7 @@ func (renderFailingWriter) Write([]byte) (int, error) { return 0, io.ErrClosedPi
 func TestRenderSummaryFitsATerminal(t *testing.T) {
 	for name, r := range map[string]*benchmarks.Report{"synthetic": renderSyntheticReport(), "edge": renderEdgeReport()} {
 		var b bytes.Buffer
-		if err := benchmarks.WriteSummary(&b, r); err != nil {
+		if err := report.WriteSummary(&b, r); err != nil {
 			t.Fatal(err)
 		}
 		for i, line := range strings.Split(b.String(), "\n") {
@@ -401,14 +402,14 @@ func TestRenderSummaryFitsATerminal(t *testing.T) {
 			}
 		}
 	}
-	if err := benchmarks.WriteSummary(renderFailingWriter{}, renderSyntheticReport()); !errors.Is(err, io.ErrClosedPipe) {
+	if err := report.WriteSummary(renderFailingWriter{}, renderSyntheticReport()); !errors.Is(err, io.ErrClosedPipe) {
 		t.Errorf("WriteSummary to a failing writer = %v; want its error", err)
 	}
 }
 
 func TestRenderSummarySaysTieAndFailed(t *testing.T) {
 	var b bytes.Buffer
-	if err := benchmarks.WriteSummary(&b, renderSyntheticReport()); err != nil {
+	if err := report.WriteSummary(&b, renderSyntheticReport()); err != nil {
 		t.Fatal(err)
 	}
 	s := b.String()
@@ -502,11 +503,11 @@ func TestRenderWriteExample(t *testing.T) {
 	}
 	for name, r := range map[string]*benchmarks.Report{"synthetic": renderSyntheticReport(), "edge": renderEdgeReport()} {
 		dir := filepath.Join(*renderExample, name)
-		if err := benchmarks.WriteReports(dir, r); err != nil {
+		if err := report.WriteReports(dir, r); err != nil {
 			t.Fatal(err)
 		}
 		var s bytes.Buffer
-		if err := benchmarks.WriteSummary(&s, r); err != nil {
+		if err := report.WriteSummary(&s, r); err != nil {
 			t.Fatal(err)
 		}
 		if err := os.WriteFile(filepath.Join(dir, "summary.txt"), s.Bytes(), 0o644); err != nil {

@@ -1,4 +1,4 @@
-package benchmarks
+package report
 
 import (
 	"cmp"
@@ -6,6 +6,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/redisx-go/kit/benchmarks"
 )
 
 // The answer at the top of every report (text, Markdown, HTML), and what
@@ -13,11 +15,11 @@ import (
 
 // renderAnswerVerdict is the answer's verdict after its configuration:
 // "significant: +12.0% over multiplexed-1, p = 0.002".
-func renderAnswerVerdict(a *Answer) string {
+func renderAnswerVerdict(a *benchmarks.Answer) string {
 	switch {
 	case a.RunnerUp == "":
 		return "the only redisx target measured"
-	case a.Confidence == Significant:
+	case a.Confidence == benchmarks.Significant:
 		return fmt.Sprintf("significant: %s over %s, p = %s", renderPercent(a.Margin), a.RunnerUp, renderP(a.PValue))
 	}
 	return fmt.Sprintf("a tie (%s against %s, p = %s), named by the tie-break toward fewer connections",
@@ -25,23 +27,23 @@ func renderAnswerVerdict(a *Answer) string {
 }
 
 // renderAnswerHead is the answer's first line, without a prefix.
-func renderAnswerHead(a *Answer) string {
+func renderAnswerHead(a *benchmarks.Answer) string {
 	return fmt.Sprintf("use %s for %s at %s — %s", a.Strategy, a.Workload, renderGoroutines(a.Concurrency), renderAnswerVerdict(a))
 }
 
 // renderAnswerPassword says what the placeholder in the URL stands for;
 // empty when it has none.
-func renderAnswerPassword(a *Answer) string {
-	if !strings.Contains(a.URL, ":"+PasswordPlaceholder+"@") {
+func renderAnswerPassword(a *benchmarks.Answer) string {
+	if !strings.Contains(a.URL, ":"+benchmarks.PasswordPlaceholder+"@") {
 		return ""
 	}
-	return PasswordPlaceholder + " stands for your password: put it in, or keep it out of the URL and set Options.Password"
+	return benchmarks.PasswordPlaceholder + " stands for your password: put it in, or keep it out of the URL and set Options.Password"
 }
 
 // renderWorkloadText is what workload name was, from the report's
 // Workloads: the custom workload as the flags that run it again, the
 // others' descriptions; empty when the report does not say.
-func renderWorkloadText(r *Report, name string) string {
+func renderWorkloadText(r *benchmarks.Report, name string) string {
 	for _, w := range r.Workloads {
 		switch {
 		case w.Name != name:
@@ -49,7 +51,7 @@ func renderWorkloadText(r *Report, name string) string {
 			return w.Description
 		default:
 			from := "given by the flags"
-			if w.Source == SourceProfile {
+			if w.Source == benchmarks.SourceProfile {
 				from = "read from the profiled server"
 			}
 			return fmt.Sprintf("-mix %s -keys %d -key-dist %s -value %s -batch %d -ttl %s (%s)",
@@ -60,7 +62,7 @@ func renderWorkloadText(r *Report, name string) string {
 }
 
 // renderAnswerText writes the answer block that opens the summary.
-func renderAnswerText(b *strings.Builder, r *Report) {
+func renderAnswerText(b *strings.Builder, r *benchmarks.Report) {
 	a := r.Answer
 	if a == nil {
 		return
@@ -83,7 +85,7 @@ func renderAnswerText(b *strings.Builder, r *Report) {
 }
 
 // renderAnswerMD writes the answer section that opens report.md.
-func renderAnswerMD(b *strings.Builder, r *Report) {
+func renderAnswerMD(b *strings.Builder, r *benchmarks.Report) {
 	a := r.Answer
 	if a == nil {
 		return
@@ -108,7 +110,7 @@ type renderPageAnswer struct {
 	Head, URL, Password, Note, Workload string
 }
 
-func renderHTMLAnswer(r *Report) *renderPageAnswer {
+func renderHTMLAnswer(r *benchmarks.Report) *renderPageAnswer {
 	a := r.Answer
 	if a == nil {
 		return nil

@@ -1,4 +1,4 @@
-package benchmarks
+package report
 
 // Verdicts, crossovers, baselines and intervals as sentences, shared by
 // report.md, report.html and the summary.
@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"math"
 	"strings"
+
+	"github.com/redisx-go/kit/benchmarks"
 )
 
 // renderInterval is [lo, hi] in format; empty when either end is not a
@@ -33,7 +35,7 @@ func renderPercentInterval(lo, hi float64) string {
 }
 
 // renderCrossover is c as a sentence.
-func renderCrossover(c Crossover) string {
+func renderCrossover(c benchmarks.Crossover) string {
 	if c.Text != "" {
 		return c.Text
 	}
@@ -43,7 +45,7 @@ func renderCrossover(c Crossover) string {
 // renderVerdict is a verdict as a sentence, honest about ties: the
 // margin with its interval, and whether the samples could have told a
 // margin-sized difference at all.
-func renderVerdict(rec *Recommendation) string {
+func renderVerdict(rec *benchmarks.Recommendation) string {
 	margin := func(signed bool) string {
 		m := renderPercent(rec.Margin)
 		if !signed {
@@ -57,9 +59,9 @@ func renderVerdict(rec *Recommendation) string {
 	switch {
 	case rec.Strategy == "":
 		return "no verdict: no cell succeeded"
-	case rec.Confidence == Significant && rec.RunnerUp == "":
+	case rec.Confidence == benchmarks.Significant && rec.RunnerUp == "":
 		return rec.Strategy + " wins (the only target)"
-	case rec.Confidence == Significant:
+	case rec.Confidence == benchmarks.Significant:
 		return fmt.Sprintf("%s wins over %s by %s (p = %s)", rec.Strategy, rec.RunnerUp, margin(false), renderP(rec.PValue))
 	}
 	s := fmt.Sprintf("tie between %s and %s (%s, p = %s)", rec.Strategy, rec.RunnerUp, margin(true), renderP(rec.PValue))
@@ -80,7 +82,7 @@ func renderVerdict(rec *Recommendation) string {
 // renderBaselineNotes are the sentences that must precede a baseline's
 // table: whether the runs are comparable, and whether they have cells in
 // common at all.
-func renderBaselineNotes(bc *BaselineComparison) []string {
+func renderBaselineNotes(bc *benchmarks.BaselineComparison) []string {
 	var out []string
 	if !bc.Compatible {
 		s := "NOT LIKE WITH LIKE: the two runs differ in"
@@ -98,7 +100,7 @@ func renderBaselineNotes(bc *BaselineComparison) []string {
 }
 
 // renderBaselineQuiet is the count of cells without a significant change.
-func renderBaselineQuiet(bc *BaselineComparison) (quiet int, sentence string) {
+func renderBaselineQuiet(bc *benchmarks.BaselineComparison) (quiet int, sentence string) {
 	for _, d := range bc.Cells {
 		if !d.Significant {
 			quiet++

@@ -1,9 +1,11 @@
-package benchmarks
+package report
+
+import "github.com/redisx-go/kit/benchmarks"
 
 // renderSLORates are an SLO result's rates as table cells: the highest
 // that held and the lowest that failed, never more exact than the search
 // was.
-func renderSLORates(s SLOResult) (held, failed string) {
+func renderSLORates(s benchmarks.SLOResult) (held, failed string) {
 	held, failed = renderQPS(s.MaxRate), renderQPS(s.FirstFailingRate)
 	if !(s.MaxRate > 0) {
 		held = "none"
@@ -16,7 +18,7 @@ func renderSLORates(s SLOResult) (held, failed string) {
 
 // renderSLOLatency is an SLO result's percentile at its MaxRate, in
 // milliseconds; a dash when no rate held.
-func renderSLOLatency(s SLOResult) string {
+func renderSLOLatency(s benchmarks.SLOResult) string {
 	if !(s.MaxRate > 0) {
 		return "–"
 	}
@@ -25,11 +27,11 @@ func renderSLOLatency(s SLOResult) string {
 
 // renderSLONote is what an SLO result's table row says besides its
 // numbers: renderSLOState and the result's Note.
-func renderSLONote(s SLOResult) string { return joinNote(renderSLOState(s), s.Note) }
+func renderSLONote(s benchmarks.SLOResult) string { return joinNote(renderSLOState(s), s.Note) }
 
 // renderSLOState says whether an SLO result won, and whether its rate
 // was confirmed.
-func renderSLOState(s SLOResult) string {
+func renderSLOState(s benchmarks.SLOResult) string {
 	var note string
 	switch {
 	case !(s.MaxRate > 0):
@@ -42,4 +44,12 @@ func renderSLOState(s SLOResult) string {
 		note = "not confirmed"
 	}
 	return note
+}
+
+// joinNote joins two parts of a note with "; ", either possibly empty.
+func joinNote(a, b string) string {
+	if a == "" || b == "" {
+		return a + b
+	}
+	return a + "; " + b
 }
