@@ -110,14 +110,7 @@ func seedProfiled(t *testing.T, c redigo.Conn, draw func() int) {
 // connection to it.
 func lfuServer(t *testing.T) (*launcher.Server, redigo.Conn) {
 	t.Helper()
-	if err := launcher.Available(); err != nil {
-		t.Skip(err)
-	}
-	srv, err := launcher.Start(context.Background(), launcher.Options{Args: []string{"--maxmemory-policy", "allkeys-lfu"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Stop() })
+	srv := launcher.Private(t, launcher.Options{Args: []string{"--maxmemory-policy", "allkeys-lfu"}})
 	c, err := redigo.Dial("tcp", srv.Addr())
 	if err != nil {
 		t.Fatal(err)

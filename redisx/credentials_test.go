@@ -71,7 +71,7 @@ func cli(t *testing.T, srv *launcher.Server, args ...string) {
 // connections are replaced without a flush.
 func TestCredentialRotation(t *testing.T) {
 	const age = 150 * time.Millisecond
-	srv := privateServer(t, launcher.Options{Password: adminPassword})
+	srv := launcher.Private(t, launcher.Options{Password: adminPassword})
 	for _, tc := range credentialStrategies() {
 		t.Run(tc.name, func(t *testing.T) {
 			secret := &rotatingSecret{user: "app-" + tc.name}
@@ -172,7 +172,7 @@ func TestCredentialRotation(t *testing.T) {
 // and neither the error nor the client's Stats name a password.
 func TestRefusedPasswordIsErrAuth(t *testing.T) {
 	const right, wrong = "right-PW-1", "wrong-PW-2"
-	srv := privateServer(t, launcher.Options{Password: right})
+	srv := launcher.Private(t, launcher.Options{Password: right})
 	for _, tc := range credentialStrategies() {
 		t.Run(tc.name, func(t *testing.T) {
 			secret := &rotatingSecret{}
@@ -235,7 +235,7 @@ func TestCredentialsOptions(t *testing.T) {
 		}
 	}
 
-	srv := privateServer(t, launcher.Options{Password: "pw-3"})
+	srv := launcher.Private(t, launcher.Options{Password: "pw-3"})
 	boom := errors.New("token service down")
 	_, err := redisx.New(t.Context(), redisx.Options{Addrs: []string{srv.Addr()},
 		Credentials: func(context.Context) (string, string, error) { return "", "", boom }})

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -303,30 +302,6 @@ func TestRetryWithinTheDeadline(t *testing.T) {
 	}
 }
 
-// privateServer starts a redis-server of the test's own (the test kills,
-// restarts or reconfigures it), even when REDISX_TEST_ADDR names an
-// external one, and stops it when the test ends.
-func privateServer(t *testing.T, o launcher.Options) *launcher.Server {
-	t.Helper()
-	if err := launcher.Available(); err != nil {
-		if launcher.External() || os.Getenv("REDISX_SKIP_NO_REDIS") == "1" {
-			t.Skipf("needs a server of its own: %v", err)
-		}
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	srv, err := launcher.Start(ctx, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := srv.Stop(); err != nil {
-			t.Error(err)
-		}
-	})
-	return srv
-}
 
 // patient retries for as long as a deadline allows.
 var patient = redisx.Retry{MaxAttempts: 1 << 20, MinBackoff: 5 * time.Millisecond, MaxBackoff: 50 * time.Millisecond}
@@ -351,7 +326,7 @@ func retryStrategies() []struct {
 func TestRetryAcrossServerRestart(t *testing.T) {
 	for _, tc := range retryStrategies() {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := privateServer(t, launcher.Options{})
+			srv := launcher.Private(t, launcher.Options{})
 			c, err := redisx.New(t.Context(), redisx.Options{Addrs: []string{srv.Addr()}, Strategy: tc.s, Retry: patient, DialTimeout: time.Second})
 			if err != nil {
 				t.Fatal(err)
@@ -482,7 +457,7 @@ func TestRetryNeverResendsAWrite(t *testing.T) {
 func TestRetryServerGone(t *testing.T) {
 	for _, tc := range retryStrategies() {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := privateServer(t, launcher.Options{})
+			srv := launcher.Private(t, launcher.Options{})
 			c, err := redisx.New(t.Context(), redisx.Options{Addrs: []string{srv.Addr()}, Strategy: tc.s, Retry: patient})
 			if err != nil {
 				t.Fatal(err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -36,32 +35,6 @@ func authStrategies() []struct {
 		{"multiplexed", strategy.Multiplexed{}},
 		{"pool", strategy.Pool{Size: 4}},
 	}
-}
-
-// startPrivateServer starts a redis-server of the test's own, configured by
-// o, even when REDISX_TEST_ADDR names an external one (whose password,
-// ACL users and TLS settings the test cannot choose), and stops it when the
-// test ends.
-func startPrivateServer(t *testing.T, o launcher.Options) *launcher.Server {
-	t.Helper()
-	if err := launcher.Available(); err != nil {
-		if launcher.External() || os.Getenv("REDISX_SKIP_NO_REDIS") == "1" {
-			t.Skipf("needs a server of its own: %v", err)
-		}
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	srv, err := launcher.Start(ctx, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := srv.Stop(); err != nil {
-			t.Error(err)
-		}
-	})
-	return srv
 }
 
 func authCtx(t *testing.T) context.Context {
@@ -114,7 +87,7 @@ func authRefused(t *testing.T, o redisx.Options) {
 }
 
 func TestAuthPassword(t *testing.T) {
-	srv := startPrivateServer(t, launcher.Options{Password: authPassword})
+	srv := launcher.Private(t, launcher.Options{Password: authPassword})
 	for _, tc := range authStrategies() {
 		t.Run(tc.name, func(t *testing.T) {
 			base := redisx.Options{Addrs: []string{srv.Addr()}, Strategy: tc.s}
@@ -133,7 +106,7 @@ func TestAuthPassword(t *testing.T) {
 }
 
 func TestAuthACLUser(t *testing.T) {
-	srv := startPrivateServer(t, launcher.Options{Password: authPassword})
+	srv := launcher.Private(t, launcher.Options{Password: authPassword})
 	if out, err := srv.CLI(authCtx(t), "ACL", "SETUSER", authUser, "on", ">"+authUserPassword, "~*", "+@all"); err != nil {
 		t.Fatalf("ACL SETUSER: %v (%s)", err, out)
 	}
@@ -159,7 +132,7 @@ func TestAuthACLUser(t *testing.T) {
 }
 
 func TestAuthDBSelection(t *testing.T) {
-	srv := startPrivateServer(t, launcher.Options{Password: authPassword})
+	srv := launcher.Private(t, launcher.Options{Password: authPassword})
 	for _, tc := range authStrategies() {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := authCtx(t)
@@ -182,7 +155,7 @@ func TestAuthDBSelection(t *testing.T) {
 }
 
 func TestAuthClientName(t *testing.T) {
-	srv := startPrivateServer(t, launcher.Options{Password: authPassword})
+	srv := launcher.Private(t, launcher.Options{Password: authPassword})
 	for _, tc := range authStrategies() {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := authCtx(t)

@@ -20,7 +20,7 @@ import (
 // connection could be opened (the dial hangs), or after (the reply does
 // not come).
 func TestContextEndIsTheSameErrorOnEveryTransport(t *testing.T) {
-	srv := startPrivateServer(t, launcher.Options{})
+	srv := launcher.Private(t, launcher.Options{})
 	scenarios := []struct {
 		name  string
 		fault func(p *faultproxy.Proxy)

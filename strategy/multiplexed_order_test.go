@@ -26,7 +26,7 @@ func orderSetup(t *testing.T, rate int) (*redisx.Client, *faultproxy.Proxy) {
 // orderSetupWith is orderSetup with strategy s.
 func orderSetupWith(t *testing.T, rate int, s strategy.Strategy) (*redisx.Client, *faultproxy.Proxy) {
 	t.Helper()
-	srv := startPrivateServer(t, launcher.Options{})
+	srv := launcher.Private(t, launcher.Options{})
 	p, err := faultproxy.Start(context.Background(), srv.Addr())
 	if err != nil {
 		t.Fatal(err)
@@ -290,7 +290,7 @@ func TestMultiReplyCallReturnsByItsDeadline(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := startPrivateServer(t, launcher.Options{})
+			srv := launcher.Private(t, launcher.Options{})
 			p, err := faultproxy.Start(context.Background(), srv.Addr())
 			if err != nil {
 				t.Fatal(err)

@@ -39,7 +39,7 @@ func TestBlockingCommandExtendsReadTimeout(t *testing.T) {
 	for _, tc := range edgeTransports() {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			srv := startPrivateServer(t, launcher.Options{})
+			srv := launcher.Private(t, launcher.Options{})
 			c := edgeNew(t, redisx.Options{Addrs: []string{srv.Addr()}, Strategy: tc.s, ReadTimeout: rt})
 			bg := context.Background()
 			// Open the blocking connection before counting.
@@ -253,7 +253,7 @@ func TestMaxPendingWaitsForRoom(t *testing.T) {
 // must fail no sooner than ReadTimeout.
 func TestReadTimeoutNeverEarly(t *testing.T) {
 	const rt = 20 * time.Millisecond // the watchdog ticks every 10 ms
-	srv := startPrivateServer(t, launcher.Options{})
+	srv := launcher.Private(t, launcher.Options{})
 	p := startProxy(t, srv.Addr())
 	c := edgeNew(t, redisx.Options{Addrs: []string{p.addr()}, Strategy: strategy.Multiplexed{}, ReadTimeout: rt})
 
@@ -314,7 +314,7 @@ func TestReadTimeoutAfterIdle(t *testing.T) {
 	for _, tc := range edgeTransports() {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			srv := startPrivateServer(t, launcher.Options{})
+			srv := launcher.Private(t, launcher.Options{})
 			p := startProxy(t, srv.Addr())
 			c := edgeNew(t, redisx.Options{Addrs: []string{p.addr()}, Strategy: tc.s, ReadTimeout: rt})
 
@@ -356,7 +356,7 @@ func TestReadTimeoutAfterAbandonedHead(t *testing.T) {
 	}{{"leading", true}, {"drainer-reads", false}} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			srv := startPrivateServer(t, launcher.Options{})
+			srv := launcher.Private(t, launcher.Options{})
 			p := startProxy(t, srv.Addr())
 			c := edgeNew(t, redisx.Options{Addrs: []string{p.addr()}, Strategy: strategy.Multiplexed{}, ReadTimeout: rt})
 			if err := c.Set(edgeCtx(t, 10*time.Second), "edge:abandon", []byte("v"), time.Minute); err != nil {

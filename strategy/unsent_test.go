@@ -80,7 +80,7 @@ func TestTransportsMarkUnsent(t *testing.T) {
 	}
 	for _, tc := range edgeTransports() {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := startPrivateServer(t, launcher.Options{})
+			srv := launcher.Private(t, launcher.Options{})
 			c := edgeNew(t, redisx.Options{Addrs: []string{srv.Addr()}, Strategy: tc.s, DialTimeout: time.Second})
 			if err := c.Set(edgeCtx(t, 5*time.Second), "unsent:k", []byte("v"), time.Minute); err != nil {
 				t.Fatal(err)

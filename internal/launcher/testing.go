@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"testing"
+	"time"
 )
 
 const (
@@ -50,6 +51,34 @@ func Standalone(tb testing.TB, o Options) *Server {
 		tb.Fatal(err)
 	}
 	s, err := Start(context.Background(), o)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		if err := s.Stop(); err != nil {
+			tb.Error(err)
+		}
+	})
+	return s
+}
+
+// Private returns a Redis server of tb's own, configured by o, even when
+// REDISX_TEST_ADDR names an external one (whose password, ACL users, TLS
+// settings or life the test cannot choose): a test that kills it, or
+// needs o honoured, uses it. It skips tb on an external setup or with
+// REDISX_SKIP_NO_REDIS=1 when redis-server is missing, fails it
+// otherwise, and stops the server with tb.Cleanup.
+func Private(tb testing.TB, o Options) *Server {
+	tb.Helper()
+	if err := Available(); err != nil {
+		if External() || os.Getenv(envSkip) == "1" {
+			tb.Skipf("needs a server of its own: %v", err)
+		}
+		tb.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := Start(ctx, o)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -18,7 +18,7 @@ import (
 	"go.uber.org/goleak"
 )
 
-// The adversarial reading of muxConn (see muxreview_internal_test.go)
+// The adversarial reading of muxConn (see deadlines_test.go)
 // under storms: deadlines, Close and a killed server, mid-flight.
 
 // storm runs goroutines × ops calls with contexts that end at every
@@ -92,11 +92,11 @@ func storm(t *testing.T, n *Node, goroutines, ops int) int64 {
 	return ok.Load()
 }
 
-// TestMuxReviewDeadlineStorm: at 1 and at 500 goroutines, plain and TLS,
+// TestMuxDeadlineStorm: at 1 and at 500 goroutines, plain and TLS,
 // contexts ending at every point of a call never cost the connection and
 // never misdeliver; afterwards nothing is pending and Close leaves no
 // goroutine.
-func TestMuxReviewDeadlineStorm(t *testing.T) {
+func TestMuxDeadlineStorm(t *testing.T) {
 	plain, secure, _ := muxReviewTargets(t)
 	for _, tg := range []muxReviewTarget{plain, secure} {
 		for _, g := range []int{1, 500} {
@@ -129,12 +129,12 @@ func TestMuxReviewDeadlineStorm(t *testing.T) {
 	}
 }
 
-// TestMuxReviewCloseMidFlight closes the node while 200 callers are in
+// TestMuxCloseMidFlight closes the node while 200 callers are in
 // every phase of a call (leading, waiting for a hand-off, pipelines sent
 // and not yet awaited, replies held back by a delay): each returns a
 // success or conn.ErrClosed — never another error — promptly, and no goroutine
 // is left.
-func TestMuxReviewCloseMidFlight(t *testing.T) {
+func TestMuxCloseMidFlight(t *testing.T) {
 	plain, secure, _ := muxReviewTargets(t)
 	for _, tg := range []muxReviewTarget{plain, secure} {
 		for _, delayed := range []bool{false, true} {
@@ -229,11 +229,11 @@ func closeMidFlight(t *testing.T, tg muxReviewTarget, delayed bool, round int) {
 	goleak.VerifyNone(t, before)
 }
 
-// TestMuxReviewServerKilledMidStorm kills the server under 100 callers
+// TestMuxServerKilledMidStorm kills the server under 100 callers
 // and restarts it: every call returns (a success with its own value, a
 // connection error, or its context's error), and calls succeed again on
 // a new connection after the restart.
-func TestMuxReviewServerKilledMidStorm(t *testing.T) {
+func TestMuxServerKilledMidStorm(t *testing.T) {
 	if launcher.External() {
 		t.Skip("kills the server")
 	}

@@ -103,7 +103,7 @@ func goGet(ctx context.Context, n *Node, key string) <-chan getResult {
 	return ch
 }
 
-// TestMuxReviewLoneCallerLeavesWhileAwaitingBytes: a lone caller leading
+// TestMuxLoneCallerLeavesWhileAwaitingBytes: a lone caller leading
 // on an idle connection, whose context ends exactly while it waits for the
 // first byte of its reply (the reply held back by a proxy), returns its
 // context's error at once; the connection is kept (no BrokenConns, no
@@ -111,7 +111,7 @@ func goGet(ctx context.Context, n *Node, key string) <-chan getResult {
 // Over TLS the reply is also trickled so that the wait is interrupted in
 // the middle of a TLS record: a read timeout must leave the TLS stream
 // usable.
-func TestMuxReviewLoneCallerLeavesWhileAwaitingBytes(t *testing.T) {
+func TestMuxLoneCallerLeavesWhileAwaitingBytes(t *testing.T) {
 	plain, secure, _ := muxReviewTargets(t)
 	for _, tg := range []muxReviewTarget{plain, secure} {
 		for _, how := range []string{"cancel", "deadline", "trickle"} {
@@ -187,12 +187,12 @@ func TestMuxReviewLoneCallerLeavesWhileAwaitingBytes(t *testing.T) {
 	}
 }
 
-// TestMuxReviewLeaderNotHeldByOthersReplies: a leading caller whose reply
+// TestMuxLeaderNotHeldByOthersReplies: a leading caller whose reply
 // has come returns, even when the reply behind its own — another caller's
 // big value — has begun to arrive in the same read and takes long to
 // come whole. (The caller must not read others' replies past its own
 // deadline: on main the reader goroutine did that.)
-func TestMuxReviewLeaderNotHeldByOthersReplies(t *testing.T) {
+func TestMuxLeaderNotHeldByOthersReplies(t *testing.T) {
 	srv := launcher.Standalone(t, launcher.Options{})
 	p, err := faultproxy.Start(context.Background(), srv.Addr())
 	if err != nil {
@@ -238,11 +238,11 @@ func TestMuxReviewLeaderNotHeldByOthersReplies(t *testing.T) {
 	}
 }
 
-// TestMuxReviewLeaderOwnSlowReply: a lone caller whose reply has begun to
+// TestMuxLeaderOwnSlowReply: a lone caller whose reply has begun to
 // arrive but comes slowly returns when its context ends (as on main, where
 // the reader goroutine read on and the caller left), not when the last
 // byte comes.
-func TestMuxReviewLeaderOwnSlowReply(t *testing.T) {
+func TestMuxLeaderOwnSlowReply(t *testing.T) {
 	srv := launcher.Standalone(t, launcher.Options{})
 	p, err := faultproxy.Start(context.Background(), srv.Addr())
 	if err != nil {
@@ -277,14 +277,14 @@ func TestMuxReviewLeaderOwnSlowReply(t *testing.T) {
 	}
 }
 
-// TestMuxReviewWriterNotHeldPastDeadline: a caller whose command is big
+// TestMuxWriterNotHeldPastDeadline: a caller whose command is big
 // (more than a chunk) returns when its context ends even though the write
 // cannot finish (the peer reads slowly), as it did on main, where the
 // writer goroutine wrote and the caller left; the write would only end
 // with WriteTimeout (30 s in this test). (A caller writing a small command
 // on a socket whose send buffer is full is still held, until the buffer
 // drains or WriteTimeout.)
-func TestMuxReviewWriterNotHeldPastDeadline(t *testing.T) {
+func TestMuxWriterNotHeldPastDeadline(t *testing.T) {
 	srv := launcher.Standalone(t, launcher.Options{})
 	p, err := faultproxy.Start(context.Background(), srv.Addr())
 	if err != nil {
@@ -321,13 +321,13 @@ func reviewBigValue(key string, n int) []byte {
 	return b
 }
 
-// TestMuxReviewBigValuesAcrossChunks writes values from a few bytes to
+// TestMuxBigValuesAcrossChunks writes values from a few bytes to
 // several chunks (sealed chunks written with writev; over TLS one record
 // per chunk), from many goroutines, each one's key its own, with
 // contexts that sometimes end, and reads each back — through a lone
 // call, a pipeline exec (GET + PTTL) and send/await: every value comes
 // back whole and its own, whatever chunks were reused meanwhile.
-func TestMuxReviewBigValuesAcrossChunks(t *testing.T) {
+func TestMuxBigValuesAcrossChunks(t *testing.T) {
 	plain, secure, _ := muxReviewTargets(t)
 	for _, tg := range []muxReviewTarget{plain, secure} {
 		t.Run(tg.name, func(t *testing.T) {
@@ -401,13 +401,13 @@ func TestMuxReviewBigValuesAcrossChunks(t *testing.T) {
 	}
 }
 
-// TestMuxReviewIdleWatchToggles: with a short ReadTimeout the watchdog
+// TestMuxIdleWatchToggles: with a short ReadTimeout the watchdog
 // ticks every 25 ms, so a connection used by a few callers with pauses
 // keeps going from idle (the drainer watching the socket) to a caller
 // leading, to a hand-off and back; contexts end at every moment
 // meanwhile. Every reply is its caller's. Then the server closes the idle
 // connection: it is noticed and replaced before the next call.
-func TestMuxReviewIdleWatchToggles(t *testing.T) {
+func TestMuxIdleWatchToggles(t *testing.T) {
 	srv := launcher.Standalone(t, launcher.Options{})
 	n := muxReviewNode(t, srv.Addr(), nil, Options{}, 100*time.Millisecond)
 	keys := leadKeys(16)
@@ -479,13 +479,13 @@ func TestMuxReviewIdleWatchToggles(t *testing.T) {
 	}
 }
 
-// TestMuxReviewWatchdogFailsHeldReadSide: the watchdog fails a connection
+// TestMuxWatchdogFailsHeldReadSide: the watchdog fails a connection
 // whose replies are overdue while the read side is held — by a leading
 // caller without a deadline, waiting for bytes, with callers handed off
 // and pipelines queued behind it. Every one of them gets conn.ErrConnection
 // (no hang, no other error), and the next call, on a new connection, gets
 // its own value.
-func TestMuxReviewWatchdogFailsHeldReadSide(t *testing.T) {
+func TestMuxWatchdogFailsHeldReadSide(t *testing.T) {
 	srv := launcher.Standalone(t, launcher.Options{})
 	p, err := faultproxy.Start(context.Background(), srv.Addr())
 	if err != nil {
@@ -538,11 +538,11 @@ func TestMuxReviewWatchdogFailsHeldReadSide(t *testing.T) {
 	}
 }
 
-// TestMuxReviewTinyMaxPending: with room for one or two calls, nearly
+// TestMuxTinyMaxPending: with room for one or two calls, nearly
 // every call is a lone leader and the others wait for room (waitRoom)
 // with contexts that end: no slot is lost (Pending returns to 0 and calls
 // still go through), none is misdelivered.
-func TestMuxReviewTinyMaxPending(t *testing.T) {
+func TestMuxTinyMaxPending(t *testing.T) {
 	srv := launcher.Standalone(t, launcher.Options{})
 	for _, mp := range []int{1, 2} {
 		t.Run(strconv.Itoa(mp), func(t *testing.T) {

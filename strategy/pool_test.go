@@ -1,0 +1,41 @@
+package strategy_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/redisx-go/kit/internal/launcher"
+	"github.com/redisx-go/kit/redisx"
+	"github.com/redisx-go/kit/strategy"
+)
+
+// Pool: connections the server closed while they sat idle.
+
+// TestPoolIdleConnectionsClosedByServer: connections the server closed
+// while they sat idle in the pool (a restart, an idle timeout, CLIENT
+// KILL) are never lent to a call: the next write succeeds on its one
+// attempt, on a new connection, rather than failing after its request
+// was sent.
+func TestPoolIdleConnectionsClosedByServer(t *testing.T) {
+	srv := launcher.Private(t, launcher.Options{})
+	c := edgeNew(t, redisx.Options{Addrs: []string{srv.Addr()}, Strategy: strategy.Pool{Size: 4, MinIdle: 4}})
+	ctx := edgeCtx(t, 10*time.Second)
+	for c.Stats().Idle < 4 {
+		if ctx.Err() != nil {
+			t.Fatalf("the pool never had its 4 idle connections: %+v", c.Stats())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if _, err := srv.CLI(ctx, "CLIENT", "KILL", "TYPE", "normal"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond) // the connections are idle, and closed
+	for i := range 3 {
+		if err := c.Set(ctx, "idle", []byte("v"), 0); err != nil {
+			t.Fatalf("Set %d after the server closed the idle connections: %v", i, err)
+		}
+	}
+	if got := c.Stats().BrokenConns; got < 1 {
+		t.Errorf("BrokenConns = %d, want the closed idle connections counted", got)
+	}
+}
