@@ -8,17 +8,26 @@
 //   - redisx: the facade services import — Client with Get, AppendGet,
 //     Set, Del, MGet, MSet, GetOrLoad, Do and Ping; Options; ParseURL; the
 //     errors.
-//   - strategy: the contract between the facade and the transports, and
-//     the transports: Multiplexed, Pool, SlotGrouped, GoRedis, with Redis
-//     Cluster routing built in.
+//   - strategy: the contract between the facade and the transports
+//     (Strategy, Backend, the optional interfaces and their fallbacks,
+//     Config, Stats, the errors) and the strategy values Multiplexed,
+//     Pool and SlotGrouped, with Redis Cluster routing built in;
+//     strategy/goredis adapts a go-redis client (only its importers link
+//     go-redis); strategy/strategytest checks any Backend against the
+//     contract, fault scenarios included.
 //   - localcache: Near, an in-process ristretto cache in front of any
 //     strategy, kept coherent by Redis's invalidation messages.
-//   - benchmarks: the measurement harness and its go test -bench suite,
-//     comparing the strategies with rueidis, redigo and go-redis.
+//   - redisxtest: real redis-server processes for users' tests, and the
+//     facade-level conformance suite.
+//   - benchmarks: the measurement harness (the redisx-bench CLI, its
+//     renderers in benchmarks/report, and its go test -bench suite),
+//     comparing the strategies with rueidis, redigo and go-redis on the
+//     user's own workload.
 //   - examples: small runnable programs.
-//   - internal: the RESP codec of the hot path, the launcher that starts
-//     real redis-server processes for tests and benchmarks, and the
-//     conformance suite every strategy passes.
+//   - internal: the transports (mux, pool), cluster routing (cluster),
+//     the shared connection pieces (conn), the RESP codec, the command
+//     table, the launcher of real redis-server processes and the fault
+//     proxy.
 //
 // # Choosing a strategy
 //
