@@ -302,7 +302,6 @@ func TestRetryWithinTheDeadline(t *testing.T) {
 	}
 }
 
-
 // patient retries for as long as a deadline allows.
 var patient = redisx.Retry{MaxAttempts: 1 << 20, MinBackoff: 5 * time.Millisecond, MaxBackoff: 50 * time.Millisecond}
 
