@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net/url"
 	"regexp"
 	"runtime"
 	"slices"
@@ -536,80 +535,4 @@ func (r *runner) closeDeployments() {
 	for _, d := range r.allDeployments() {
 		d.close()
 	}
-}
-
-// conclude computes the verdicts, crossovers and SLO winners, the URL
-// and Go snippet of every recommendation, and the answer.
-func (r *runner) conclude() {
-	rep := r.report
-	rep.Recommendations = Recommend(rep.Cells, r.plan.Alpha, r.plan.Margin)
-	rep.Crossovers = FindCrossovers(rep.Recommendations)
-	if rep.Recommendations == nil {
-		rep.Recommendations = []Recommendation{}
-	}
-	if rep.Crossovers == nil {
-		rep.Crossovers = []Crossover{}
-	}
-	peers := map[string]bool{}
-	targets := map[string]Target{}
-	for _, t := range r.plan.Targets {
-		peers[t.Name] = t.Peer
-		targets[t.Name] = t
-	}
-	markSLOWinners(rep.SLO, peers)
-	r.warnLateOpenLoop()
-	cluster := map[string]bool{}
-	for _, w := range r.plan.Workloads {
-		cluster[w.Name] = w.Cluster
-	}
-	for i := range rep.Recommendations {
-		rec := &rep.Recommendations[i]
-		t := targets[rec.Strategy]
-		addrs, tlsOn := []string{r.servers.Standalone}, r.servers.TLS != nil
-		if cluster[rec.Workload] {
-			addrs = r.servers.Cluster
-		}
-		if own := r.own[t.Name]; own != nil {
-			addrs, tlsOn = own.addrs, own.servers.TLS != nil
-		}
-		rec.URL = recommendURL(t.URL, addrs, tlsOn)
-		if t.Go != "" {
-			rec.Go = fmt.Sprintf("redisx.Options{Addrs: %s, Strategy: %s}", goStrings(addrs), t.Go)
-		}
-	}
-	rep.Answer = r.answer()
-}
-
-// recommendURL is a target's URL pointed at addrs (the first as the host,
-// the others as addr= seeds), without credentials, rediss:// with TLS.
-func recommendURL(raw string, addrs []string, tlsOn bool) string {
-	u, err := url.Parse(raw)
-	if raw == "" || err != nil || len(addrs) == 0 {
-		return ""
-	}
-	u.User = nil
-	u.Host = addrs[0]
-	if tlsOn {
-		u.Scheme = "rediss"
-	}
-	var params []string
-	for _, p := range strings.Split(u.RawQuery, "&") {
-		if p != "" && !strings.HasPrefix(p, "addr=") {
-			params = append(params, p)
-		}
-	}
-	for _, a := range addrs[1:] {
-		params = append(params, "addr="+a) // host:port needs no escaping in a query
-	}
-	u.RawQuery = strings.Join(params, "&")
-	return u.String()
-}
-
-// goStrings writes ss as a Go []string literal.
-func goStrings(ss []string) string {
-	q := make([]string, len(ss))
-	for i, s := range ss {
-		q[i] = fmt.Sprintf("%q", s)
-	}
-	return "[]string{" + strings.Join(q, ", ") + "}"
 }

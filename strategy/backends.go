@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/redisx-go/kit/internal/cluster"
-	"github.com/redisx-go/kit/internal/conn"
 	"github.com/redisx-go/kit/internal/mux"
 	"github.com/redisx-go/kit/internal/pool"
 )
@@ -51,52 +50,13 @@ func public(b cluster.Backend) Backend {
 	return backend{b}
 }
 
-// muxTransport and poolTransport open the nodes of Multiplexed and Pool
-// for cluster.Open.
-type (
-	muxTransport  Multiplexed
-	poolTransport Pool
-)
-
-func (m muxTransport) NewNode(cfg conn.Config, addr string) (cluster.Node, error) {
-	n, err := mux.New(cfg, addr, mux.Options(m))
-	if err != nil {
-		return nil, err
-	}
-	return n, nil
-}
-
-func (m muxTransport) OpenNode(ctx context.Context, cfg conn.Config, addr string) (cluster.Node, error) {
-	n, err := mux.Open(ctx, cfg, addr, mux.Options(m))
-	if err != nil {
-		return nil, err
-	}
-	return n, nil
-}
-
-func (p poolTransport) NewNode(cfg conn.Config, addr string) (cluster.Node, error) {
-	n, err := pool.New(cfg, addr, pool.Options(p))
-	if err != nil {
-		return nil, err
-	}
-	return n, nil
-}
-
-func (p poolTransport) OpenNode(ctx context.Context, cfg conn.Config, addr string) (cluster.Node, error) {
-	n, err := pool.Open(ctx, cfg, addr, pool.Options(p))
-	if err != nil {
-		return nil, err
-	}
-	return n, nil
-}
-
 // transportOf returns the transport of s, a Multiplexed or a Pool.
 func transportOf(s Strategy) (cluster.Transport, bool) {
 	switch s := s.(type) {
 	case Multiplexed:
-		return muxTransport(s), true
+		return mux.Options(s), true
 	case Pool:
-		return poolTransport(s), true
+		return pool.Options(s), true
 	}
 	return nil, false
 }

@@ -68,7 +68,7 @@ func (m Multiplexed) Open(ctx context.Context, cfg Config) (Backend, error) {
 	if _, err := mux.Options(m).WithDefaults(); err != nil {
 		return nil, err
 	}
-	b, err := cluster.Open(ctx, conn.Config(cfg), muxTransport(m))
+	b, err := cluster.Open(ctx, conn.Config(cfg), mux.Options(m))
 	if err != nil {
 		return nil, err
 	}

@@ -47,7 +47,7 @@ func (p Pool) Open(ctx context.Context, cfg Config) (Backend, error) {
 	if _, err := pool.Options(p).WithDefaults(); err != nil {
 		return nil, err
 	}
-	b, err := cluster.Open(ctx, conn.Config(cfg), poolTransport(p))
+	b, err := cluster.Open(ctx, conn.Config(cfg), pool.Options(p))
 	if err != nil {
 		return nil, err
 	}

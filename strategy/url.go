@@ -2,13 +2,14 @@ package strategy
 
 import (
 	"fmt"
-	"math"
 	"net/url"
 	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/redisx-go/kit/internal/param"
 )
 
 // URLStrategy is an optional interface implemented by the strategy values
@@ -107,22 +108,22 @@ func take[T any](p *URLParams, name string, dst *T, parse func(string) (T, error
 }
 
 // Count takes name, a non-negative integer, into dst.
-func (p *URLParams) Count(name string, dst *int) error { return take(p, name, dst, parseCount) }
+func (p *URLParams) Count(name string, dst *int) error { return take(p, name, dst, param.ParseCount) }
 
 // Duration takes name, a Go duration ("500ms"), into dst.
 func (p *URLParams) Duration(name string, dst *time.Duration) error {
-	return take(p, name, dst, parseDuration)
+	return take(p, name, dst, param.ParseDuration)
 }
 
 // Fraction takes name, a number in [0, 1), into dst.
 func (p *URLParams) Fraction(name string, dst *float64) error {
-	return take(p, name, dst, parseFraction)
+	return take(p, name, dst, param.ParseFraction)
 }
 
 // Size takes name, bytes or a number with B, KiB, MiB, GiB or TiB
 // ("64MiB"), into dst. A size in SI units (KB, MB) is refused rather than
 // guessed at: some read "MB" as 10⁶ bytes, redis.conf reads "mb" as 2²⁰.
-func (p *URLParams) Size(name string, dst *int64) error { return take(p, name, dst, parseSize) }
+func (p *URLParams) Size(name string, dst *int64) error { return take(p, name, dst, param.ParseSize) }
 
 // Refuse returns an error for the first of keys present and not taken:
 // a parameter of the strategy owner ("strategy=multiplexed") in a URL
@@ -197,82 +198,12 @@ func (p *URLParams) AddSize(name string, n int64) error {
 	if n < 0 {
 		return fmt.Errorf("%w: %s %d is negative", ErrInvalidArgument, name, n)
 	}
-	p.Add(name, formatSize(n))
+	p.Add(name, param.FormatSize(n))
 	return nil
 }
 
 // Encode returns what was written, as a URL's raw query.
 func (p *URLParams) Encode() string { return p.out.String() }
-
-func parseCount(s string) (int, error) {
-	n, err := strconv.Atoi(s)
-	if err != nil || n < 0 {
-		return 0, fmt.Errorf("not a non-negative integer")
-	}
-	return n, nil
-}
-
-func parseDuration(s string) (time.Duration, error) {
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		return 0, fmt.Errorf("not a duration such as 500ms or 3s")
-	}
-	return d, nil
-}
-
-func parseFraction(s string) (float64, error) {
-	f, err := strconv.ParseFloat(s, 64)
-	// !(f >= 0 && f < 1) also refuses NaN.
-	if err != nil || !(f >= 0 && f < 1) {
-		return 0, fmt.Errorf("not a fraction in [0, 1) such as 0.1")
-	}
-	return f, nil
-}
-
-// sizeUnit is a unit of a size parameter.
-type sizeUnit struct {
-	name string
-	n    int64
-}
-
-// sizeUnits are the units of a size, largest first (formatSize picks the
-// largest that divides the size).
-func sizeUnits() []sizeUnit {
-	return []sizeUnit{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"B", 1}}
-}
-
-func parseSize(s string) (int64, error) {
-	digits := strings.TrimRightFunc(s, func(r rune) bool { return r < '0' || r > '9' })
-	unit := s[len(digits):]
-	n, err := strconv.ParseInt(digits, 10, 64)
-	if err != nil || n < 0 || strings.HasPrefix(digits, "+") {
-		return 0, fmt.Errorf("not a size such as 64MiB, 512KiB or 1048576")
-	}
-	if unit == "" {
-		return n, nil
-	}
-	for _, u := range sizeUnits() {
-		if strings.EqualFold(unit, u.name) {
-			if n > math.MaxInt64/u.n {
-				return 0, fmt.Errorf("size overflows int64")
-			}
-			return n * u.n, nil
-		}
-	}
-	return 0, fmt.Errorf("unit %q, want B, KiB, MiB, GiB or TiB (SI units such as MB are ambiguous)", unit)
-}
-
-func formatSize(n int64) string {
-	if n == 0 {
-		return "0"
-	}
-	for _, u := range sizeUnits() {
-		if n%u.n == 0 && u.n > 1 {
-			return strconv.FormatInt(n/u.n, 10) + u.name
-		}
-	}
-	return strconv.FormatInt(n, 10)
-}
 
 // NilURLStrategy returns an error when s is a nil pointer (to a
 // Multiplexed, say), whose value-receiver methods would panic; nil

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/redisx-go/kit/internal/cluster"
 	"github.com/redisx-go/kit/internal/conn"
 	"github.com/redisx-go/kit/internal/pool"
 )
@@ -54,6 +55,24 @@ func New(cfg conn.Config, addr string, o Options) (*Node, error) {
 		return nil, err
 	}
 	return newMuxNode(cfg, addr, o), nil
+}
+
+// NewNode implements cluster.Transport: New.
+func (o Options) NewNode(cfg conn.Config, addr string) (cluster.Node, error) {
+	n, err := New(cfg, addr, o)
+	if err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+// OpenNode implements cluster.Transport: Open.
+func (o Options) OpenNode(ctx context.Context, cfg conn.Config, addr string) (cluster.Node, error) {
+	n, err := Open(ctx, cfg, addr, o)
+	if err != nil {
+		return nil, err
+	}
+	return n, nil
 }
 
 // Open returns a Node for addr once every shared connection is dialled.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/jackc/puddle/v2"
+	"github.com/redisx-go/kit/internal/cluster"
 	"github.com/redisx-go/kit/internal/conn"
 	"github.com/redisx-go/kit/internal/resp"
 )
@@ -53,6 +54,24 @@ func (p Options) WithDefaults() (Options, error) {
 		p.HealthCheckPeriod = time.Minute
 	}
 	return p, nil
+}
+
+// NewNode implements cluster.Transport: New.
+func (o Options) NewNode(cfg conn.Config, addr string) (cluster.Node, error) {
+	n, err := New(cfg, addr, o)
+	if err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+// OpenNode implements cluster.Transport: Open.
+func (o Options) OpenNode(ctx context.Context, cfg conn.Config, addr string) (cluster.Node, error) {
+	n, err := Open(ctx, cfg, addr, o)
+	if err != nil {
+		return nil, err
+	}
+	return n, nil
 }
 
 // Open returns a Node for addr once it has opened a connection (or
