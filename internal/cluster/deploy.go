@@ -45,6 +45,16 @@ type Node interface {
 	Address() string
 }
 
+// AsNode returns n as a Node, and no Node but the error when err is not
+// nil: what a Transport's methods return from a constructor of a
+// concrete node type, whose nil would otherwise be a non-nil Node.
+func AsNode[N Node](n N, err error) (Node, error) {
+	if err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
 // Transport opens the nodes of one transport (package strategy has one
 // for Multiplexed and one for Pool).
 type Transport interface {

@@ -94,15 +94,7 @@ func newRouter(cfg conn.Config, t Transport, seed Node, shards []Shard) (*Router
 	}
 	c.life, c.endLife = context.WithCancel(context.Background())
 	c.nodes = map[string]*member{seed.Address(): c.newMember(seed)}
-	c.mu.Lock()
-	top, err := c.build(shards)
-	var gone []*member
-	if err == nil {
-		gone = c.install(top)
-	}
-	c.mu.Unlock()
-	retireAll(gone) // the seed, unless it is a master
-	if err != nil {
+	if err := c.installShards(shards); err != nil { // the seed is retired unless it is a master
 		c.Close()
 		return nil, err
 	}
@@ -279,6 +271,12 @@ func (c *Router) InstallShards(shards []Shard) error {
 	c.refreshMu.Lock()
 	c.lastRefresh = time.Time{}
 	c.refreshMu.Unlock()
+	return c.installShards(shards)
+}
+
+// installShards makes shards the slot map and retires the nodes it no
+// longer lists.
+func (c *Router) installShards(shards []Shard) error {
 	c.mu.Lock()
 	top, err := c.build(shards)
 	var gone []*member

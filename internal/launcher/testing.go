@@ -44,22 +44,7 @@ func Standalone(tb testing.TB, o Options) *Server {
 		}
 		return s
 	}
-	if err := Available(); err != nil {
-		if os.Getenv(envSkip) == "1" {
-			tb.Skip(err)
-		}
-		tb.Fatal(err)
-	}
-	s, err := Start(context.Background(), o)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() {
-		if err := s.Stop(); err != nil {
-			tb.Error(err)
-		}
-	})
-	return s
+	return Private(tb, o)
 }
 
 // Private returns a Redis server of tb's own, configured by o, even when

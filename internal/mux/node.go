@@ -59,20 +59,12 @@ func New(cfg conn.Config, addr string, o Options) (*Node, error) {
 
 // NewNode implements cluster.Transport: New.
 func (o Options) NewNode(cfg conn.Config, addr string) (cluster.Node, error) {
-	n, err := New(cfg, addr, o)
-	if err != nil {
-		return nil, err
-	}
-	return n, nil
+	return cluster.AsNode(New(cfg, addr, o))
 }
 
 // OpenNode implements cluster.Transport: Open.
 func (o Options) OpenNode(ctx context.Context, cfg conn.Config, addr string) (cluster.Node, error) {
-	n, err := Open(ctx, cfg, addr, o)
-	if err != nil {
-		return nil, err
-	}
-	return n, nil
+	return cluster.AsNode(Open(ctx, cfg, addr, o))
 }
 
 // Open returns a Node for addr once every shared connection is dialled.

@@ -58,20 +58,12 @@ func (p Options) WithDefaults() (Options, error) {
 
 // NewNode implements cluster.Transport: New.
 func (o Options) NewNode(cfg conn.Config, addr string) (cluster.Node, error) {
-	n, err := New(cfg, addr, o)
-	if err != nil {
-		return nil, err
-	}
-	return n, nil
+	return cluster.AsNode(New(cfg, addr, o))
 }
 
 // OpenNode implements cluster.Transport: Open.
 func (o Options) OpenNode(ctx context.Context, cfg conn.Config, addr string) (cluster.Node, error) {
-	n, err := Open(ctx, cfg, addr, o)
-	if err != nil {
-		return nil, err
-	}
-	return n, nil
+	return cluster.AsNode(Open(ctx, cfg, addr, o))
 }
 
 // Open returns a Node for addr once it has opened a connection (or
