@@ -359,3 +359,54 @@ func TestMuxHeapAfterBurstOfBigValues(t *testing.T) {
 	}
 	peak.Store(^uint64(0))
 }
+
+// TestMuxPassingTheReadSideNeverParsesAPartialPipeline: a reader that
+// has its own reply passes the read side on; when the next call is a
+// pipeline whose first reply is whole in the buffer but whose later
+// ones are not (a BLPOP the server holds), the reader must hand it to
+// the drainer, not parse it itself: it would block, past its own
+// context, on replies that are not its own.
+func TestMuxPassingTheReadSideNeverParsesAPartialPipeline(t *testing.T) {
+	srv := launcher.Standalone(t, launcher.Options{})
+	n := openMuxNode(t, srv.Addr(), Options{})
+	c, err := n.conn(context.Background(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Hold the read side, as a reader would, so that the calls below
+	// queue behind it.
+	c.mu.Lock()
+	c.reading = true
+	c.mu.Unlock()
+
+	first := make(chan error, 1)
+	go func() {
+		_, err := n.Get(context.Background(), "pass:a")
+		first <- err
+	}()
+	time.Sleep(50 * time.Millisecond)
+	var buf []byte
+	buf = conn.AppendGet(buf, "pass:b")
+	buf, _ = conn.AppendArgs(buf, []any{"BLPOP", "pass:nothing", 2})
+	rps := []conn.Reply{{Kind: conn.ReplyBulk}, {Kind: conn.ReplyAny}}
+	cl, err := n.send(context.Background(), []string{"pass:b"}, buf, rps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond) // both GETs' replies are in the socket; the BLPOP's is 2 s away
+	if err := c.r.Wait(); err != nil { // into the read buffer
+		t.Fatal(err)
+	}
+
+	start := time.Now()
+	c.pass() // delivers the first GET, then must leave the pipeline to the drainer
+	if took := time.Since(start); took > time.Second {
+		t.Errorf("pass took %v: it parsed a pipeline whose last reply was not whole", took.Round(time.Millisecond))
+	}
+	if err := <-first; !errors.Is(err, conn.ErrNotFound) {
+		t.Errorf("Get(pass:a) = %v; want ErrNotFound, read by the passer", err)
+	}
+	if err := cl.Await(context.Background()); err != nil {
+		t.Errorf("the pipeline behind it = %v; want its replies, read by the drainer", err)
+	}
+}
