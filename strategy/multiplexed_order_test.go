@@ -45,7 +45,7 @@ func orderSetupWith(t *testing.T, rate int, s strategy.Strategy) (*redisx.Client
 func settle(t *testing.T, p *faultproxy.Proxy) {
 	t.Helper()
 	p.Bandwidth(faultproxy.Upstream, 0)
-	time.Sleep(500 * time.Millisecond)
+	time.Sleep(200 * time.Millisecond)
 }
 
 // TestBigSetAbandonedStaysBeforeNextCommand: a SET of a big value whose
@@ -175,7 +175,7 @@ func TestAbandonedWriteStaysBeforeNextWriteOnEveryAPI(t *testing.T) {
 				c, p := orderSetupWith(t, rate, strategy.Multiplexed{Conns: conns})
 				k := "order:k"
 				other := keyOnOtherConn(t, k, max(conns, 2))
-				big := bytes.Repeat([]byte("B"), rate/2) // 0.5 s on the wire
+				big := bytes.Repeat([]byte("B"), rate/4) // 250 ms on the wire
 				ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 				err := c.Set(ctx, k, big, time.Minute)
 				cancel()
@@ -225,7 +225,7 @@ func TestAbandonedSmallWriteStaysBeforeNextWriteOnOtherConn(t *testing.T) {
 			// A slow command on k's connection: an MSET of a big value.
 			slow := make(chan error, 1)
 			go func() {
-				slow <- c.MSet(edgeCtx(t, 10*time.Second), map[string][]byte{slowKey: bytes.Repeat([]byte("S"), rate/2)}, time.Minute)
+				slow <- c.MSet(edgeCtx(t, 10*time.Second), map[string][]byte{slowKey: bytes.Repeat([]byte("S"), rate/4)}, time.Minute)
 			}()
 			time.Sleep(50 * time.Millisecond)
 			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
