@@ -90,7 +90,13 @@ func (n Near) Open(ctx context.Context, cfg strategy.Config) (strategy.Backend, 
 		s.close()
 		return nil, err
 	}
-	inv, err := startInvalidator(ctx, cfg, s, append([]string(nil), n.Prefixes...), n.PingInterval)
+	follow, err := followerOf(inner, cfg)
+	if err != nil {
+		inner.Close()
+		s.close()
+		return nil, err
+	}
+	inv, err := startInvalidator(ctx, cfg, follow, s, append([]string(nil), n.Prefixes...), n.PingInterval)
 	if err != nil {
 		inner.Close()
 		s.close()

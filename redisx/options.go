@@ -17,7 +17,12 @@ import (
 // struct have no effect.
 type Options struct {
 	// Addrs are the seed nodes, "host:port". Zero: 127.0.0.1:6379.
+	// Ignored when Sentinel is set.
 	Addrs []string
+	// Sentinel, when set, makes the client ask these sentinels for the
+	// master and follow its failovers (see SentinelOptions); Addrs are
+	// then ignored.
+	Sentinel *SentinelOptions
 	// Strategy is any strategy value: strategy.Multiplexed{},
 	// strategy.Pool{Size: 32}, goredis.Strategy{Client: rdb},
 	// localcache.Near{…}. Zero: strategy.Multiplexed{}.
@@ -197,6 +202,11 @@ func (o *Options) config() (strategy.Config, error) {
 	}
 	if len(cfg.Addrs) == 0 {
 		cfg.Addrs = []string{"127.0.0.1:6379"}
+	}
+	if o.Sentinel != nil {
+		if err := o.sentinelConfig(&cfg); err != nil {
+			return cfg, err
+		}
 	}
 	for _, a := range cfg.Addrs {
 		if _, _, err := net.SplitHostPort(a); err != nil {

@@ -48,6 +48,9 @@ func RedactedURL(o Options) (string, error) {
 }
 
 func formatURL(o Options, credentials bool) (string, error) {
+	if o.Sentinel != nil {
+		return formatSentinelURL(o, credentials)
+	}
 	u := url.URL{Scheme: "redis"}
 	if o.TLS != nil {
 		if !isDefaultTLS(o.TLS) {

@@ -3,8 +3,6 @@ package strategy
 import (
 	"context"
 
-	"github.com/redisx-go/kit/internal/cluster"
-	"github.com/redisx-go/kit/internal/conn"
 	"github.com/redisx-go/kit/internal/mux"
 )
 
@@ -68,9 +66,5 @@ func (m Multiplexed) Open(ctx context.Context, cfg Config) (Backend, error) {
 	if _, err := mux.Options(m).WithDefaults(); err != nil {
 		return nil, err
 	}
-	b, err := cluster.Open(ctx, conn.Config(cfg), muxTransport(m))
-	if err != nil {
-		return nil, err
-	}
-	return public(b), nil
+	return open(ctx, cfg, muxTransport(m))
 }

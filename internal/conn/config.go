@@ -21,6 +21,16 @@ type Config struct {
 	ReadTimeout  time.Duration
 	WriteTimeout time.Duration
 	ClientName   string
+	Sentinel     *Sentinel
+}
+
+// Sentinel is strategy.SentinelConfig: the sentinels that name the master
+// when Config.Sentinel is set. Its fields' docs are strategy's.
+type Sentinel struct {
+	Master   string
+	Addrs    []string
+	Username string
+	Password string
 }
 
 // Stats is strategy.Stats, field for field (see Config): what a

@@ -303,8 +303,9 @@ func (g *SentinelGroup) KillMaster(ctx context.Context) (*Server, error) {
 // some 8 s after the switch (they wait that long before they correct a
 // master they believe a replica), and until then it is a master nobody
 // writes to; Failover does it at once, as they do it — REPLICAOF and
-// CLIENT KILL of its normal and Pub/Sub clients in one transaction — and
-// waits as [SentinelGroup.WaitMaster] does.
+// CLIENT KILL of its normal and Pub/Sub clients in one transaction, with
+// CONFIG RESETSTAT, so that its INFO commandstats count what it served as
+// a replica only — and waits as [SentinelGroup.WaitMaster] does.
 func (g *SentinelGroup) Failover(ctx context.Context) (*Server, error) {
 	ctx, cancel := context.WithTimeout(ctx, sentinelTimeout)
 	defer cancel()
@@ -342,7 +343,9 @@ func (g *SentinelGroup) Failover(ctx context.Context) (*Server, error) {
 // demote makes s a replica of m as a sentinel does (sentinelSendSlaveOf):
 // REPLICAOF and CLIENT KILL of its normal and Pub/Sub clients (not this
 // one: SKIPME is the default) in one transaction, so that clients holding
-// connections to s are made to ask the sentinels again.
+// connections to s are made to ask the sentinels again. CONFIG RESETSTAT
+// in the same transaction zeroes its INFO commandstats at the moment it
+// becomes a replica, so that a test can count what it serves as one.
 func demote(ctx context.Context, s, m *Server) error {
 	c, err := dial(ctx, s)
 	if err != nil {
@@ -354,6 +357,7 @@ func demote(ctx context.Context, s, m *Server) error {
 		{"REPLICAOF", m.host, strconv.Itoa(m.port)},
 		{"CLIENT", "KILL", "TYPE", "normal"},
 		{"CLIENT", "KILL", "TYPE", "pubsub"},
+		{"CONFIG", "RESETSTAT"},
 	} {
 		if err := c.Send(cmd[0].(string), cmd[1:]...); err != nil {
 			return err
