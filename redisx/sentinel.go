@@ -28,6 +28,17 @@ import (
 // sentinels run; one demoted by anyone else (REPLICAOF by hand) is caught
 // within a second by a ROLE check. See strategy.SentinelConfig.
 //
+// ParseURL reads it from a redis-sentinel URL, and FormatURL writes one:
+//
+//	redis-sentinel://[[user]:password@]host[:port][,host[:port]…]/master[?param=value&…]
+//
+// The hosts are the sentinels (port 26379 by default, IPv6 literals in
+// brackets), the path is Master, and the user and password are the data
+// nodes' (Options.Username and Password). Every parameter of a redis://
+// URL applies but addr, and three more: db (Options.DB, in the path of a
+// redis:// URL), sentinel_username and sentinel_password. The scheme has
+// no TLS form: FormatURL refuses Sentinel with TLS.
+//
 // strategy.Multiplexed, strategy.Pool and localcache.Near over either
 // follow the sentinels (Near flushes its local cache and moves its
 // invalidation connection with the master); strategy.SlotGrouped,
