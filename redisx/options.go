@@ -23,6 +23,11 @@ type Options struct {
 	// master and follow its failovers (see SentinelOptions); Addrs are
 	// then ignored.
 	Sentinel *SentinelOptions
+	// ReadFrom says which node serves reads: the master (ReadPrimary, the
+	// zero value) or, with Sentinel, a replica (ReadReplicaPreferred) or
+	// the nearest node (ReadNearest). A read from a replica may miss a
+	// write just made: see ReadFrom.
+	ReadFrom ReadFrom
 	// Strategy is any strategy value: strategy.Multiplexed{},
 	// strategy.Pool{Size: 32}, goredis.Strategy{Client: rdb},
 	// localcache.Near{…}. Zero: strategy.Multiplexed{}.
@@ -199,6 +204,7 @@ func (o *Options) config() (strategy.Config, error) {
 		DialTimeout:  o.DialTimeout,
 		ReadTimeout:  o.ReadTimeout,
 		WriteTimeout: o.WriteTimeout,
+		ReadFrom:     o.ReadFrom,
 	}
 	if len(cfg.Addrs) == 0 {
 		cfg.Addrs = []string{"127.0.0.1:6379"}

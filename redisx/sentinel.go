@@ -35,8 +35,9 @@ import (
 // The hosts are the sentinels (port 26379 by default, IPv6 literals in
 // brackets), the path is Master, and the user and password are the data
 // nodes' (Options.Username and Password). Every parameter of a redis://
-// URL applies but addr, and three more: db (Options.DB, in the path of a
-// redis:// URL), sentinel_username and sentinel_password. The scheme has
+// URL applies but addr, and four more: db (Options.DB, in the path of a
+// redis:// URL), read_from (Options.ReadFrom: primary, replica or
+// nearest), sentinel_username and sentinel_password. The scheme has
 // no TLS form: FormatURL refuses Sentinel with TLS.
 //
 // strategy.Multiplexed, strategy.Pool and localcache.Near over either

@@ -35,6 +35,7 @@ const defaultSentinelPort = "26379"
 // every parameter of a redis:// URL but addr, it takes
 //
 //	db                 Options.DB (a redis:// URL has it in its path)
+//	read_from          Options.ReadFrom: primary (default), replica or nearest
 //	sentinel_username  Options.Sentinel.Username
 //	sentinel_password  Options.Sentinel.Password
 //
@@ -85,11 +86,11 @@ func parseSentinelURL(raw string) (Options, error) {
 		return vs[0], nil
 	}
 	s := &SentinelOptions{Master: master, Addrs: addrs}
-	var db string
+	var db, readFrom string
 	for _, p := range []struct {
 		name string
 		to   *string
-	}{{"db", &db}, {"sentinel_username", &s.Username}, {"sentinel_password", &s.Password}} {
+	}{{"db", &db}, {"read_from", &readFrom}, {"sentinel_username", &s.Username}, {"sentinel_password", &s.Password}} {
 		if *p.to, err = take(p.name); err != nil {
 			return o, err
 		}
@@ -111,6 +112,15 @@ func parseSentinelURL(raw string) (Options, error) {
 		return Options{}, err
 	}
 	o.Addrs, o.Sentinel = nil, s
+	switch readFrom {
+	case "", ReadPrimary.String():
+	case ReadReplicaPreferred.String():
+		o.ReadFrom = ReadReplicaPreferred
+	case ReadNearest.String():
+		o.ReadFrom = ReadNearest
+	default:
+		return Options{}, fmt.Errorf("%w: read_from=%q in URL, want primary, replica or nearest", ErrInvalidArgument, readFrom)
+	}
 	return o, nil
 }
 

@@ -37,20 +37,21 @@ func TestSentinelURLRoundTrip(t *testing.T) {
 				Username:   "app",
 				Password:   "d@ta/pw",
 				DB:         3,
+				ReadFrom:   redisx.ReadReplicaPreferred,
 				ClientName: "svc",
 				Strategy:   localcache.Near{Inner: strategy.Pool{Size: 8}, MaxBytes: 1 << 20},
 				Retry:      redisx.Retry{MaxAttempts: 5},
 			},
 			url: "redis-sentinel://app:d%40ta%2Fpw@s1:26379,10.0.0.2:26380,s3:1/cache%20one?strategy=pool&size=8&near=1MiB" +
-				"&client_name=svc&retry_max_attempts=5&db=3&sentinel_username=watcher&sentinel_password=s%26p%23w",
+				"&client_name=svc&retry_max_attempts=5&db=3&read_from=replica&sentinel_username=watcher&sentinel_password=s%26p%23w",
 			redacted: "redis-sentinel://s1:26379,10.0.0.2:26380,s3:1/cache%20one?strategy=pool&size=8&near=1MiB" +
-				"&client_name=svc&retry_max_attempts=5&db=3",
+				"&client_name=svc&retry_max_attempts=5&db=3&read_from=replica",
 		},
 		{
 			name:     "IPv6 sentinels",
-			in:       redisx.Options{Sentinel: &redisx.SentinelOptions{Master: "m", Addrs: []string{"[::1]:26379", "h:1", "[fe80::1]:2"}}, Strategy: strategy.Pool{}},
-			url:      "redis-sentinel://[::1]:26379,h:1,[fe80::1]:2/m?strategy=pool",
-			redacted: "redis-sentinel://[::1]:26379,h:1,[fe80::1]:2/m?strategy=pool",
+			in:       redisx.Options{Sentinel: &redisx.SentinelOptions{Master: "m", Addrs: []string{"[::1]:26379", "h:1", "[fe80::1]:2"}}, Strategy: strategy.Pool{}, ReadFrom: redisx.ReadNearest},
+			url:      "redis-sentinel://[::1]:26379,h:1,[fe80::1]:2/m?strategy=pool&read_from=nearest",
+			redacted: "redis-sentinel://[::1]:26379,h:1,[fe80::1]:2/m?strategy=pool&read_from=nearest",
 		},
 	}
 	for _, tc := range tests {
@@ -70,7 +71,7 @@ func TestSentinelURLRoundTrip(t *testing.T) {
 }
 
 func TestParseSentinelURL(t *testing.T) {
-	o, err := redisx.ParseURL("REDIS-SENTINEL://:pw@h1,[::1],h2:26380,[::1]:1/mymaster?db=1&sentinel_password=sp&dial_timeout=2s")
+	o, err := redisx.ParseURL("REDIS-SENTINEL://:pw@h1,[::1],h2:26380,[::1]:1/mymaster?db=1&sentinel_password=sp&dial_timeout=2s&read_from=primary")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,18 +89,20 @@ func TestParseSentinelURL(t *testing.T) {
 
 func TestSentinelURLRefused(t *testing.T) {
 	for _, raw := range []string{
-		"redis-sentinel:///mymaster",         // no sentinel
-		"redis-sentinel://h1,,h2/mymaster",   // an empty one
-		"redis-sentinel://h1:/mymaster",      // an empty port
-		"redis-sentinel://h1:0/mymaster",     // port out of range
-		"redis-sentinel://h1:x/mymaster",     // not a port
-		"redis-sentinel://h1",                // no master
-		"redis-sentinel://h1/",               // an empty master
-		"redis-sentinel://h1/a/b",            // two segments
-		"redis-sentinel://h1/m?addr=h2:6379", // seeds: the sentinels name the master
-		"redis-sentinel://h1/m?db=-1",        // a negative database
-		"redis-sentinel://h1/m?db=01",        // not written as FormatURL would
-		"redis-sentinel://h1/m?db=1&db=2",    // twice
+		"redis-sentinel:///mymaster",               // no sentinel
+		"redis-sentinel://h1,,h2/mymaster",         // an empty one
+		"redis-sentinel://h1:/mymaster",            // an empty port
+		"redis-sentinel://h1:0/mymaster",           // port out of range
+		"redis-sentinel://h1:x/mymaster",           // not a port
+		"redis-sentinel://h1",                      // no master
+		"redis-sentinel://h1/",                     // an empty master
+		"redis-sentinel://h1/a/b",                  // two segments
+		"redis-sentinel://h1/m?addr=h2:6379",       // seeds: the sentinels name the master
+		"redis-sentinel://h1/m?db=-1",              // a negative database
+		"redis-sentinel://h1/m?db=01",              // not written as FormatURL would
+		"redis-sentinel://h1/m?db=1&db=2",          // twice
+		"redis-sentinel://h1/m?read_from=replicas", // not a ReadFrom
+		"redis://h1/?read_from=replica",            // replicas need Sentinel
 		"redis-sentinel://h1/m?sentinel_password=a&sentinel_password=b",
 		"redis-sentinel://h1/m?strategy=nosuch",       // what redis:// refuses
 		"redis-sentinel://h1/m?conns=2&strategy=pool", // likewise
@@ -129,6 +132,8 @@ func TestSentinelURLRefused(t *testing.T) {
 		{Sentinel: &redisx.SentinelOptions{Master: "m", Addrs: []string{"h"}}},
 		{Sentinel: &redisx.SentinelOptions{Master: "m", Addrs: []string{"h:1"}, Username: "u"}},
 		{Sentinel: &redisx.SentinelOptions{Master: "m", Addrs: []string{"h:1"}}, DB: -1},
+		{Addrs: []string{"h:1"}, ReadFrom: redisx.ReadReplicaPreferred},
+		{Sentinel: &redisx.SentinelOptions{Master: "m", Addrs: []string{"h:1"}}, ReadFrom: redisx.ReadNearest + 1},
 	} {
 		if u, err := redisx.FormatURL(o); err == nil || !errors.Is(err, redisx.ErrInvalidArgument) {
 			t.Errorf("FormatURL(%#v) = %q, %v; want ErrInvalidArgument", o.Sentinel, u, err)
@@ -142,6 +147,7 @@ func FuzzSentinelURLRoundTrip(f *testing.F) {
 		"redis-sentinel://h1/m",
 		"redis-sentinel://u:p@h1:26379,h2:1/my%20master?db=2&strategy=pool&size=3&sentinel_password=x",
 		"redis-sentinel://[::1]/m?sentinel_username=a&sentinel_password=b&near=1KiB",
+		"redis-sentinel://h/m?read_from=nearest&strategy=pool",
 	} {
 		f.Add(s)
 	}

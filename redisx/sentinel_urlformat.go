@@ -12,12 +12,17 @@ import (
 // for Options whose Sentinel is set: a redis-sentinel:// URL (see
 // parseSentinelURL) with the sentinels as its hosts, the master's name as
 // its path, and the parameters of the redis:// URL of the same Options,
-// followed by db, sentinel_username and sentinel_password. Addrs, which
+// followed by db, read_from, sentinel_username and sentinel_password. Addrs, which
 // New ignores beside Sentinel, are not written. TLS is refused: the
 // redis-sentinel scheme has no TLS form.
 func formatSentinelURL(o Options, credentials bool) (string, error) {
 	s := o.Sentinel
 	switch {
+	case s == nil:
+		// New refuses it too: the sentinels name the replicas.
+		return "", fmt.Errorf("%w: ReadFrom %v without Sentinel has no URL form", ErrInvalidArgument, o.ReadFrom)
+	case o.ReadFrom > ReadNearest:
+		return "", fmt.Errorf("%w: %v is not ReadPrimary, ReadReplicaPreferred nor ReadNearest", ErrInvalidArgument, o.ReadFrom)
 	case s.Master == "":
 		return "", fmt.Errorf("%w: Sentinel.Master is empty", ErrInvalidArgument)
 	case len(s.Addrs) == 0:
@@ -37,7 +42,7 @@ func formatSentinelURL(o Options, credentials bool) (string, error) {
 		}
 	}
 	plain := o
-	plain.Sentinel, plain.Addrs, plain.DB = nil, nil, 0
+	plain.Sentinel, plain.Addrs, plain.DB, plain.ReadFrom = nil, nil, 0, ReadPrimary
 	p, err := formatURL(plain, credentials)
 	if err != nil {
 		return "", err
@@ -64,6 +69,7 @@ func formatSentinelURL(o Options, credentials bool) (string, error) {
 		q += name + "=" + url.QueryEscape(value)
 	}
 	add("db", strconv.Itoa(o.DB), o.DB > 0)
+	add("read_from", o.ReadFrom.String(), o.ReadFrom != ReadPrimary)
 	if credentials {
 		if s.Password == "" && s.Username != "" {
 			return "", fmt.Errorf("%w: Sentinel.Username without Sentinel.Password", ErrInvalidArgument)

@@ -48,7 +48,7 @@ func RedactedURL(o Options) (string, error) {
 }
 
 func formatURL(o Options, credentials bool) (string, error) {
-	if o.Sentinel != nil {
+	if o.Sentinel != nil || o.ReadFrom != ReadPrimary {
 		return formatSentinelURL(o, credentials)
 	}
 	u := url.URL{Scheme: "redis"}

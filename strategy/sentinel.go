@@ -48,6 +48,9 @@ type SentinelConfig = conn.Sentinel
 // cfg.Sentinel name, or by cluster.Open (a standalone server or a
 // cluster).
 func open(ctx context.Context, cfg Config, t cluster.Transport) (Backend, error) {
+	if err := checkReadFrom(cfg); err != nil {
+		return nil, err
+	}
 	if cfg.Sentinel != nil {
 		b, err := sentinel.Open(ctx, conn.Config(cfg), t)
 		if err != nil {

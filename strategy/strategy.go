@@ -285,4 +285,7 @@ type Config struct {
 	// and every connection is checked to reach a master (see
 	// SentinelConfig).
 	Sentinel *SentinelConfig
+	// ReadFrom says which node serves reads (see ReadFrom): the master
+	// (ReadPrimary, the zero value) or, over Sentinel, a replica.
+	ReadFrom ReadFrom
 }

@@ -3,6 +3,7 @@ package conn
 import (
 	"context"
 	"crypto/tls"
+	"strconv"
 	"time"
 )
 
@@ -22,7 +23,19 @@ type Config struct {
 	WriteTimeout time.Duration
 	ClientName   string
 	Sentinel     *Sentinel
+	ReadFrom     ReadFrom
 }
+
+// ReadFrom is strategy.ReadFrom: which node serves reads. Its docs are
+// strategy's.
+type ReadFrom uint8
+
+// The values of ReadFrom.
+const (
+	ReadPrimary ReadFrom = iota
+	ReadReplicaPreferred
+	ReadNearest
+)
 
 // Sentinel is strategy.SentinelConfig: the sentinels that name the master
 // when Config.Sentinel is set. Its fields' docs are strategy's.
@@ -90,4 +103,18 @@ func (s *Stats) AddCounters(ns Stats) {
 	s.Dials += ns.Dials
 	s.DialErrors += ns.DialErrors
 	s.BrokenConns += ns.BrokenConns
+}
+
+// String returns the name of r in a URL's read_from parameter: primary,
+// replica or nearest.
+func (r ReadFrom) String() string {
+	switch r {
+	case ReadPrimary:
+		return "primary"
+	case ReadReplicaPreferred:
+		return "replica"
+	case ReadNearest:
+		return "nearest"
+	}
+	return "ReadFrom(" + strconv.Itoa(int(r)) + ")"
 }

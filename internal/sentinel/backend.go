@@ -52,6 +52,12 @@ type Backend struct {
 
 	switches atomic.Int64
 
+	// Reads from replicas (replicas.go), with Config.ReadFrom.
+	replicas  atomic.Pointer[replicaSet]
+	next      atomic.Uint64 // ReadReplicaPreferred's turn
+	masterRTT atomic.Int64  // a moving average of the master's ROLE checks, in nanoseconds
+	relist    atomic.Bool   // list the replicas at the next check
+
 	wake chan struct{} // capacity 1: discover now
 	// life is the context of the backend's own work (the watch, the
 	// discoveries), cancelled by Close.
@@ -93,9 +99,18 @@ func Open(ctx context.Context, cfg conn.Config, t cluster.Transport) (*Backend, 
 		changed: make(chan struct{}), wake: make(chan struct{}, 1)}
 	b.cur.Store(&member{n: n, b: b})
 	b.life, b.cancel = context.WithCancel(context.Background())
+	if cfg.ReadFrom != conn.ReadPrimary {
+		// Reads go to the replicas from the first one on; a failure here
+		// leaves them on the master until the next check.
+		b.tendReplicas(ctx, 0)
+	}
 	b.wg.Add(2)
 	go b.watch()
 	go b.follow()
+	if cfg.ReadFrom != conn.ReadPrimary {
+		b.wg.Add(1)
+		go b.tend()
+	}
 	return b, nil
 }
 
@@ -128,14 +143,20 @@ func (b *Backend) switchTo(addr string) {
 		return
 	}
 	ok := b.installLocked(addr, old)
+	var promoted *member
 	if ok {
 		b.switches.Add(1)
 		close(b.changed)
 		b.changed = make(chan struct{})
+		promoted = b.dropReplicaLocked(addr)
+		b.relist.Store(true)
 	}
 	b.mu.Unlock()
 	if ok {
 		old.retire()
+	}
+	if promoted != nil {
+		promoted.retire()
 	}
 }
 
@@ -214,6 +235,11 @@ func (b *Backend) Close() error {
 	for m := range b.retiring {
 		all = append(all, m)
 	}
+	if rs := b.replicas.Swap(nil); rs != nil {
+		for _, r := range *rs {
+			all = append(all, r.m)
+		}
+	}
 	close(b.changed)
 	b.changed = make(chan struct{})
 	b.mu.Unlock()
@@ -236,19 +262,24 @@ func (b *Backend) Stats() conn.Stats {
 	for m := range b.retiring {
 		s.AddNode(m.n.Stats())
 	}
+	if rs := b.replicas.Load(); rs != nil {
+		for _, r := range *rs {
+			s.AddNode(r.m.n.Stats())
+		}
+	}
 	b.mu.Unlock()
 	return s
 }
 
 // Get implements cluster.Backend.
 func (b *Backend) Get(ctx context.Context, key string) ([]byte, error) {
-	m, err := b.acquire()
+	m, r, err := b.acquireRead()
 	if err != nil {
 		return nil, err
 	}
 	v, err := m.n.Get(ctx, key)
 	m.release()
-	return v, b.check(m, err)
+	return v, b.afterRead(m, r, err)
 }
 
 // Set implements cluster.Backend.
@@ -275,13 +306,13 @@ func (b *Backend) Del(ctx context.Context, keys ...string) (int64, error) {
 
 // MGet implements cluster.Backend.
 func (b *Backend) MGet(ctx context.Context, keys []string) ([][]byte, error) {
-	m, err := b.acquire()
+	m, r, err := b.acquireRead()
 	if err != nil {
 		return nil, err
 	}
 	vs, err := m.n.MGet(ctx, keys)
 	m.release()
-	return vs, b.check(m, err)
+	return vs, b.afterRead(m, r, err)
 }
 
 // MSet implements cluster.Backend.
@@ -297,35 +328,42 @@ func (b *Backend) MSet(ctx context.Context, kv map[string][]byte, ttl time.Durat
 
 // Do implements cluster.Backend.
 func (b *Backend) Do(ctx context.Context, args ...any) (any, error) {
-	m, err := b.acquire()
+	var m *member
+	var r *replica
+	var err error
+	if b.cfg.ReadFrom != conn.ReadPrimary && readOnly(args) {
+		m, r, err = b.acquireRead()
+	} else {
+		m, err = b.acquire()
+	}
 	if err != nil {
 		return nil, err
 	}
 	v, err := m.n.Do(ctx, args...)
 	m.release()
-	return v, b.check(m, err)
+	return v, b.afterRead(m, r, err)
 }
 
 // GetWithTTL implements cluster.Backend.
 func (b *Backend) GetWithTTL(ctx context.Context, key string) ([]byte, time.Duration, error) {
-	m, err := b.acquire()
+	m, r, err := b.acquireRead()
 	if err != nil {
 		return nil, 0, err
 	}
 	v, ttl, err := m.n.GetWithTTL(ctx, key)
 	m.release()
-	return v, ttl, b.check(m, err)
+	return v, ttl, b.afterRead(m, r, err)
 }
 
 // MGetWithTTL implements cluster.Backend.
 func (b *Backend) MGetWithTTL(ctx context.Context, keys []string) ([][]byte, []time.Duration, error) {
-	m, err := b.acquire()
+	m, r, err := b.acquireRead()
 	if err != nil {
 		return nil, nil, err
 	}
 	vs, ttls, err := m.n.MGetWithTTL(ctx, keys)
 	m.release()
-	return vs, ttls, b.check(m, err)
+	return vs, ttls, b.afterRead(m, r, err)
 }
 
 // member is a node with the count of calls using it; see

@@ -181,9 +181,13 @@ func (b *Backend) checkRole() {
 		return
 	}
 	ctx, cancel := context.WithTimeout(b.life, askTimeout(&b.cfg))
+	start := time.Now()
 	v, err := m.n.Do(ctx, "ROLE")
 	cancel()
 	m.release()
+	if err == nil {
+		observe(&b.masterRTT, time.Since(start))
+	}
 	if err != nil {
 		b.check(m, err)
 		return

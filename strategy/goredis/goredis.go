@@ -68,6 +68,9 @@ func (g Strategy) Open(ctx context.Context, cfg strategy.Config) (strategy.Backe
 	if cfg.Sentinel != nil {
 		return nil, fmt.Errorf("%w: goredis.Strategy with Sentinel: the go-redis client is configured on its own (redis.NewFailoverClient)", strategy.ErrInvalidArgument)
 	}
+	if cfg.ReadFrom != strategy.ReadPrimary {
+		return nil, fmt.Errorf("%w: goredis.Strategy with ReadFrom: the go-redis client is configured on its own (ReadOnly, RouteByLatency)", strategy.ErrInvalidArgument)
+	}
 	if err := g.Client.Ping(ctx).Err(); err != nil {
 		return nil, goRedisError("ping", err)
 	}
