@@ -11,15 +11,19 @@ import (
 
 	"github.com/gomodule/redigo/redis"
 	"github.com/redisx-go/kit/internal/cluster"
+	"github.com/redisx-go/kit/internal/sentinel"
 	"github.com/redisx-go/kit/strategy"
 )
 
 // invalidator keeps one invalidation connection (a listener) per master
 // and tells the store whether all of them are subscribed. On a cluster it
 // rediscovers the masters every rediscoverPeriod and when a listener is
-// lost, and reconciles the listeners with them.
+// lost, and reconciles the listeners with them; over Sentinel it does the
+// same with the master the inner strategy follows, and at once when that
+// changes.
 type invalidator struct {
 	cfg      strategy.Config
+	follow   sentinel.Follower // over Sentinel: the master the inner strategy sends to
 	prefixes []string
 	ping     time.Duration
 	s        *store
@@ -39,8 +43,8 @@ type invalidator struct {
 
 const rediscoverPeriod = time.Second
 
-func startInvalidator(ctx context.Context, cfg strategy.Config, s *store, prefixes []string, ping time.Duration) (*invalidator, error) {
-	inv := &invalidator{cfg: cfg, prefixes: prefixes, ping: ping, s: s,
+func startInvalidator(ctx context.Context, cfg strategy.Config, follow sentinel.Follower, s *store, prefixes []string, ping time.Duration) (*invalidator, error) {
+	inv := &invalidator{cfg: cfg, follow: follow, prefixes: prefixes, ping: ping, s: s,
 		listeners: map[string]*listener{}, wake: make(chan struct{}, 1)}
 	inv.ctx, inv.cancel = context.WithCancel(context.Background())
 	masters, isCluster, err := inv.discover(ctx)
@@ -59,16 +63,20 @@ func startInvalidator(ctx context.Context, cfg strategy.Config, s *store, prefix
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
-	if isCluster {
+	if isCluster || follow != nil {
 		inv.wg.Add(1)
 		go inv.rediscoverLoop()
 	}
 	return inv, nil
 }
 
-// discover finds the masters: CLUSTER SHARDS (or SLOTS) on the first seed
+// discover finds the masters: over Sentinel, the master the inner
+// strategy follows; otherwise CLUSTER SHARDS (or SLOTS) on the first seed
 // that answers, or the seed itself when cluster support is disabled.
 func (inv *invalidator) discover(ctx context.Context) ([]string, bool, error) {
+	if inv.follow != nil {
+		return []string{inv.follow.Master()}, false, nil
+	}
 	var errs []error
 	seeds := inv.cfg.Addrs
 	inv.mu.Lock()
@@ -186,11 +194,21 @@ func (inv *invalidator) rediscoverLoop() {
 	t := time.NewTicker(rediscoverPeriod)
 	defer t.Stop()
 	for {
+		// Over Sentinel, a failover the inner strategy followed moves the
+		// listener at once: the old one is closed, the local cache
+		// flushed, and nothing is served locally until the new master's
+		// listener is subscribed. (The channel is taken before discover
+		// reads the master, so that no change falls between the two.)
+		var changed <-chan struct{}
+		if inv.follow != nil {
+			changed = inv.follow.MasterChanged()
+		}
 		select {
 		case <-inv.ctx.Done():
 			return
 		case <-t.C:
 		case <-inv.wake:
+		case <-changed:
 		}
 		ctx, cancel := context.WithTimeout(inv.ctx, 2*time.Second)
 		masters, _, err := inv.discover(ctx)

@@ -70,6 +70,11 @@ func (n Near) Open(ctx context.Context, cfg strategy.Config) (strategy.Backend, 
 	case Near, *Near:
 		return nil, fmt.Errorf("%w: Near inside Near", strategy.ErrInvalidArgument)
 	}
+	if cfg.ReadFrom != strategy.ReadPrimary {
+		// The invalidations come from the master; a replica's reply may
+		// be older than one already invalidated, and would be cached.
+		return nil, fmt.Errorf("%w: Near with ReadFrom other than ReadPrimary: the local cache could not stay coherent", strategy.ErrInvalidArgument)
+	}
 	if n.Inner == nil {
 		n.Inner = strategy.Multiplexed{}
 	}
@@ -91,7 +96,13 @@ func (n Near) Open(ctx context.Context, cfg strategy.Config) (strategy.Backend, 
 		s.close()
 		return nil, err
 	}
-	inv, err := startInvalidator(ctx, cfg, s, append([]string(nil), n.Prefixes...), n.PingInterval)
+	follow, err := followerOf(inner, cfg)
+	if err != nil {
+		inner.Close()
+		s.close()
+		return nil, err
+	}
+	inv, err := startInvalidator(ctx, cfg, follow, s, append([]string(nil), n.Prefixes...), n.PingInterval)
 	if err != nil {
 		inner.Close()
 		s.close()

@@ -17,7 +17,17 @@ import (
 // struct have no effect.
 type Options struct {
 	// Addrs are the seed nodes, "host:port". Zero: 127.0.0.1:6379.
+	// Ignored when Sentinel is set.
 	Addrs []string
+	// Sentinel, when set, makes the client ask these sentinels for the
+	// master and follow its failovers (see SentinelOptions); Addrs are
+	// then ignored.
+	Sentinel *SentinelOptions
+	// ReadFrom says which node serves reads: the master (ReadPrimary, the
+	// zero value) or, with Sentinel, a replica (ReadReplicaPreferred) or
+	// the nearest node (ReadNearest). A read from a replica may miss a
+	// write just made: see ReadFrom.
+	ReadFrom ReadFrom
 	// Strategy is any strategy value: strategy.Multiplexed{},
 	// strategy.Pool{Size: 32}, goredis.Strategy{Client: rdb},
 	// localcache.Near{…}. Zero: strategy.Multiplexed{}.
@@ -194,9 +204,15 @@ func (o *Options) config() (strategy.Config, error) {
 		DialTimeout:  o.DialTimeout,
 		ReadTimeout:  o.ReadTimeout,
 		WriteTimeout: o.WriteTimeout,
+		ReadFrom:     o.ReadFrom,
 	}
 	if len(cfg.Addrs) == 0 {
 		cfg.Addrs = []string{"127.0.0.1:6379"}
+	}
+	if o.Sentinel != nil {
+		if err := o.sentinelConfig(&cfg); err != nil {
+			return cfg, err
+		}
 	}
 	for _, a := range cfg.Addrs {
 		if _, _, err := net.SplitHostPort(a); err != nil {

@@ -47,7 +47,7 @@ type telemetry struct {
 // create instruments is reported to otel.Handle and leaves the client
 // without them; it never fails New.
 func (c *Client) setupTelemetry(o *Options, cfg strategy.Config) {
-	first := cfg.Addrs[0]
+	first := firstAddr(cfg)
 	mp := o.MeterProvider
 	if mp == nil {
 		mp = otel.GetMeterProvider()

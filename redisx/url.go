@@ -66,6 +66,9 @@ import (
 // parameters without near are errors. Errors never repeat the URL, which
 // may hold a password. FormatURL is the inverse.
 func ParseURL(raw string) (Options, error) {
+	if isSentinelURL(raw) {
+		return parseSentinelURL(raw) // before url.Parse, which reads no list of hosts
+	}
 	var o Options
 	u, err := url.Parse(raw)
 	if err != nil {

@@ -45,6 +45,9 @@ func RedactedURL(o Options) (string, error) {
 }
 
 func formatURL(o Options, credentials bool) (string, error) {
+	if o.Sentinel != nil || o.ReadFrom != ReadPrimary {
+		return formatSentinelURL(o, credentials)
+	}
 	u := url.URL{Scheme: "redis"}
 	if o.TLS != nil {
 		if !isDefaultTLS(o.TLS) {

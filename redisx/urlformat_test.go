@@ -297,7 +297,7 @@ func TestRedactedURLHasNoCredentials(t *testing.T) {
 func TestFormatURLKnowsEveryField(t *testing.T) {
 	known := map[reflect.Type][]string{
 		reflect.TypeFor[redisx.Options](): {
-			"Addrs", "Strategy", "Username", "Password", "Credentials", "MaxConnAge", "DB", "TLS", "ClientName", "DialTimeout",
+			"Addrs", "Sentinel", "ReadFrom", "Strategy", "Username", "Password", "Credentials", "MaxConnAge", "DB", "TLS", "ClientName", "DialTimeout",
 			"ReadTimeout", "WriteTimeout", "Retry", "TTLJitter", "StaleWhileRevalidate", "LoadTimeout", "MeterProvider", "TracerProvider",
 		},
 		reflect.TypeFor[strategy.Multiplexed](): {"Conns", "MaxPending", "Blocking"},

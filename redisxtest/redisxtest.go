@@ -64,6 +64,12 @@ type Options struct {
 	// Args are extra redis-server configuration directives, such as
 	// []string{"--maxmemory", "10mb"}.
 	Args []string
+
+	// Replicas and Sentinels size a group started by StartSentinel: the
+	// replicas of the master (zero: 2) and the sentinels monitoring it
+	// (zero: 3). Start and NewServer refuse them.
+	Replicas  int
+	Sentinels int
 }
 
 // startTimeout bounds starting one server or a cluster.
@@ -72,6 +78,8 @@ const startTimeout = 60 * time.Second
 func (o Options) launcherOptions() (launcher.Options, error) {
 	lo := launcher.Options{Args: append([]string(nil), o.Args...)}
 	switch {
+	case o.Replicas != 0 || o.Sentinels != 0:
+		return lo, fmt.Errorf("redisxtest: Replicas and Sentinels are for StartSentinel")
 	case o.Username != "" && o.Password == "":
 		return lo, fmt.Errorf("redisxtest: Username %q without Password", o.Username)
 	case o.Username != "":

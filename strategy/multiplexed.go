@@ -3,8 +3,6 @@ package strategy
 import (
 	"context"
 
-	"github.com/redisx-go/kit/internal/cluster"
-	"github.com/redisx-go/kit/internal/conn"
 	"github.com/redisx-go/kit/internal/mux"
 )
 
@@ -68,11 +66,7 @@ func (m Multiplexed) Open(ctx context.Context, cfg Config) (Backend, error) {
 	if _, err := mux.Options(m).WithDefaults(); err != nil {
 		return nil, err
 	}
-	b, err := cluster.Open(ctx, conn.Config(cfg), mux.Options(m))
-	if err != nil {
-		return nil, err
-	}
-	return public(b), nil
+	return open(ctx, cfg, mux.Options(m))
 }
 
 // URLName implements URLStrategy: strategy=multiplexed.

@@ -4,8 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/redisx-go/kit/internal/cluster"
-	"github.com/redisx-go/kit/internal/conn"
 	"github.com/redisx-go/kit/internal/pool"
 )
 
@@ -47,11 +45,7 @@ func (p Pool) Open(ctx context.Context, cfg Config) (Backend, error) {
 	if _, err := pool.Options(p).WithDefaults(); err != nil {
 		return nil, err
 	}
-	b, err := cluster.Open(ctx, conn.Config(cfg), pool.Options(p))
-	if err != nil {
-		return nil, err
-	}
-	return public(b), nil
+	return open(ctx, cfg, pool.Options(p))
 }
 
 // URLName implements URLStrategy: strategy=pool.

@@ -43,6 +43,12 @@ func (s SlotGrouped) Open(ctx context.Context, cfg Config) (Backend, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: SlotGrouped.Transport must be strategy.Multiplexed or strategy.Pool, not %T", ErrInvalidArgument, tr)
 	}
+	if err := noSentinel(cfg, "SlotGrouped (it groups keys by cluster node)"); err != nil {
+		return nil, err
+	}
+	if err := noReplicaReads(cfg, "SlotGrouped"); err != nil {
+		return nil, err
+	}
 	if s.MaxBatch < 0 {
 		return nil, fmt.Errorf("%w: SlotGrouped.MaxBatch %d is negative", ErrInvalidArgument, s.MaxBatch)
 	}

@@ -280,4 +280,12 @@ type Config struct {
 	// ClientName is set with CLIENT SETNAME on every connection when not
 	// empty.
 	ClientName string
+	// Sentinel, when non-nil, names the master through Redis Sentinel:
+	// Addrs are ignored, the master's address comes from the sentinels,
+	// and every connection is checked to reach a master (see
+	// SentinelConfig).
+	Sentinel *SentinelConfig
+	// ReadFrom says which node serves reads (see ReadFrom): the master
+	// (ReadPrimary, the zero value) or, over Sentinel, a replica.
+	ReadFrom ReadFrom
 }

@@ -3,6 +3,7 @@ package conn
 import (
 	"context"
 	"crypto/tls"
+	"strconv"
 	"time"
 )
 
@@ -21,6 +22,28 @@ type Config struct {
 	ReadTimeout  time.Duration
 	WriteTimeout time.Duration
 	ClientName   string
+	Sentinel     *Sentinel
+	ReadFrom     ReadFrom
+}
+
+// ReadFrom is strategy.ReadFrom: which node serves reads. Its docs are
+// strategy's.
+type ReadFrom uint8
+
+// The values of ReadFrom.
+const (
+	ReadPrimary ReadFrom = iota
+	ReadReplicaPreferred
+	ReadNearest
+)
+
+// Sentinel is strategy.SentinelConfig: the sentinels that name the master
+// when Config.Sentinel is set. Its fields' docs are strategy's.
+type Sentinel struct {
+	Master   string
+	Addrs    []string
+	Username string
+	Password string
 }
 
 // Stats is strategy.Stats, field for field (see Config): what a
@@ -80,4 +103,18 @@ func (s *Stats) AddCounters(ns Stats) {
 	s.Dials += ns.Dials
 	s.DialErrors += ns.DialErrors
 	s.BrokenConns += ns.BrokenConns
+}
+
+// String returns the name of r in a URL's read_from parameter: primary,
+// replica or nearest.
+func (r ReadFrom) String() string {
+	switch r {
+	case ReadPrimary:
+		return "primary"
+	case ReadReplicaPreferred:
+		return "replica"
+	case ReadNearest:
+		return "nearest"
+	}
+	return "ReadFrom(" + strconv.Itoa(int(r)) + ")"
 }

@@ -66,7 +66,17 @@ func Dial(ctx context.Context, cfg *Config, addr string) (net.Conn, error) {
 		opts = append(opts, redis.DialClientName(cfg.ClientName))
 	}
 	rc, err := redis.DialContext(ctx, "tcp", addr, opts...)
-	if err == nil && password == "" && cfg.ClientName == "" && cfg.DB == 0 {
+	if err == nil && cfg.Sentinel != nil {
+		// The sentinels named addr as the master, but that may have
+		// changed since, or they may be wrong (Lettuce#661): the
+		// connection must reach a master, or no caller may use it. ROLE
+		// proves too that a Redis server answers.
+		var role []any
+		if role, err = redis.Values(redis.DoContext(rc, ctx, "ROLE")); err == nil && roleOf(role) != "master" {
+			nc.Close()
+			return nil, MarkUnsent(fmt.Errorf("%w: dial %s: %w (ROLE %s)", ErrConnection, addr, ErrNotMaster, roleOf(role)))
+		}
+	} else if err == nil && password == "" && cfg.ClientName == "" && cfg.DB == 0 {
 		// The handshake sent nothing, so nothing yet proves that a Redis
 		// server answers (Strategy.Open must verify it): any TCP listener
 		// would do. PING does; redigo reads exactly its reply.
@@ -91,6 +101,21 @@ func Dial(ctx context.Context, cfg *Config, addr string) (net.Conn, error) {
 		return nil, MarkUnsent(handshakeError(cfg, addr, err, nc != nil))
 	}
 	return nc, nil
+}
+
+// ErrNotMaster is wrapped in the error of a dial, with Config.Sentinel set,
+// that reached a server which is not a master (a replica, or a master the
+// sentinels demoted since they named it), and of a write a server refused
+// as a replica (READONLY). The sentinels are asked again.
+var ErrNotMaster = errors.New("not a master")
+
+// roleOf returns the role in a ROLE reply: "master", "slave" or "sentinel".
+func roleOf(reply []any) string {
+	if len(reply) == 0 {
+		return "?"
+	}
+	b, _ := reply[0].([]byte)
+	return string(b)
 }
 
 // errNotRedis stands for a handshake reply that is not RESP, or not the

@@ -13,8 +13,12 @@
 // output and error go to its log file, never to the caller's pipes, so a
 // running server cannot make "go test" wait for it.
 //
+// [StartSentinel] starts a master, its replicas and sentinels monitoring it
+// (redis-sentinel), for tests of failover.
+//
 // The redis-server and redis-cli binaries are looked up on PATH; on Debian
-// they come from the redis-server package (which pulls in redis-tools).
+// they come from the redis-server package (which pulls in redis-tools), and
+// redis-sentinel from the redis-sentinel package.
 package launcher
 
 import (
@@ -118,6 +122,7 @@ type Server struct {
 	ownDir   bool // the launcher created dir and Stop removes it
 	password string
 	args     []string // full redis-server argument list, reused by Restart
+	binary   string   // the program: serverBinary, or sentinelBinary for a sentinel
 	external bool     // not started by the launcher: Kill and Restart fail
 
 	mu      sync.Mutex
@@ -154,7 +159,7 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	if o.Port < 0 || o.Port > 65535 {
 		return nil, fmt.Errorf("launcher: invalid port %d", o.Port)
 	}
-	s := &Server{host: "127.0.0.1", password: o.Password}
+	s := &Server{host: "127.0.0.1", password: o.Password, binary: serverBinary}
 	if o.Dir == "" {
 		dir, err := os.MkdirTemp("", "redisx-launcher-")
 		if err != nil {
@@ -248,7 +253,7 @@ func (s *Server) launch(ctx context.Context) (inUse bool, err error) {
 		logStart = fi.Size()
 	}
 
-	cmd := exec.Command(serverBinary, s.args...)
+	cmd := exec.Command(s.binary, s.args...)
 	cmd.Dir = s.dir
 	cmd.Stdin = nil // /dev/null
 	// An *os.File is handed to the child as is: no copying goroutine, no pipe
@@ -258,7 +263,7 @@ func (s *Server) launch(ctx context.Context) (inUse bool, err error) {
 	cmd.SysProcAttr = sysProcAttr()
 	if err := cmd.Start(); err != nil {
 		_ = logFile.Close()
-		return false, fmt.Errorf("launcher: start %s: %w", serverBinary, err)
+		return false, fmt.Errorf("launcher: start %s: %w", s.binary, err)
 	}
 	p := &process{cmd: cmd, done: make(chan struct{})}
 	go func() {
@@ -273,7 +278,7 @@ func (s *Server) launch(ctx context.Context) (inUse bool, err error) {
 		p.kill()
 		tail := readLogTail(logPath, logStart)
 		inUse = strings.Contains(tail, "Address already in use")
-		msg := fmt.Sprintf("launcher: redis-server on %s (dir %s): %v", s.Addr(), s.dir, err)
+		msg := fmt.Sprintf("launcher: %s on %s (dir %s): %v", s.binary, s.Addr(), s.dir, err)
 		if tail != "" {
 			msg += "\n--- end of " + logPath + " ---\n" + tail
 		}

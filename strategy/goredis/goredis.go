@@ -61,9 +61,15 @@ type Strategy struct {
 }
 
 // Open implements strategy.Strategy. It pings the server before it returns.
-func (g Strategy) Open(ctx context.Context, _ strategy.Config) (strategy.Backend, error) {
+func (g Strategy) Open(ctx context.Context, cfg strategy.Config) (strategy.Backend, error) {
 	if g.Client == nil {
 		return nil, fmt.Errorf("%w: goredis.Strategy.Client is nil", strategy.ErrInvalidArgument)
+	}
+	if cfg.Sentinel != nil {
+		return nil, fmt.Errorf("%w: goredis.Strategy with Sentinel: the go-redis client is configured on its own (redis.NewFailoverClient)", strategy.ErrInvalidArgument)
+	}
+	if cfg.ReadFrom != strategy.ReadPrimary {
+		return nil, fmt.Errorf("%w: goredis.Strategy with ReadFrom: the go-redis client is configured on its own (ReadOnly, RouteByLatency)", strategy.ErrInvalidArgument)
 	}
 	if err := g.Client.Ping(ctx).Err(); err != nil {
 		return nil, goRedisError("ping", err)
