@@ -66,6 +66,9 @@ func RunConformance(t *testing.T, opts redisx.Options) {
 		{"CloseWithBlockedCommandReturns", s.closeWithBlockedCommand},
 		{"ErrorsHaveOnePrefix", s.errorsHaveOnePrefix},
 		{"OversizedKeyOrArgumentRefusedBeforeSending", s.oversizedRefused},
+		{"DoMultiMixedWithErrors", s.doMultiMixed},
+		{"DoMultiRefusedBatchSendsNothing", s.doMultiRefusesBatch},
+		{"DoMultiCancellationStormNeverMisdelivers", s.doMultiStorm},
 	} {
 		t.Run(tc.name, tc.fn)
 	}

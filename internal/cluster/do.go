@@ -139,8 +139,8 @@ func (c *Router) doUnknown(ctx context.Context, args []any) (any, error) {
 	return c.doSlot(ctx, slot, keys, args)
 }
 
-// oneSlot returns the slot of keys, or an error wrapping
-// ErrInvalidArgument when they span several: the server would refuse the
+// oneSlot returns the slot of keys, or an error wrapping ErrCrossSlot
+// and ErrInvalidArgument when they span several: the server would refuse the
 // command with CROSSSLOT. pos, when known, are the keys' argument indexes,
 // for the message (keys themselves are never put in errors).
 func oneSlot(name string, keys []string, pos []int, multiShard bool) (int, error) {
@@ -158,8 +158,8 @@ func oneSlot(name string, keys []string, pos []int, multiShard bool) (int, error
 		if multiShard {
 			hint = ", or use the client's MGet, MSet or Del, which split keys by slot"
 		}
-		return 0, fmt.Errorf("%w: %s: its keys span %s; on a cluster the keys of one command must share a slot "+
-			"(the server would reply CROSSSLOT): give them a common {hash tag}%s", conn.ErrInvalidArgument, name, where, hint)
+		return 0, conn.CrossSlot("%s: its keys span %s; on a cluster the keys of one command must share a slot "+
+			"(the server would reply CROSSSLOT): give them a common {hash tag}%s", name, where, hint)
 	}
 	return slot, nil
 }
