@@ -69,6 +69,9 @@ func RunConformance(t *testing.T, opts redisx.Options) {
 		{"DoMultiMixedWithErrors", s.doMultiMixed},
 		{"DoMultiRefusedBatchSendsNothing", s.doMultiRefusesBatch},
 		{"DoMultiCancellationStormNeverMisdelivers", s.doMultiStorm},
+		{"WatchIncrementsExactly", s.watchIncrementsExactly},
+		{"WatchConflictAndResults", s.watchConflictAndResults},
+		{"WatchLeavesConnectionClean", s.watchLeavesConnectionClean},
 	} {
 		t.Run(tc.name, tc.fn)
 	}
