@@ -72,6 +72,9 @@ func RunConformance(t *testing.T, opts redisx.Options) {
 		{"WatchIncrementsExactly", s.watchIncrementsExactly},
 		{"WatchConflictAndResults", s.watchConflictAndResults},
 		{"WatchLeavesConnectionClean", s.watchLeavesConnectionClean},
+		{"PubSubEveryMessageAfterSubscribe", s.pubsubEveryMessage},
+		{"PubSubPatternsAndShards", s.pubsubPatternsAndShards},
+		{"PubSubSlowReaderDropsOldest", s.pubsubSlowReader},
 	} {
 		t.Run(tc.name, tc.fn)
 	}

@@ -44,6 +44,9 @@ func (c *Router) Do(ctx context.Context, args ...any) (any, error) {
 	if spec == nil {
 		return c.doUnknown(ctx, args)
 	}
+	if slot, ok := publishSlot(spec, args); ok {
+		return c.doSlot(ctx, slot, nil, args)
+	}
 	var buf [8]int
 	pos, ok := spec.AppendKeys(buf[:0], args)
 	if !ok || len(pos) == 0 {
@@ -60,6 +63,17 @@ func (c *Router) Do(ctx context.Context, args ...any) (any, error) {
 		return nil, err
 	}
 	return c.doSlot(ctx, slot, keys, args)
+}
+
+// publishSlot returns the slot a PUBLISH goes to: its channel's. The
+// command has no key and any node would do — the cluster carries every
+// message to every node — but the messages of one channel published by
+// one client then travel one path, and keep their order.
+func publishSlot(spec *command.Spec, args []any) (int, bool) {
+	if spec.Name != "publish" || len(args) != 3 {
+		return 0, false
+	}
+	return Slot(command.Arg(args, 1)), true
 }
 
 // doSlot runs args, a command on keys, on the master of slot.

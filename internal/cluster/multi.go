@@ -46,6 +46,10 @@ func planMulti(cmds [][]any) (slots []int, keys [][]string, bad int, err error) 
 			slots[i] = aloneSlot
 			continue
 		}
+		if s, ok := publishSlot(spec, args); ok {
+			slots[i] = s
+			continue
+		}
 		pos, ok := spec.AppendKeys(buf[:0], args)
 		if !ok || len(pos) == 0 {
 			switch spec.Request {
