@@ -25,6 +25,7 @@ type Client struct {
 	tel   telemetry // OpenTelemetry: spans (opt-in), operation durations, observable metrics
 	retry retrier   // Options.Retry
 
+	ps          pubsubs // Pub/Sub: the live subscriptions
 	loads       loadGroup
 	aside       cacheAside
 	closed      atomic.Bool
@@ -57,6 +58,7 @@ func New(ctx context.Context, o Options) (*Client, error) {
 	c.aside.jitter = o.TTLJitter
 	c.aside.swr = o.StaleWhileRevalidate
 	c.loads.timeout = o.LoadTimeout
+	c.ps.buffer = o.PubSubBuffer
 	c.setupTelemetry(&o, cfg)
 	return c, nil
 }
@@ -491,6 +493,8 @@ type Stats struct {
 	StoreErrors int64 // loaded values that could not be stored
 	StaleServed int64 // GetOrLoad calls served a value inside its stale-while-revalidate period
 	Retries     int64 // attempts after the first, by the Retry policy: one per retry
+
+	PubSubDropped int64 // messages dropped by Subscriptions whose reader fell behind (Options.PubSubBuffer)
 }
 
 // Stats returns a snapshot of the client's statistics, at any time from
@@ -508,6 +512,8 @@ func (c *Client) Stats() Stats {
 		StoreErrors: c.nStoreErrs.Load(),
 		StaleServed: c.aside.stale.Load(),
 		Retries:     c.retry.retries.Load(),
+
+		PubSubDropped: c.ps.dropped.Load(),
 	}
 	s.Stats = c.caps.Stats()
 	return s
@@ -517,7 +523,8 @@ func (c *Client) Stats() Stats {
 // ErrClosed. It then cancels the GetOrLoad loads in flight (including
 // stale-while-revalidate refreshes; their callers get ErrClosed) and waits
 // for their loaders to return, so a loader that ignores its context
-// delays Close; stops the metrics callback; and closes the strategy,
+// delays Close; closes the Subscriptions still open; stops the metrics
+// callback; and closes the strategy,
 // returning its error. What happens to other calls still in flight is the
 // strategy's: this module's transports fail them with ErrClosed and
 // release every connection and goroutine they hold, while goredis.Strategy
@@ -529,6 +536,7 @@ func (c *Client) Close() error {
 		return nil
 	}
 	c.loads.close()
+	c.ps.closeAll()
 	c.unregisterMetrics()
 	return c.b.Close()
 }

@@ -29,6 +29,7 @@ const (
 	opMSet                    // MSet
 	opGetOrLoad               // GetOrLoad, which is not a Redis command
 	opPing                    // Ping
+	opPipeline                // DoMulti
 	numOps
 )
 
@@ -64,7 +65,7 @@ func newOperations(base []attribute.KeyValue) *operations {
 	o := &operations{base: base}
 	for k, name := range [numOps]string{
 		opGet: "GET", opSet: "SET", opDel: "DEL", opMGet: "MGET", opMSet: "MSET",
-		opGetOrLoad: "GETORLOAD", opPing: "PING",
+		opGetOrLoad: "GETORLOAD", opPing: "PING", opPipeline: "PIPELINE",
 	} {
 		o.init(&o.fixed[k], name)
 	}

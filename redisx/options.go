@@ -121,6 +121,11 @@ type Options struct {
 	// is worth waiting for.
 	LoadTimeout time.Duration
 
+	// PubSubBuffer is the number of messages a Subscription holds for a
+	// reader that falls behind; beyond it the oldest are dropped (and
+	// counted in Stats.PubSubDropped). Zero: DefaultPubSubBuffer (1000).
+	PubSubBuffer int
+
 	// OpenTelemetry. redisx uses the OpenTelemetry API only; the SDK (or
 	// any other implementation) is the application's choice, installed
 	// through these providers or the global ones. Attributes follow the
@@ -242,6 +247,9 @@ func (o *Options) config() (strategy.Config, error) {
 	}
 	if o.StaleWhileRevalidate < 0 {
 		return cfg, fmt.Errorf("%w: StaleWhileRevalidate %v is negative", ErrInvalidArgument, o.StaleWhileRevalidate)
+	}
+	if o.PubSubBuffer < 0 {
+		return cfg, fmt.Errorf("%w: PubSubBuffer %d is negative", ErrInvalidArgument, o.PubSubBuffer)
 	}
 	if o.LoadTimeout < 0 {
 		return cfg, fmt.Errorf("%w: LoadTimeout %v is negative", ErrInvalidArgument, o.LoadTimeout)

@@ -66,6 +66,15 @@ func RunConformance(t *testing.T, opts redisx.Options) {
 		{"CloseWithBlockedCommandReturns", s.closeWithBlockedCommand},
 		{"ErrorsHaveOnePrefix", s.errorsHaveOnePrefix},
 		{"OversizedKeyOrArgumentRefusedBeforeSending", s.oversizedRefused},
+		{"DoMultiMixedWithErrors", s.doMultiMixed},
+		{"DoMultiRefusedBatchSendsNothing", s.doMultiRefusesBatch},
+		{"DoMultiCancellationStormNeverMisdelivers", s.doMultiStorm},
+		{"WatchIncrementsExactly", s.watchIncrementsExactly},
+		{"WatchConflictAndResults", s.watchConflictAndResults},
+		{"WatchLeavesConnectionClean", s.watchLeavesConnectionClean},
+		{"PubSubEveryMessageAfterSubscribe", s.pubsubEveryMessage},
+		{"PubSubPatternsAndShards", s.pubsubPatternsAndShards},
+		{"PubSubSlowReaderDropsOldest", s.pubsubSlowReader},
 	} {
 		t.Run(tc.name, tc.fn)
 	}

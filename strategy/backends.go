@@ -63,6 +63,9 @@ func transportOf(s Strategy) (cluster.Transport, bool) {
 
 var (
 	_ Statser         = backend{}
+	_ MultiDoer       = backend{}
+	_ Dedicator       = backend{}
+	_ SessionDialer   = backend{}
 	_ NodeDoer        = routed{}
 	_ Unwrapper       = grouped{}
 	_ cluster.Node    = (*mux.Node)(nil)

@@ -13,7 +13,9 @@
 // [Backend] is small: Get, Set, Del and Close. Everything else is an
 // optional interface the facade discovers by type assertion, with a
 // documented fallback when a backend lacks it: [MultiGetter],
-// [MultiSetter], [Doer], [NodeDoer], [Statser] and [Unwrapper]. Decorators (such as
+// [MultiSetter], [Doer], [MultiDoer] (pipelines), [Dedicator]
+// (transactions), [SessionDialer] (Pub/Sub), [NodeDoer], [Statser] and
+// [Unwrapper]. Decorators (such as
 // localcache.Near) wrap any Backend and expose the wrapped one through
 // Unwrap.
 //

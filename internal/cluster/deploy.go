@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"time"
 
@@ -26,6 +27,11 @@ type Backend interface {
 	GetWithTTL(ctx context.Context, key string) ([]byte, time.Duration, error)
 	MGetWithTTL(ctx context.Context, keys []string) ([][]byte, []time.Duration, error)
 	Stats() conn.Stats
+	// DoMulti, Dedicated and DialSession are strategy.MultiDoer's,
+	// strategy.Dedicator's and strategy.SessionDialer's (see multi.go).
+	DoMulti(ctx context.Context, cmds ...[]any) []conn.Result
+	Dedicated(ctx context.Context, keys []string) (conn.Dedicated, error)
+	DialSession(ctx context.Context, slot int, hello func(net.Conn) error) (net.Conn, error)
 }
 
 var (

@@ -44,6 +44,9 @@ func (c *Router) Do(ctx context.Context, args ...any) (any, error) {
 	if spec == nil {
 		return c.doUnknown(ctx, args)
 	}
+	if slot, ok := publishSlot(spec, args); ok {
+		return c.doSlot(ctx, slot, nil, args)
+	}
 	var buf [8]int
 	pos, ok := spec.AppendKeys(buf[:0], args)
 	if !ok || len(pos) == 0 {
@@ -60,6 +63,17 @@ func (c *Router) Do(ctx context.Context, args ...any) (any, error) {
 		return nil, err
 	}
 	return c.doSlot(ctx, slot, keys, args)
+}
+
+// publishSlot returns the slot a PUBLISH goes to: its channel's. The
+// command has no key and any node would do — the cluster carries every
+// message to every node — but the messages of one channel published by
+// one client then travel one path, and keep their order.
+func publishSlot(spec *command.Spec, args []any) (int, bool) {
+	if spec.Name != "publish" || len(args) != 3 {
+		return 0, false
+	}
+	return Slot(command.Arg(args, 1)), true
 }
 
 // doSlot runs args, a command on keys, on the master of slot.
@@ -139,8 +153,8 @@ func (c *Router) doUnknown(ctx context.Context, args []any) (any, error) {
 	return c.doSlot(ctx, slot, keys, args)
 }
 
-// oneSlot returns the slot of keys, or an error wrapping
-// ErrInvalidArgument when they span several: the server would refuse the
+// oneSlot returns the slot of keys, or an error wrapping ErrCrossSlot
+// and ErrInvalidArgument when they span several: the server would refuse the
 // command with CROSSSLOT. pos, when known, are the keys' argument indexes,
 // for the message (keys themselves are never put in errors).
 func oneSlot(name string, keys []string, pos []int, multiShard bool) (int, error) {
@@ -158,8 +172,8 @@ func oneSlot(name string, keys []string, pos []int, multiShard bool) (int, error
 		if multiShard {
 			hint = ", or use the client's MGet, MSet or Del, which split keys by slot"
 		}
-		return 0, fmt.Errorf("%w: %s: its keys span %s; on a cluster the keys of one command must share a slot "+
-			"(the server would reply CROSSSLOT): give them a common {hash tag}%s", conn.ErrInvalidArgument, name, where, hint)
+		return 0, conn.CrossSlot("%s: its keys span %s; on a cluster the keys of one command must share a slot "+
+			"(the server would reply CROSSSLOT): give them a common {hash tag}%s", name, where, hint)
 	}
 	return slot, nil
 }

@@ -130,27 +130,35 @@ func ArgName(args []any, i int) string {
 
 // CheckCommand validates a generic command before anything is sent.
 func CheckCommand(args []any) (Class, error) {
-	if len(args) == 0 {
-		return 0, fmt.Errorf("%w: empty command", ErrInvalidArgument)
-	}
-	name := ArgName(args, 0)
-	if name == "" {
-		return 0, fmt.Errorf("%w: command name must be a non-empty string", ErrInvalidArgument)
-	}
-	for i, a := range args {
-		if err := resp.CheckArg(a); err != nil {
-			return 0, fmt.Errorf("%w: argument %d: %w", ErrInvalidArgument, i, err)
-		}
-		if n := bulkLen(a); n > MaxValueSize {
-			// The server would read it whole, then close the connection.
-			return 0, fmt.Errorf("%w: argument %d of %d bytes over Redis's limit of %d", ErrInvalidArgument, i, n, MaxValueSize)
-		}
+	if err := CheckArgs(args); err != nil {
+		return 0, err
 	}
 	class := Classify(args)
 	if class == ClassSession {
-		return class, fmt.Errorf("%w: %s changes connection state or needs a session; it cannot run on a shared or pooled connection", ErrUnsupported, strings.ToUpper(name))
+		return class, fmt.Errorf("%w: %s changes connection state or needs a session; it cannot run on a shared or pooled connection", ErrUnsupported, strings.ToUpper(ArgName(args, 0)))
 	}
 	return class, nil
+}
+
+// CheckArgs validates the arguments of a command, whatever its class:
+// types the encoder takes, sizes the server accepts.
+func CheckArgs(args []any) error {
+	if len(args) == 0 {
+		return fmt.Errorf("%w: empty command", ErrInvalidArgument)
+	}
+	if ArgName(args, 0) == "" {
+		return fmt.Errorf("%w: command name must be a non-empty string", ErrInvalidArgument)
+	}
+	for i, a := range args {
+		if err := resp.CheckArg(a); err != nil {
+			return fmt.Errorf("%w: argument %d: %w", ErrInvalidArgument, i, err)
+		}
+		if n := bulkLen(a); n > MaxValueSize {
+			// The server would read it whole, then close the connection.
+			return fmt.Errorf("%w: argument %d of %d bytes over Redis's limit of %d", ErrInvalidArgument, i, n, MaxValueSize)
+		}
+	}
+	return nil
 }
 
 // bulkLen is the length of a string or byte-slice argument; 0 for a

@@ -202,6 +202,11 @@ func (g *goRedisBackend) Do(ctx context.Context, args ...any) (any, error) {
 		return nil, err
 	}
 	v, err := g.rdb.Do(ctx, textArgs(args)...).Result()
+	return doReply(args, v, err)
+}
+
+// doReply is Do's reply to args, from go-redis's.
+func doReply(args []any, v any, err error) (any, error) {
 	switch {
 	case errors.Is(err, redis.Nil):
 		return nil, nil

@@ -1,0 +1,106 @@
+package mux
+
+import (
+	"context"
+	"net"
+
+	"github.com/redisx-go/kit/internal/command"
+	"github.com/redisx-go/kit/internal/conn"
+)
+
+// Pipelines, dedicated connections and session dials on a Multiplexed
+// node.
+
+// DoMulti implements MultiDoer. The batch joins the shared pipeline as one
+// call: its commands are encoded back to back into the write buffer of
+// one connection — the one the ordering rule of route.go gives every key
+// of every command, found by the server's key specifications — and their
+// replies read in order; callers' commands before and after it on that
+// connection go in the same writes. A batch holding a blocking command
+// (BLPOP, XREAD BLOCK…) goes whole to a dedicated connection of the
+// blocking pool instead, as Do sends such a command, so that it cannot
+// stall the shared connection.
+func (n *Node) DoMulti(ctx context.Context, cmds ...[]any) []conn.Result {
+	_, blocking, res, ok := conn.CheckMulti(cmds)
+	switch {
+	case !ok:
+		return res
+	case len(cmds) == 0:
+		return []conn.Result{}
+	case blocking:
+		side, err := n.sidePool()
+		if err != nil {
+			return conn.FailAll(len(cmds), err)
+		}
+		return side.DoMulti(ctx, cmds...)
+	}
+	var keys []string
+	if !n.oneRoute() {
+		keys = multiKeys(cmds)
+	}
+	size := 0
+	if len(cmds) > 64 {
+		size = conn.SizeOf(cmds)
+	}
+	rps := conn.MultiReplies(len(cmds))
+	if err := n.pipeline(ctx, keys, size, rps, func(b []byte) []byte { return conn.AppendMulti(b, cmds) }); err != nil {
+		return conn.FailAll(len(cmds), err)
+	}
+	return conn.Results(cmds, rps)
+}
+
+// multiKeys returns the keys of every command of cmds, as their key
+// specifications name them.
+func multiKeys(cmds [][]any) []string {
+	var keys []string
+	for _, args := range cmds {
+		k, _, _ := command.Keys(args)
+		keys = append(keys, k...)
+	}
+	return keys
+}
+
+// pipeline is Exec with the commands encoded by enc straight into the
+// connection's write buffer (size: their size when big, else 0): one
+// call awaiting len(rps) replies.
+func (n *Node) pipeline(ctx context.Context, keys []string, size int, rps []conn.Reply, enc func([]byte) []byte) error {
+	i, err := n.route(ctx, keys, false)
+	if err != nil {
+		return err
+	}
+	c, err := n.enqueue(ctx, i)
+	if err != nil {
+		return err
+	}
+	if size > chunkSize {
+		c.fit(size)
+	}
+	c.out.cur = enc(c.out.cur)
+	cl := n.calls.get(ctx)
+	cl.Kind, cl.pipe, cl.lead = conn.ReplyPipe, rps, true
+	leads := c.push(cl, int64(len(rps)), true)
+	if err := c.await(ctx, cl, leads); err != nil {
+		return conn.CtxErr(n.addr, true, err)
+	}
+	n.calls.put(cl)
+	return nil
+}
+
+// Dedicated implements Dedicator: a connection of the node's pool for
+// blocking commands (Options.Blocking of them), never a shared one.
+func (n *Node) Dedicated(ctx context.Context, keys []string) (conn.Dedicated, error) {
+	side, err := n.sidePool()
+	if err != nil {
+		return nil, err
+	}
+	return side.Dedicated(ctx, keys)
+}
+
+// DialSession implements SessionDialer: a new connection to the node,
+// neither shared nor pooled.
+func (n *Node) DialSession(ctx context.Context, _ int, hello func(net.Conn) error) (net.Conn, error) {
+	if n.closed.Load() {
+		return nil, conn.ErrClosed
+	}
+	return conn.DialSession(ctx, &n.cfg, n.addr, hello)
+}

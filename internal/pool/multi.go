@@ -1,0 +1,157 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"net"
+	"time"
+
+	"github.com/jackc/puddle/v2"
+	"github.com/redisx-go/kit/internal/conn"
+)
+
+// Pipelines, dedicated connections and session dials on a Pool node.
+
+// DoMulti implements MultiDoer: the commands in one write on one borrowed
+// connection, their replies read in order. Blocking commands are allowed:
+// the read deadline is extended by the sum of their block times.
+func (n *Node) DoMulti(ctx context.Context, cmds ...[]any) []conn.Result {
+	classes, _, res, ok := conn.CheckMulti(cmds)
+	if !ok {
+		return res
+	}
+	if len(cmds) == 0 {
+		return []conn.Result{}
+	}
+	rps := conn.MultiReplies(len(cmds))
+	if err := n.ExecBlocking(ctx, conn.BlockTimeAll(cmds, classes), func(b []byte) []byte { return conn.AppendMulti(b, cmds) }, rps); err != nil {
+		return conn.FailAll(len(cmds), err)
+	}
+	return conn.Results(cmds, rps)
+}
+
+// ExecBlocking is Exec for a pipeline that may block the server's answer
+// for block (see conn.BlockTimeAll), encoded by enc into the connection's
+// buffer.
+func (n *Node) ExecBlocking(ctx context.Context, block time.Duration, enc func([]byte) []byte, rps []conn.Reply) error {
+	x, err := n.begin(ctx, block)
+	if err != nil {
+		return err
+	}
+	x.c.buf = enc(x.c.buf)
+	if err = x.send(); err == nil {
+		err = conn.ReadAll(x.c.r, rps)
+	}
+	return x.end(ctx, "pipeline", err)
+}
+
+// Dedicated implements Dedicator: one of the pool's connections, lent
+// until Release. keys are not looked at: a node serves every key.
+func (n *Node) Dedicated(ctx context.Context, _ []string) (conn.Dedicated, error) {
+	res, err := n.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &dedicated{n: n, res: res, c: res.Value()}, nil
+}
+
+// dedicated is a connection of the pool lent for a session.
+type dedicated struct {
+	n      *Node
+	res    *puddle.Resource[*pconn]
+	c      *pconn
+	broken bool // a stream error or a cancellation: in doubt
+	done   bool
+}
+
+func (d *dedicated) Slot() int { return -1 }
+
+// DoMulti implements conn.Dedicated. A call whose context ends mid-way
+// breaks the connection: its stream may hold late replies.
+func (d *dedicated) DoMulti(ctx context.Context, cmds ...[]any) ([]conn.Result, error) {
+	switch {
+	case d.done:
+		return nil, conn.ErrClosed
+	case d.broken:
+		return nil, conn.MarkUnsent(conn.ConnError(d.n.addr, errBroken))
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, conn.CtxErr(d.n.addr, false, err)
+	}
+	if d.n.closed.Load() {
+		return nil, conn.ErrClosed
+	}
+	for _, args := range cmds {
+		if err := conn.CheckArgs(args); err != nil {
+			return nil, conn.MarkUnsent(err)
+		}
+	}
+	c := d.c
+	c.arm(ctx, d.n.cfg.ReadTimeout, conn.BlockTimeAll(cmds, nil))
+	var stop func() bool
+	if ctx.Done() != nil {
+		stop = context.AfterFunc(ctx, func() { c.nc.SetDeadline(aLongTimeAgo) })
+	}
+	c.buf = conn.AppendMulti(c.buf[:0], cmds)
+	n, err := c.nc.Write(c.buf)
+	unsent := err != nil && n == 0
+	rps := conn.MultiReplies(len(cmds))
+	if err == nil {
+		err = conn.ReadAll(c.r, rps)
+	}
+	if stop != nil && !stop() {
+		d.broken = true
+		c.deadline = time.Time{}
+		return nil, conn.CtxErr(d.n.addr, !unsent, ctx.Err())
+	}
+	if err != nil {
+		d.broken = true
+		if e := contextError(ctx, err); e != nil {
+			return nil, conn.CtxErr(d.n.addr, !unsent, e)
+		}
+		if d.n.closed.Load() {
+			return nil, conn.ErrClosed
+		}
+		err = conn.ConnError(d.n.addr, err)
+		if unsent {
+			err = conn.MarkUnsent(err)
+		}
+		return nil, err
+	}
+	if cap(c.buf) > 1<<20 {
+		c.buf = make([]byte, 0, 512)
+	}
+	return conn.Results(cmds, rps), nil
+}
+
+// Release implements conn.Dedicated.
+func (d *dedicated) Release(reuse bool) {
+	if d.done {
+		return
+	}
+	d.done = true
+	if d.broken || !reuse || d.n.closed.Load() {
+		if d.broken {
+			d.n.broken.Add(1)
+		}
+		d.res.Destroy()
+	} else if lt := d.n.opts.MaxLifetime; lt > 0 && time.Since(d.res.CreationTime()) > lt {
+		d.res.Destroy()
+	} else {
+		d.res.Release()
+	}
+	d.n.done()
+}
+
+// DialSession implements SessionDialer: a new connection to the node,
+// not one of the pool's.
+func (n *Node) DialSession(ctx context.Context, _ int, hello func(net.Conn) error) (net.Conn, error) {
+	if n.closed.Load() {
+		return nil, conn.ErrClosed
+	}
+	return conn.DialSession(ctx, &n.cfg, n.addr, hello)
+}
+
+// errBroken is the failure of a dedicated connection used again after it
+// broke.
+var errBroken = errors.New("connection in doubt after an earlier failure")

@@ -1,0 +1,199 @@
+package redisxtest
+
+// The conformance suite's transactions: Watch, Tx.Do, Tx.Exec.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+	"github.com/redisx-go/kit/redisx"
+)
+
+// watchOrSkip skips t when the strategy provides no transactions.
+func watchOrSkip(t *testing.T, c *redisx.Client) {
+	t.Helper()
+	err := c.Watch(context.Background(), func(*redisx.Tx) error { return nil }, "conformance:watch-probe")
+	if errors.Is(err, redisx.ErrUnsupported) {
+		t.Skipf("no transactions: %v", err)
+	}
+	if err != nil {
+		t.Fatalf("Watch with nothing to do: %v", err)
+	}
+}
+
+// incr adds one to the counter at k in a Watch, trying again on conflict.
+func incr(ctx context.Context, c *redisx.Client, k string) (attempts int, err error) {
+	for attempts = 1; ; attempts++ {
+		err = c.Watch(ctx, func(tx *redisx.Tx) error {
+			n, err := redis.Int(tx.Do(ctx, "GET", k))
+			if err != nil && !errors.Is(err, redis.ErrNil) {
+				return err
+			}
+			_, err = tx.Exec(ctx, []any{"SET", k, n + 1})
+			return err
+		}, k)
+		if !errors.Is(err, redisx.ErrTxConflict) {
+			return attempts, err
+		}
+	}
+}
+
+// watchIncrementsExactly: 50 goroutines increment one counter 20 times
+// each with GET and SET in a Watch, trying again on ErrTxConflict: the
+// counter ends at exactly 1000, and conflicts did happen.
+func (s *suite) watchIncrementsExactly(t *testing.T) {
+	c := s.client(t)
+	watchOrSkip(t, c)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	k := s.key(t, "counter")
+	const goroutines, each = 50, 20
+	var wg sync.WaitGroup
+	errs := make(chan error, goroutines)
+	var mu sync.Mutex
+	conflicts := 0
+	for range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range each {
+				n, err := incr(ctx, c, k)
+				if err != nil {
+					errs <- err
+					return
+				}
+				mu.Lock()
+				conflicts += n - 1
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("increment: %v", err)
+	}
+	v, err := c.Get(ctx, k)
+	if err != nil || string(v) != strconv.Itoa(goroutines*each) {
+		t.Fatalf("counter = %q, %v; want %d", v, err, goroutines*each)
+	}
+	if conflicts == 0 {
+		t.Fatalf("no conflict in %d concurrent increments: the watch did nothing", goroutines*each)
+	}
+	t.Logf("%d increments, %d conflicts retried", goroutines*each, conflicts)
+}
+
+// watchConflictAndResults checks Exec's outcomes: a watched key written
+// meanwhile is ErrTxConflict with nothing applied; a WRONGTYPE at run
+// time fails its command alone; a command the server will not queue
+// aborts the whole transaction.
+func (s *suite) watchConflictAndResults(t *testing.T) {
+	c, ctx := s.client(t), ctxT(t)
+	watchOrSkip(t, c)
+	k, other := s.key(t, "{tx}k"), s.key(t, "{tx}other")
+	if err := c.Set(ctx, k, []byte("0"), time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	err := c.Watch(ctx, func(tx *redisx.Tx) error {
+		if err := c.Set(ctx, k, []byte("changed"), time.Minute); err != nil { // another connection
+			return err
+		}
+		res, err := tx.Exec(ctx, []any{"SET", other, "x"})
+		if res != nil {
+			t.Errorf("Exec after a conflict returned results %v", res)
+		}
+		return err
+	}, k)
+	if !errors.Is(err, redisx.ErrTxConflict) {
+		t.Fatalf("Watch with the key changed meanwhile = %v; want ErrTxConflict", err)
+	}
+	if _, err := c.Get(ctx, other); !errors.Is(err, redisx.ErrNotFound) {
+		t.Fatalf("Get(other) after a conflict = %v; want ErrNotFound: nothing applied", err)
+	}
+	err = c.Watch(ctx, func(tx *redisx.Tx) error {
+		res, err := tx.Exec(ctx, []any{"SET", other, "1"}, []any{"LPUSH", k, "x"}, []any{"INCR", other})
+		if err != nil {
+			return err
+		}
+		var re redis.Error
+		if res[0].Value != "OK" || !errors.As(res[1].Err, &re) || res[2].Value != int64(2) {
+			t.Errorf("Exec = %v; want OK, a WRONGTYPE error, 2", res)
+		}
+		res, err = tx.Exec(ctx, []any{"SET", other, "9"}, []any{"NOSUCHCOMMAND", k})
+		if err == nil || !errors.As(res[1].Err, &re) || res[0].Err == nil {
+			t.Errorf("Exec with an unknown command = %v, %v; want EXECABORT", res, err)
+		}
+		return nil
+	}, k)
+	if err != nil {
+		t.Fatalf("Watch: %v", err)
+	}
+	if v, err := c.Get(ctx, other); err != nil || string(v) != "2" {
+		t.Fatalf("Get(other) = %q, %v; want 2: the aborted transaction must not have run", v, err)
+	}
+	// Read your writes: a value read (and cached, by a near-cache) before
+	// is replaced by the transaction's at once.
+	if _, err := c.Get(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	err = c.Watch(ctx, func(tx *redisx.Tx) error {
+		_, err := tx.Exec(ctx, []any{"SET", other, "after"})
+		return err
+	}, other)
+	if v, e := c.Get(ctx, other); err != nil || e != nil || string(v) != "after" {
+		t.Fatalf("Get after a transaction's SET = %q, %v (Watch: %v); want %q", v, e, err, "after")
+	}
+	err = c.Watch(ctx, func(tx *redisx.Tx) error {
+		_, err := tx.Do(ctx, "MULTI")
+		return err
+	})
+	if !errors.Is(err, redisx.ErrUnsupported) {
+		t.Fatalf("tx.Do(MULTI) = %v; want ErrUnsupported", err)
+	}
+}
+
+// watchLeavesConnectionClean: whatever fn does — return an error before
+// Exec, panic — the connection goes back without its watch: a key watched
+// by an abandoned transaction and written afterwards must not abort the
+// later transactions that reuse the connection.
+func (s *suite) watchLeavesConnectionClean(t *testing.T) {
+	c, ctx := s.client(t), ctxT(t)
+	watchOrSkip(t, c)
+	k, j := s.key(t, "{clean}k"), s.key(t, "{clean}j")
+	errFn := errors.New("fn gave up")
+	for i := range 10 {
+		var err error
+		if i%2 == 0 {
+			err = c.Watch(ctx, func(tx *redisx.Tx) error { return errFn }, k)
+		} else {
+			func() {
+				defer func() {
+					if r := recover(); r != "boom" {
+						t.Fatalf("recover() = %v; want the panic of fn", r)
+					}
+					err = errFn
+				}()
+				c.Watch(ctx, func(tx *redisx.Tx) error { panic("boom") }, k)
+			}()
+		}
+		if !errors.Is(err, errFn) {
+			t.Fatalf("Watch = %v; want fn's error", err)
+		}
+		if err := c.Set(ctx, k, []byte(fmt.Sprint(i)), time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		err = c.Watch(ctx, func(tx *redisx.Tx) error {
+			_, err := tx.Exec(ctx, []any{"SET", j, i})
+			return err
+		}, j)
+		if err != nil {
+			t.Fatalf("round %d: a transaction after an abandoned one = %v; want success (a watch left on the connection?)", i, err)
+		}
+	}
+}

@@ -1,0 +1,48 @@
+package goredis
+
+import (
+	"context"
+	"errors"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/strategy"
+)
+
+// DoMulti implements strategy.MultiDoer with a go-redis pipeline
+// (Pipeline, then Exec): go-redis sends it in one round trip per node and
+// splits it by node on a cluster. Replies are converted as Do's are.
+// Watch and Subscribe are not provided over go-redis: redisx returns
+// ErrUnsupported for them (use the go-redis client's own Watch and
+// Subscribe).
+func (g *goRedisBackend) DoMulti(ctx context.Context, cmds ...[]any) []strategy.Result {
+	if _, _, res, ok := conn.CheckMulti(cmds); !ok {
+		return res
+	}
+	if err := g.check(ctx); err != nil {
+		return conn.FailAll(len(cmds), err)
+	}
+	if len(cmds) == 0 {
+		return []strategy.Result{}
+	}
+	pipe := g.rdb.Pipeline()
+	out := make([]*redis.Cmd, len(cmds))
+	for i, args := range cmds {
+		out[i] = pipe.Do(ctx, textArgs(args)...)
+	}
+	pipe.Exec(ctx) // each command's error is its own
+	res := make([]strategy.Result, len(cmds))
+	for i, c := range out {
+		v, err := c.Result()
+		var re redis.Error
+		if err != nil && err != redis.Nil && !errors.As(err, &re) && ctx.Err() != nil {
+			// A deadline that passes mid-read reaches the pipeline's
+			// commands as the socket's i/o timeout: the call's error is
+			// the context's, as for one command.
+			res[i].Err = ctx.Err()
+			continue
+		}
+		res[i].Value, res[i].Err = doReply(cmds[i], v, err)
+	}
+	return res
+}
