@@ -56,6 +56,7 @@ import (
 //	retry_max_attempts   Options.Retry.MaxAttempts (1: no retries)
 //	retry_min_backoff    Options.Retry.MinBackoff
 //	retry_max_backoff    Options.Retry.MaxBackoff
+//	pubsub_buffer        Options.PubSubBuffer
 //	addr                 another seed node host:port (repeatable)
 //
 // A size in SI units (KB, MB, GB) is refused rather than guessed at: some
@@ -279,6 +280,9 @@ func parseParams(o *Options, q url.Values) (strategy.Strategy, error) {
 		return nil, err
 	}
 	if err := p.Count("retry_max_attempts", &o.Retry.MaxAttempts); err != nil {
+		return nil, err
+	}
+	if err := p.Count("pubsub_buffer", &o.PubSubBuffer); err != nil {
 		return nil, err
 	}
 	s, err := strategies[i].FromURL(p)

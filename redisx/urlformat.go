@@ -107,6 +107,9 @@ func formatURL(o Options, credentials bool) (string, error) {
 	}
 	q.AddDuration("retry_min_backoff", o.Retry.MinBackoff)
 	q.AddDuration("retry_max_backoff", o.Retry.MaxBackoff)
+	if err := q.AddCount("pubsub_buffer", o.PubSubBuffer); err != nil {
+		return "", err
+	}
 	for _, a := range addrs[1:] {
 		if _, _, err := net.SplitHostPort(a); err != nil {
 			return "", fmt.Errorf("%w: address %q is not host:port", ErrInvalidArgument, a)

@@ -298,7 +298,7 @@ func TestFormatURLKnowsEveryField(t *testing.T) {
 	known := map[reflect.Type][]string{
 		reflect.TypeFor[redisx.Options](): {
 			"Addrs", "Sentinel", "ReadFrom", "Strategy", "Username", "Password", "Credentials", "MaxConnAge", "DB", "TLS", "ClientName", "DialTimeout",
-			"ReadTimeout", "WriteTimeout", "Retry", "TTLJitter", "StaleWhileRevalidate", "LoadTimeout", "MeterProvider", "TracerProvider",
+			"ReadTimeout", "WriteTimeout", "Retry", "TTLJitter", "StaleWhileRevalidate", "LoadTimeout", "PubSubBuffer", "MeterProvider", "TracerProvider",
 		},
 		reflect.TypeFor[strategy.Multiplexed](): {"Conns", "MaxPending", "Blocking"},
 		reflect.TypeFor[strategy.Pool]():        {"Size", "MinIdle", "MaxIdleTime", "MaxLifetime", "HealthCheckPeriod"},
