@@ -51,6 +51,10 @@ type AnswerAddress struct {
 	Password bool
 	DB       int
 	TLS      bool
+	// Sentinel, when set, names the sentinels the URL goes through
+	// (a redis-sentinel URL; Addrs are then ignored): a password of
+	// theirs is PasswordPlaceholder in the URL too.
+	Sentinel *redisx.SentinelOptions
 }
 
 // Retarget points a's URL at to, keeping its strategy, and sets its Note.
@@ -78,6 +82,12 @@ func answerURL(raw string, to AnswerAddress) (string, error) {
 	}
 	if to.TLS {
 		o.TLS = &tls.Config{MinVersion: tls.VersionTLS12}
+	}
+	if to.Sentinel != nil {
+		o.Sentinel = sentinelOf(to.Sentinel)
+	}
+	if o.Sentinel != nil && o.Sentinel.Password != "" {
+		o.Sentinel.Password = PasswordPlaceholder
 	}
 	u, err := redisx.FormatURL(o)
 	if err != nil {
@@ -138,7 +148,7 @@ func (r *runner) answer() *Answer {
 		}
 	}
 	s := r.servers
-	to := AnswerAddress{Addrs: []string{s.Standalone}, Username: s.Username, Password: s.Password != "", DB: s.DB, TLS: s.TLS != nil}
+	to := AnswerAddress{Addrs: []string{s.Standalone}, Username: s.Username, Password: s.Password != "", DB: s.DB, TLS: s.TLS != nil, Sentinel: s.Sentinel}
 	if slices.ContainsFunc(r.plan.Workloads, func(w Workload) bool { return w.Name == rec.Workload && w.Cluster }) {
 		to.Addrs = s.Cluster
 	}

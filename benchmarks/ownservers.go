@@ -24,6 +24,9 @@ func (r *runner) openOwnServers(ctx context.Context) error {
 		}
 		s := *t.Servers
 		s.Force = r.servers.Force
+		if err := resolveSentinel(ctx, &s); err != nil {
+			return fmt.Errorf("benchmarks: target %s: %w", t.Name, err)
+		}
 		addrs, isCluster := s.Cluster, s.Cluster != nil
 		if !isCluster {
 			if s.Standalone == "" {

@@ -16,21 +16,27 @@ import (
 // here, in the benchmarks package only; the library packages never import
 // them (deps_test.go at the module root checks it).
 
-// RueidisTarget is rueidis with its default options (on a cluster, its
-// MGet helper: one MGET per slot, pipelined per node).
+// RueidisTarget is rueidis with its default options (through Sentinel,
+// its SentinelOption; on a cluster, its MGet helper: one MGET per slot,
+// pipelined per node).
 func RueidisTarget() Target {
 	return Target{
 		Name: "rueidis",
 		Peer: true,
 		Open: func(_ context.Context, env Env) (Client, error) {
-			c, err := rueidis.NewClient(rueidis.ClientOption{
+			o := rueidis.ClientOption{
 				InitAddress: env.Addrs,
 				Username:    env.Username,
 				Password:    env.Password,
 				SelectDB:    env.DB,
 				TLSConfig:   env.TLS,
 				ClientName:  env.ClientName,
-			})
+			}
+			if s := env.Sentinel; s != nil {
+				o.InitAddress = s.Addrs
+				o.Sentinel = rueidis.SentinelOption{MasterSet: s.Master, Username: s.Username, Password: s.Password, TLSConfig: env.TLS}
+			}
+			c, err := rueidis.NewClient(o)
 			if err != nil {
 				return nil, fmt.Errorf("rueidis: %w", err)
 			}
@@ -83,7 +89,9 @@ func (r rueidisClient) MGet(ctx context.Context, keys ...string) ([][]byte, erro
 func (r rueidisClient) Close() error { r.c.Close(); return nil }
 
 // RedigoPoolTarget is redigo's redis.Pool{MaxActive: n, MaxIdle: n,
-// Wait: true}, named redigo-pool-n. redigo has no cluster support.
+// Wait: true}, named redigo-pool-n. redigo has no cluster support, and
+// no Sentinel support: through Sentinel it dials the master the sentinels
+// named at the start of the run.
 func RedigoPoolTarget(n int) Target {
 	return Target{
 		Name:     fmt.Sprintf("redigo-pool-%d", n),
@@ -160,7 +168,8 @@ func (r redigoClient) MGet(ctx context.Context, keys ...string) ([][]byte, error
 func (r redigoClient) Close() error { return r.p.Close() }
 
 // GoRedisTarget is go-redis with its default pool (10 connections per
-// GOMAXPROCS); on a cluster its ClusterClient, whose MGet is a pipeline
+// GOMAXPROCS); through Sentinel its FailoverClient; on a cluster its
+// ClusterClient, whose MGet is a pipeline
 // of GETs (go-redis splits it per node; a cross-slot MGET command would
 // fail with CROSSSLOT).
 func GoRedisTarget() Target {
@@ -169,12 +178,20 @@ func GoRedisTarget() Target {
 		Peer: true,
 		Open: func(ctx context.Context, env Env) (Client, error) {
 			var rdb goredis.UniversalClient
-			if env.Cluster {
+			switch s := env.Sentinel; {
+			case s != nil:
+				rdb = goredis.NewFailoverClient(&goredis.FailoverOptions{
+					MasterName: s.Master, SentinelAddrs: s.Addrs,
+					SentinelUsername: s.Username, SentinelPassword: s.Password,
+					Username: env.Username, Password: env.Password,
+					DB: env.DB, TLSConfig: env.TLS, ClientName: env.ClientName,
+				})
+			case env.Cluster:
 				rdb = goredis.NewClusterClient(&goredis.ClusterOptions{
 					Addrs: env.Addrs, Username: env.Username, Password: env.Password,
 					TLSConfig: env.TLS, ClientName: env.ClientName,
 				})
-			} else {
+			default:
 				rdb = goredis.NewClient(&goredis.Options{
 					Addr: env.Addrs[0], Username: env.Username, Password: env.Password,
 					DB: env.DB, TLSConfig: env.TLS, ClientName: env.ClientName,

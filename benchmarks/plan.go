@@ -44,6 +44,10 @@ type Env struct {
 	// seeds.
 	Addrs   []string
 	Cluster bool
+	// Sentinel, when set, names the sentinels of the standalone server
+	// Addrs[0] is the master of (at the start of the run): a target that
+	// can should connect through them and follow their failovers.
+	Sentinel *redisx.SentinelOptions
 
 	Username string
 	Password string

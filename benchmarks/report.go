@@ -70,6 +70,10 @@ type Machine struct {
 	// cluster), never with credentials.
 	Standalone string   `json:"standalone,omitempty"`
 	Cluster    []string `json:"cluster,omitempty"`
+	// Sentinel is "MASTER@sentinel,sentinel…" when the standalone server
+	// was measured through Redis Sentinel (Servers.Sentinel): Standalone is
+	// then the master they named at the start.
+	Sentinel string `json:"sentinel,omitempty"`
 	// TargetServers are, by target name, the servers of the targets that
 	// measured servers of their own (a -target URL with a host) rather
 	// than Standalone or Cluster.

@@ -44,6 +44,9 @@ func Run(ctx context.Context, p Plan, s Servers, progress io.Writer) (*Report, e
 	if err := p.validate(); err != nil {
 		return nil, err
 	}
+	if err := resolveSentinel(ctx, &s); err != nil {
+		return nil, err
+	}
 	r := &runner{
 		plan:    p,
 		servers: s,
@@ -64,6 +67,7 @@ func Run(ctx context.Context, p Plan, s Servers, progress io.Writer) (*Report, e
 			Arch:       runtime.GOARCH,
 			Standalone: s.Standalone,
 			Cluster:    s.Cluster,
+			Sentinel:   sentinelName(s.Sentinel),
 		},
 		Settings: Settings{
 			Levels: p.Levels, Duration: p.Duration, Warmup: p.Warmup, Repeats: p.Repeats,
@@ -287,7 +291,7 @@ func (r *runner) open(ctx context.Context, t Target, d *deployment) opened {
 	d = r.deploymentOf(t, d)
 	s := d.servers
 	env := Env{
-		Addrs: d.addrs, Cluster: d.cluster,
+		Addrs: d.addrs, Cluster: d.cluster, Sentinel: sentinelOf(s.Sentinel),
 		Username: s.Username, Password: s.Password, TLS: s.TLS, DB: s.DB,
 		ClientName: prefix + clientNameChars.ReplaceAllString(t.Name, "_"),
 	}

@@ -24,6 +24,11 @@ type Servers struct {
 	// Cluster are seed addresses of a Redis Cluster; nil: the cluster
 	// workloads are skipped.
 	Cluster []string
+	// Sentinel, when set, names the sentinels that manage the standalone
+	// server: the targets that can follow them do (redisx, rueidis,
+	// go-redis), and Run sets Standalone, when empty, to the master they
+	// name at the start (see sentinel.go).
+	Sentinel *redisx.SentinelOptions
 
 	Username string
 	Password string

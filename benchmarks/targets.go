@@ -83,7 +83,10 @@ func isNear(s strategy.Strategy) bool {
 // two servers can be compared in one run. A URL without a host
 // ("redis://?strategy=pool&size=16", "redis:///2?near=64MiB") is a
 // configuration only: it measures the run's servers, with the run's
-// credentials, or the URL's when the run has none.
+// credentials, or the URL's when the run has none. A redis-sentinel URL
+// ("redis-sentinel://10.0.0.5:26379/mymaster?read_from=replica")
+// measures the master its sentinels name, through them, reading where
+// its read_from says.
 func URLTarget(name, rawURL string) (Target, error) {
 	o, err := redisx.ParseURL(rawURL)
 	if err != nil {
@@ -112,14 +115,20 @@ func URLTarget(name, rawURL string) (Target, error) {
 				opts.TLS = o.TLS
 			}
 			opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout = o.DialTimeout, o.ReadTimeout, o.WriteTimeout
+			opts.ReadFrom = o.ReadFrom
+			if o.Sentinel != nil {
+				opts.Sentinel = sentinelOf(o.Sentinel)
+			}
 			return openRedisx(ctx, opts)
 		},
 	}
 	if u.Host != "" {
-		t.Servers = &Servers{Username: o.Username, Password: o.Password, TLS: o.TLS, DB: o.DB}
-		if len(o.Addrs) > 1 {
+		t.Servers = &Servers{Username: o.Username, Password: o.Password, TLS: o.TLS, DB: o.DB, Sentinel: sentinelOf(o.Sentinel)}
+		switch {
+		case o.Sentinel != nil: // the master: asked of the sentinels when the run starts
+		case len(o.Addrs) > 1:
 			t.Servers.Cluster = o.Addrs
-		} else {
+		default:
 			t.Servers.Standalone = o.Addrs[0]
 		}
 	}
@@ -145,6 +154,7 @@ func (env Env) options(s strategy.Strategy) redisx.Options {
 		DB:         env.DB,
 		TLS:        env.TLS,
 		ClientName: env.ClientName,
+		Sentinel:   sentinelOf(env.Sentinel),
 	}
 }
 
@@ -153,6 +163,10 @@ func redactURL(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return ""
+	}
+	if q := u.Query(); q.Has("sentinel_password") {
+		q.Set("sentinel_password", "xxxxx")
+		u.RawQuery = q.Encode()
 	}
 	return u.Redacted()
 }

@@ -2,6 +2,7 @@ package benchmarks_test
 
 import (
 	"go/parser"
+	"strings"
 	"testing"
 
 	"github.com/redisx-go/kit/benchmarks"
@@ -82,5 +83,18 @@ func TestDefaultTargetURLsParse(t *testing.T) {
 				t.Errorf("ParseURL(%q) = %s; want %s", tg.URL, got, tg.Go)
 			}
 		})
+	}
+}
+
+func TestURLTargetHidesEveryPassword(t *testing.T) {
+	tg, err := benchmarks.URLTarget("s", "redis-sentinel://u:secret1@127.0.0.1:26379/m?sentinel_password=secret2&read_from=replica")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(tg.URL, "secret") || !strings.Contains(tg.URL, "read_from=replica") {
+		t.Errorf("URL %q; want its passwords hidden and its read_from kept", tg.URL)
+	}
+	if tg.Servers == nil || tg.Servers.Sentinel == nil || tg.Servers.Sentinel.Password != "secret2" || tg.Servers.Standalone != "" {
+		t.Errorf("Servers %+v; want the sentinels, their password, no standalone address yet", tg.Servers)
 	}
 }

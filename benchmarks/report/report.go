@@ -389,6 +389,9 @@ func renderServers(m benchmarks.Machine) string {
 	if m.Standalone != "" {
 		s += "; standalone " + m.Standalone
 	}
+	if m.Sentinel != "" {
+		s += " through Sentinel " + m.Sentinel
+	}
 	if len(m.Cluster) > 0 {
 		s += "; cluster " + strings.Join(m.Cluster, ",")
 	}

@@ -30,6 +30,11 @@
 // of your password; on the embedded servers it says which address to
 // replace.
 //
+// Through Redis Sentinel (-sentinel), the master the sentinels name at
+// the start is the server measured; redisx, rueidis and go-redis connect
+// through the sentinels, redigo's pool to that master. A redis-sentinel
+// -target with read_from=replica shows what reads from replicas buy.
+//
 // On a server of yours, every key it writes starts with "redisx-bench:"
 // and is deleted at the end; it refuses a database that holds other keys
 // unless -force. The password may come from REDISX_BENCH_PASSWORD instead
@@ -42,6 +47,7 @@
 //	redisx-bench -quick
 //	redisx-bench -addr 10.0.0.5:6379 -levels 1,10,100 -workloads get,setget
 //	redisx-bench -cluster 10.0.0.5:7000,10.0.0.6:7000 -workloads mget
+//	redisx-bench -sentinel mymaster@10.0.0.5:26379,10.0.0.6:26379 -target replica='redis-sentinel://10.0.0.5:26379/mymaster?read_from=replica'
 //	redisx-bench -target mine='redis://?strategy=pool&size=16' -peers=false
 //	redisx-bench -target old=redis://10.0.0.5:6379 -target new=redis://10.0.0.6:6379 -only old,new
 //	redisx-bench -slo p99=2ms -quick
@@ -56,8 +62,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -91,6 +99,7 @@ const (
 // options are the parsed flags.
 type options struct {
 	addr, cluster, user, password, url string
+	sentinel                           string
 	tls, peers, quick, force, pin      bool
 	levels, workloads, only, slo, out  string
 	base                               string
@@ -124,9 +133,10 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	}
 	fs.StringVar(&o.addr, "addr", "", "standalone server host:port (none: start an embedded one)")
 	fs.StringVar(&o.cluster, "cluster", "", "cluster seeds, comma-separated host:port (none: start an embedded 3-master cluster)")
+	fs.StringVar(&o.sentinel, "sentinel", "", "measure through Redis Sentinel: MASTER@host:port,host:port (the master's name and the sentinels; their password, if any, in a redis-sentinel -url)")
 	fs.StringVar(&o.user, "user", "", "ACL user name")
 	fs.StringVar(&o.password, "password", "", "password (or REDISX_BENCH_PASSWORD)")
-	fs.StringVar(&o.url, "url", "", "redis:// or rediss:// URL of the standalone server, with credentials")
+	fs.StringVar(&o.url, "url", "", "redis:// or rediss:// URL of the standalone server, with credentials; or a redis-sentinel:// URL of its sentinels")
 	fs.BoolVar(&o.tls, "tls", false, "connect with TLS")
 	fs.StringVar(&o.levels, "levels", "", "concurrency levels, e.g. 1,10,100 (default 1,10,50,100,500,1000; -quick 1,10,100)")
 	fs.StringVar(&o.workloads, "workloads", "", "workloads or families, e.g. get,mget,values/get-4KiB (default all)")
@@ -289,7 +299,10 @@ func (o *options) servers() (benchmarks.Servers, bool, error) {
 		if err != nil {
 			return s, false, fmt.Errorf("-url: %w", err)
 		}
-		if s.Standalone == "" {
+		switch {
+		case u.Sentinel != nil:
+			s.Sentinel = u.Sentinel
+		case s.Standalone == "":
 			s.Standalone = u.Addrs[0]
 		}
 		if s.Password == "" {
@@ -302,11 +315,41 @@ func (o *options) servers() (benchmarks.Servers, bool, error) {
 			s.Cluster = append(s.Cluster, a)
 		}
 	}
+	if o.sentinel != "" {
+		so, err := parseSentinelFlag(o.sentinel)
+		if err != nil {
+			return s, false, err
+		}
+		if s.Sentinel != nil { // the -url's credentials for the sentinels
+			so.Username, so.Password = s.Sentinel.Username, s.Sentinel.Password
+		}
+		s.Sentinel = so
+	}
+	if s.Sentinel != nil && (s.Standalone != "" || s.Cluster != nil) {
+		return s, false, errors.New("-sentinel (or a redis-sentinel -url) names the server: -addr and -cluster do not go with it")
+	}
 	if o.tls && s.TLS == nil {
 		s.TLS = &tls.Config{MinVersion: tls.VersionTLS12}
 	}
-	embedded := s.Standalone == "" && s.Cluster == nil
+	embedded := s.Standalone == "" && s.Cluster == nil && s.Sentinel == nil
 	return s, embedded, nil
+}
+
+// parseSentinelFlag reads -sentinel MASTER@host:port,host:port.
+func parseSentinelFlag(v string) (*redisx.SentinelOptions, error) {
+	master, list, ok := strings.Cut(v, "@")
+	if !ok || master == "" || list == "" {
+		return nil, fmt.Errorf("-sentinel %q: want MASTER@host:port[,host:port...]", v)
+	}
+	so := &redisx.SentinelOptions{Master: master}
+	for _, a := range strings.Split(list, ",") {
+		a = strings.TrimSpace(a)
+		if _, _, err := net.SplitHostPort(a); err != nil {
+			return nil, fmt.Errorf("-sentinel %q: %q is not host:port", v, a)
+		}
+		so.Addrs = append(so.Addrs, a)
+	}
+	return so, nil
 }
 
 // ownServersOnly reports whether every target of p measures servers of
@@ -477,9 +520,14 @@ func commandLine(args []string) string {
 	return strings.Join(out, " ")
 }
 
+// sentinelPassword is a redis-sentinel URL's password of the sentinels.
+var sentinelPassword = regexp.MustCompile(`([?&]sentinel_password=)[^&#]*`)
+
 // redact hides the password of a URL inside s ("-url=redis://u:pw@h",
-// "mine=redis://:pw@h"); a lone user info is a password too.
+// "mine=redis://:pw@h"), and a sentinel_password parameter's; a lone user
+// info is a password too.
 func redact(s string) string {
+	s = sentinelPassword.ReplaceAllString(s, "${1}xxxxx")
 	i := strings.Index(s, "://")
 	if i < 0 {
 		return s

@@ -7,11 +7,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/redisx-go/kit/internal/launcher"
+	"github.com/redisx-go/kit/redisx"
 )
 
 // readJSON reads a report.json as plain maps: the field names are the
@@ -144,6 +146,9 @@ func TestCLIRejectsBadFlags(t *testing.T) {
 		{"-target", "bad=http://x"},
 		{"-repeats", "0"},
 		{"-only", "multiplexed-1,nope"},
+		{"-sentinel", "127.0.0.1:26379"},
+		{"-sentinel", "mymaster@127.0.0.1"},
+		{"-sentinel", "mymaster@127.0.0.1:26379", "-addr", "127.0.0.1:6379"},
 		{"extra"},
 	} {
 		var stdout, stderr bytes.Buffer
@@ -154,13 +159,14 @@ func TestCLIRejectsBadFlags(t *testing.T) {
 }
 
 func TestCommandLineHidesPasswords(t *testing.T) {
-	got := commandLine([]string{"-password", "p1", "-password=p2", "-url", "redis://u:p3@h:1/0", "-target", "x=redis://p4@h?strategy=pool", "-levels", "1"})
-	for _, secret := range []string{"p1", "p2", "p3", "p4"} {
+	got := commandLine([]string{"-password", "p1", "-password=p2", "-url", "redis://u:p3@h:1/0", "-target", "x=redis://p4@h?strategy=pool", "-levels", "1",
+		"-url=redis-sentinel://:p5@h1:26379,h2:26379/m?sentinel_password=p6&db=1"})
+	for _, secret := range []string{"p1", "p2", "p3", "p4", "p5", "p6"} {
 		if strings.Contains(got, secret) {
 			t.Errorf("commandLine = %q; it shows %s", got, secret)
 		}
 	}
-	if want := "redisx-bench -password xxxxx -password=xxxxx -url redis://u:xxxxx@h:1/0 -target x=redis://:xxxxx@h?strategy=pool -levels 1"; got != want {
+	if want := "redisx-bench -password xxxxx -password=xxxxx -url redis://u:xxxxx@h:1/0 -target x=redis://:xxxxx@h?strategy=pool -levels 1 -url=redis-sentinel://:xxxxx@h1:26379,h2:26379/m?sentinel_password=xxxxx&db=1"; got != want {
 		t.Errorf("commandLine = %q; want %q", got, want)
 	}
 }
@@ -204,5 +210,20 @@ func TestCLITargetWithAHostMeasuresThatServer(t *testing.T) {
 	recs, _ := rep["recommendations"].([]any)
 	if len(recs) != 1 || !strings.HasPrefix(recs[0].(map[string]any)["url"].(string), "redis://"+srv.Addr()+"?") {
 		t.Errorf("recommendations = %v; want one with a URL on %s", recs, srv.Addr())
+	}
+}
+
+func TestSentinelFlagsNameTheServers(t *testing.T) {
+	o, err := parseFlags([]string{"-url", "redis-sentinel://u:pw@127.0.0.1:26379/m?sentinel_password=spw", "-sentinel", "mymaster@127.0.0.1:26379, 127.0.0.1:26380"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, embedded, err := o.servers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := redisx.SentinelOptions{Master: "mymaster", Addrs: []string{"127.0.0.1:26379", "127.0.0.1:26380"}, Password: "spw"}
+	if embedded || s.Sentinel == nil || !reflect.DeepEqual(*s.Sentinel, want) || s.Username != "u" || s.Password != "pw" {
+		t.Errorf("servers %+v (embedded %v), sentinel %+v; want %+v and the data nodes' user u", s, embedded, s.Sentinel, want)
 	}
 }
