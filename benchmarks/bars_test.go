@@ -14,7 +14,7 @@ import (
 	"github.com/redisx-go/kit/strategy"
 )
 
-// TestBars measures the performance bars of docs/DESIGN.md (P1–P10, H3) as ratios
+// TestBars measures the performance bars of docs/DESIGN.md (P1–P11, H3) as ratios
 // of configurations run side by side: rounds alternate between the
 // configurations compared, and the median of the rounds is reported. It
 // is opt-in (REDISX_BARS=1, or `make bars`) because it takes minutes and
@@ -48,6 +48,7 @@ func TestBars(t *testing.T) {
 		{"P8", br.p8},
 		{"P9", br.p9},
 		{"P10", br.p10},
+		{"P11", br.p11},
 		{"H3", br.h3},
 	} {
 		t.Run(sub.name, sub.run)
@@ -418,4 +419,47 @@ func envInt(name string, def int) int {
 		return v
 	}
 	return def
+}
+
+// p11 is bar P11: DoMulti of 100 commands (GETs and SETs of 64 B,
+// alternating) on Multiplexed{} against rueidis's DoMulti at 1, 10 and
+// 100 goroutines; go-redis's Pipelined is reported beside them. Each
+// client builds its batch its own way on every op, as a service would.
+func (br *bars) p11(t *testing.T) {
+	const n = 100
+	ts := []target{
+		openRedisx(t, "multiplexed-1", strategy.Multiplexed{}, 1),
+		openRueidis(t),
+		clientTarget("go-redis", 0, openPeer(t, benchmarks.GoRedisTarget(), []string{serverAddr(t)}, false)),
+	}
+	for _, tg := range ts {
+		defer tg.close()
+	}
+	seed(t, ts[0])
+	v := make([]byte, valueBytes)
+	set := make([]bool, n)
+	for i := range set {
+		set[i] = i%2 == 1
+	}
+	mk := func(tg target) benchmarks.Op {
+		p, err := benchmarks.PipelinerOf(tg.client)
+		if err != nil {
+			t.Fatalf("%s: %v", tg.name, err)
+		}
+		return func(ctx context.Context, w, i int) error {
+			keys := make([]string, n)
+			for j := range keys {
+				keys[j] = br.keys[(w*7919+i*n+j)%benchKeys]
+			}
+			_, err := p.Pipeline(ctx, keys, set, v)
+			return err
+		}
+	}
+	levels := []int{1, 10, 100}
+	m := br.compareOp(t, "DoMulti/100", levels, mk, ts)
+	for _, g := range levels {
+		mux := m["multiplexed-1"][g].qps
+		br.bar(t, "P11", mux/m["rueidis"][g].qps, 1.0, fmt.Sprintf("multiplexed DoMulti / rueidis DoMulti, 100 commands at %d", g))
+		br.aside("P11", mux/m["go-redis"][g].qps, fmt.Sprintf("multiplexed DoMulti / go-redis Pipelined, 100 commands at %d", g))
+	}
 }

@@ -25,6 +25,9 @@ type target struct {
 	get   func(ctx context.Context, key string) ([]byte, error)
 	set   func(ctx context.Context, key string, v []byte) error
 	close func()
+	// client is the target as the harness calls it, when it is one
+	// (redisx and the peers; not openDirect's backends).
+	client benchmarks.Client
 }
 
 type serverOnce struct {
@@ -115,8 +118,9 @@ func openRedisx(tb testing.TB, name string, s strategy.Strategy, conns int) targ
 	}
 	return target{
 		name: name, conns: conns, get: c.Get,
-		set:   func(ctx context.Context, k string, v []byte) error { return c.Set(ctx, k, v, 0) },
-		close: func() { c.Close() },
+		set:    func(ctx context.Context, k string, v []byte) error { return c.Set(ctx, k, v, 0) },
+		close:  func() { c.Close() },
+		client: c,
 	}
 }
 
@@ -148,8 +152,9 @@ func openPeer(tb testing.TB, t benchmarks.Target, addrs []string, cluster bool) 
 func clientTarget(name string, conns int, c benchmarks.Client) target {
 	return target{
 		name: name, conns: conns, get: c.Get,
-		set:   func(ctx context.Context, k string, v []byte) error { return c.Set(ctx, k, v, 0) },
-		close: func() { c.Close() },
+		set:    func(ctx context.Context, k string, v []byte) error { return c.Set(ctx, k, v, 0) },
+		close:  func() { c.Close() },
+		client: c,
 	}
 }
 

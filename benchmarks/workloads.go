@@ -49,8 +49,11 @@ var errWrongValue = errors.New("benchmarks: value of the wrong size")
 //   - near/w1 and near/w10: Zipf reads (s = 1.1 over 10,000 keys, 64 B)
 //     with 1% and 10% writes (document 004); the hit ratio is reported
 //     from the near-cache's Stats.
+//   - pipeline/10 and pipeline/100: batches of 10 and 100 GETs and SETs
+//     (64 B, alternating) in one round trip, at 1, 10 and 100 goroutines:
+//     redisx's DoMulti against rueidis's DoMulti and go-redis's Pipelined.
 //
-// The default targets of mget, values and near are limited (see each
+// The default targets of mget, values, near and pipeline are limited (see each
 // workload's Targets) to keep the full matrix within 20 minutes.
 func DefaultWorkloads() []Workload {
 	ws := []Workload{getWorkload(), setGetWorkload(), mgetWorkload()}
@@ -59,7 +62,7 @@ func DefaultWorkloads() []Workload {
 			ws = append(ws, valuesWorkload(op, sz.name, sz.bytes))
 		}
 	}
-	return append(ws, nearWorkload(1), nearWorkload(10))
+	return append(ws, nearWorkload(1), nearWorkload(10), pipelineWorkload(10), pipelineWorkload(100))
 }
 
 // keyName is the name of key i of a workload's key set.
