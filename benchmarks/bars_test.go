@@ -423,12 +423,14 @@ func envInt(name string, def int) int {
 
 // p11 is bar P11: DoMulti of 100 commands (GETs and SETs of 64 B,
 // alternating) on Multiplexed{} against rueidis's DoMulti at 1, 10 and
-// 100 goroutines; go-redis's Pipelined is reported beside them. Each
+// 100 goroutines; go-redis's Pipelined and Multiplexed{Conns: 2} (rueidis
+// pipelines over 2 connections on 2 cores) are reported beside them. Each
 // client builds its batch its own way on every op, as a service would.
 func (br *bars) p11(t *testing.T) {
 	const n = 100
 	ts := []target{
 		openRedisx(t, "multiplexed-1", strategy.Multiplexed{}, 1),
+		openRedisx(t, "multiplexed-2", strategy.Multiplexed{Conns: 2}, 2),
 		openRueidis(t),
 		clientTarget("go-redis", 0, openPeer(t, benchmarks.GoRedisTarget(), []string{serverAddr(t)}, false)),
 	}
@@ -461,5 +463,6 @@ func (br *bars) p11(t *testing.T) {
 		mux := m["multiplexed-1"][g].qps
 		br.bar(t, "P11", mux/m["rueidis"][g].qps, 1.0, fmt.Sprintf("multiplexed DoMulti / rueidis DoMulti, 100 commands at %d", g))
 		br.aside("P11", mux/m["go-redis"][g].qps, fmt.Sprintf("multiplexed DoMulti / go-redis Pipelined, 100 commands at %d", g))
+		br.aside("P11", m["multiplexed-2"][g].qps/m["rueidis"][g].qps, fmt.Sprintf("multiplexed-2 DoMulti / rueidis DoMulti, 100 commands at %d", g))
 	}
 }
