@@ -1,12 +1,13 @@
 // Package strategy holds the contract between the redisx facade and the
-// client strategies behind it, and the transports themselves.
+// client strategies behind it, and the option types of this module's
+// strategies; their machinery lives in internal packages.
 //
-// A user picks a strategy value — [Multiplexed], [Pool], [GoRedis] — and
-// hands it to redisx.New as Options.Strategy. The facade calls the value's
-// Open method with the shared connection settings ([Config]) and gets a
-// running [Backend]. Every strategy value is a plain struct whose zero value
-// is a good default, except [GoRedis], which needs the go-redis client it
-// adopts.
+// A user picks a strategy value — [Multiplexed], [Pool], [SlotGrouped],
+// localcache.Near, goredis.Strategy — and hands it to redisx.New as
+// Options.Strategy. The facade calls the value's Open method with the
+// shared connection settings ([Config]) and gets a running [Backend].
+// The values of this package are plain structs whose zero value is a
+// good default.
 //
 // # The contract
 //
@@ -21,19 +22,12 @@
 //
 // # Choosing
 //
-//   - [Multiplexed] shares one auto-pipelined connection per node among all
-//     goroutines (the Lettuce model). It wins at low and moderate
-//     concurrency and uses the fewest connections.
-//   - [Pool] lends each call a connection of its own from a jackc/puddle
-//     pool (the Jedis model): a blocking write and read on the caller's
-//     goroutine.
-//   - [SlotGrouped] wraps Multiplexed or Pool and sends multi-key calls
-//     as one pipelined round trip per node, nodes in parallel (the Codis
-//     proxy model): the choice for MGET across many cluster slots.
-//   - [GoRedis] adopts a go-redis client a service already has.
-//
-// The benchmarks in the benchmarks package measure where the curves cross on
-// your own server.
+// [Multiplexed] shares one auto-pipelined connection per node among all
+// goroutines (the Lettuce model); [Pool] lends each call a connection of
+// its own (the Jedis model); [SlotGrouped] wraps either and sends
+// multi-key calls as one pipelined round trip per node, nodes in parallel
+// (the Codis proxy model). The benchmarks package measures where the
+// curves cross on your own server.
 //
 // # Redis Cluster
 //

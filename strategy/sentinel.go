@@ -10,38 +10,21 @@ import (
 )
 
 // SentinelConfig names the sentinels of a Redis deployment managed by
-// Redis Sentinel, for Config.Sentinel (redisx.Options.Sentinel fills it).
-// Its fields: Master, the name the sentinels monitor the master under;
-// Addrs, the sentinels' addresses (host:port); Username and Password, the
-// sentinels' own credentials, if they require any (Config's Username,
-// Password and Credentials are the data nodes'). Config.TLS and
+// Redis Sentinel, for Config.Sentinel (redisx.Options.Sentinel fills it):
+// Master, the name the sentinels monitor the master under; Addrs, the
+// sentinels' addresses (host:port); Username and Password, the sentinels'
+// own credentials, if any (Config's are the data nodes'). Config.TLS and
 // DialTimeout apply to the sentinels too.
 //
-// With it, Multiplexed and Pool ask every sentinel at once, each within
-// DialTimeout, for the master (SENTINEL GET-MASTER-ADDR-BY-NAME), try
-// the addresses they name from the newest configuration epoch down, and
-// use the first that answers ROLE as a master; Open fails with an error
-// wrapping ErrConnection if none does. Every connection made to the
-// master afterwards checks its ROLE too before a call uses it. One
-// connection to one sentinel is subscribed to +switch-master (the next
-// sentinel is tried when it fails or is silent for 3 s); on a switch, or
-// when the sentinels, asked again after a connection to the master
-// failed, name another master, new calls go to the new master and the old
-// master's node is closed once its calls in flight return. Those fail
-// with ErrConnection within their deadline: a master that crashed fails
-// its connections, and one the sentinels demote ends them as it becomes a
-// replica. A write refused with READONLY (a replica's reply) fails with
-// an error wrapping ErrConnection that Unsent reports, and the master's
-// ROLE is asked every second: either shows a master demoted by someone
-// other than the sentinels, whose connections are then replaced. So no
-// read is answered by a demoted master beyond that second, and none at
-// all in a failover the sentinels run. redisx.Client retries the failed
-// calls by its Retry policy.
-//
-// SlotGrouped and goredis.Strategy refuse it, and so does a master in
-// cluster mode; localcache.Near follows the master its inner strategy
-// reports (its invalidation connection moves with it, and its local
-// cache is flushed).
+// Multiplexed and Pool follow the master the sentinels name, as
+// redisx.SentinelOptions describes in full: the master found by asking
+// every sentinel at once and checked with ROLE (Open fails with an error
+// wrapping ErrConnection if none answers as a master), +switch-master
+// followed, calls in flight on a master that is replaced failing with
+// ErrConnection within their deadline, READONLY replies and a ROLE check
+// every second catching a master demoted by anyone else. SlotGrouped,
+// goredis.Strategy and a master in cluster mode refuse it;
+// localcache.Near follows the master its inner strategy reports.
 type SentinelConfig = conn.Sentinel
 
 // open opens the backend of transport t: over the master the sentinels of

@@ -1,6 +1,6 @@
 // Package param reads and writes the values of URL parameters — counts,
-// durations, fractions and sizes — for strategy.URLParams, with the
-// messages its errors carry.
+// durations, fractions and sizes — with the messages its errors carry,
+// and holds a URL's parameters as strategy.URLParams.
 package param
 
 import (
