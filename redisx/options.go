@@ -24,8 +24,8 @@ type Options struct {
 	// then ignored.
 	Sentinel *SentinelOptions
 	// ReadFrom says which node serves reads: the master (ReadPrimary, the
-	// zero value) or, with Sentinel, a replica (ReadReplicaPreferred) or
-	// the nearest node (ReadNearest). A read from a replica may miss a
+	// zero value) or, with Sentinel or on a Redis Cluster, a replica
+	// (ReadReplicaPreferred) or the nearest node (ReadNearest). A read from a replica may miss a
 	// write just made: see ReadFrom.
 	ReadFrom ReadFrom
 	// Strategy is any strategy value: strategy.Multiplexed{},

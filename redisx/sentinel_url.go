@@ -112,14 +112,8 @@ func parseSentinelURL(raw string) (Options, error) {
 		return Options{}, err
 	}
 	o.Addrs, o.Sentinel = nil, s
-	switch readFrom {
-	case "", ReadPrimary.String():
-	case ReadReplicaPreferred.String():
-		o.ReadFrom = ReadReplicaPreferred
-	case ReadNearest.String():
-		o.ReadFrom = ReadNearest
-	default:
-		return Options{}, fmt.Errorf("%w: read_from=%q in URL, want primary, replica or nearest", ErrInvalidArgument, readFrom)
+	if o.ReadFrom, err = readFromOf(readFrom); err != nil {
+		return Options{}, err
 	}
 	return o, nil
 }

@@ -102,7 +102,7 @@ func TestSentinelURLRefused(t *testing.T) {
 		"redis-sentinel://h1/m?db=01",              // not written as FormatURL would
 		"redis-sentinel://h1/m?db=1&db=2",          // twice
 		"redis-sentinel://h1/m?read_from=replicas", // not a ReadFrom
-		"redis://h1/?read_from=replica",            // replicas need Sentinel
+		"redis://h1/?read_from=replicas",           // not a ReadFrom either
 		"redis-sentinel://h1/m?sentinel_password=a&sentinel_password=b",
 		"redis-sentinel://h1/m?strategy=nosuch",       // what redis:// refuses
 		"redis-sentinel://h1/m?conns=2&strategy=pool", // likewise
@@ -132,7 +132,7 @@ func TestSentinelURLRefused(t *testing.T) {
 		{Sentinel: &redisx.SentinelOptions{Master: "m", Addrs: []string{"h"}}},
 		{Sentinel: &redisx.SentinelOptions{Master: "m", Addrs: []string{"h:1"}, Username: "u"}},
 		{Sentinel: &redisx.SentinelOptions{Master: "m", Addrs: []string{"h:1"}}, DB: -1},
-		{Addrs: []string{"h:1"}, ReadFrom: redisx.ReadReplicaPreferred},
+		{Addrs: []string{"h:1"}, ReadFrom: redisx.ReadNearest + 1},
 		{Sentinel: &redisx.SentinelOptions{Master: "m", Addrs: []string{"h:1"}}, ReadFrom: redisx.ReadNearest + 1},
 	} {
 		if u, err := redisx.FormatURL(o); err == nil || !errors.Is(err, redisx.ErrInvalidArgument) {

@@ -18,9 +18,6 @@ import (
 func formatSentinelURL(o Options, credentials bool) (string, error) {
 	s := o.Sentinel
 	switch {
-	case s == nil:
-		// New refuses it too: the sentinels name the replicas.
-		return "", fmt.Errorf("%w: ReadFrom %v without Sentinel has no URL form", ErrInvalidArgument, o.ReadFrom)
 	case o.ReadFrom > ReadNearest:
 		return "", fmt.Errorf("%w: %v is not ReadPrimary, ReadReplicaPreferred nor ReadNearest", ErrInvalidArgument, o.ReadFrom)
 	case s.Master == "":

@@ -57,6 +57,9 @@ import (
 //	retry_min_backoff    Options.Retry.MinBackoff
 //	retry_max_backoff    Options.Retry.MaxBackoff
 //	pubsub_buffer        Options.PubSubBuffer
+//	read_from            Options.ReadFrom: primary (default), replica or
+//	                     nearest (on a Redis Cluster; see also ParseURL's
+//	                     redis-sentinel form)
 //	addr                 another seed node host:port (repeatable)
 //
 // A size in SI units (KB, MB, GB) is refused rather than guessed at: some
@@ -283,6 +286,9 @@ func parseParams(o *Options, q url.Values) (strategy.Strategy, error) {
 		return nil, err
 	}
 	if err := p.Count("pubsub_buffer", &o.PubSubBuffer); err != nil {
+		return nil, err
+	}
+	if o.ReadFrom, err = parseReadFrom(p); err != nil {
 		return nil, err
 	}
 	s, err := strategies[i].FromURL(p)

@@ -45,7 +45,7 @@ func RedactedURL(o Options) (string, error) {
 }
 
 func formatURL(o Options, credentials bool) (string, error) {
-	if o.Sentinel != nil || o.ReadFrom != ReadPrimary {
+	if o.Sentinel != nil {
 		return formatSentinelURL(o, credentials)
 	}
 	u := url.URL{Scheme: "redis"}
@@ -109,6 +109,13 @@ func formatURL(o Options, credentials bool) (string, error) {
 	q.AddDuration("retry_max_backoff", o.Retry.MaxBackoff)
 	if err := q.AddCount("pubsub_buffer", o.PubSubBuffer); err != nil {
 		return "", err
+	}
+	switch o.ReadFrom {
+	case ReadPrimary:
+	case ReadReplicaPreferred, ReadNearest:
+		q.Add("read_from", o.ReadFrom.String())
+	default:
+		return "", fmt.Errorf("%w: %v is not ReadPrimary, ReadReplicaPreferred nor ReadNearest", ErrInvalidArgument, o.ReadFrom)
 	}
 	for _, a := range addrs[1:] {
 		if _, _, err := net.SplitHostPort(a); err != nil {

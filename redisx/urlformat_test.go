@@ -87,6 +87,11 @@ func TestFormatURLRoundTrip(t *testing.T) {
 				"&retry_min_backoff=5ms&retry_max_backoff=1s",
 		},
 		{
+			name: "reads from a cluster's replicas",
+			in:   redisx.Options{Addrs: []string{"a:7000", "b:7001"}, Strategy: strategy.Pool{}, ReadFrom: redisx.ReadReplicaPreferred, PubSubBuffer: 50},
+			url:  "redis://a:7000?strategy=pool&pubsub_buffer=50&read_from=replica&addr=b:7001",
+		},
+		{
 			name: "retries off",
 			in:   redisx.Options{Addrs: []string{"h:6379"}, Strategy: strategy.Multiplexed{}, Retry: redisx.Retry{MaxAttempts: 1}},
 			url:  "redis://h:6379?strategy=multiplexed&retry_max_attempts=1",

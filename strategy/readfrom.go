@@ -13,18 +13,29 @@ import (
 // EVAL_RO…), except the SCAN family, whose cursor belongs to one server,
 // and blocking commands. Everything else goes to the master.
 //
-// Replicas are found through Sentinel (Config.Sentinel): the replicas a
+// Over Sentinel (Config.Sentinel) the replicas are those a
 // sentinel lists (SENTINEL REPLICAS, every 5 s and after a failover),
 // each checked every second with INFO — one that is down, that the
 // sentinel flags down or disconnected, that is loading its data set, whose
 // link to the master is down (master_link_status:down) or that replicates
 // another master is skipped until a check finds it well again, and so is
 // one a read failed on with a connection failure, LOADING or MASTERDOWN
-// (redisx.Client retries such a read, on another node). Multiplexed and
-// Pool support it over Sentinel; elsewhere (a standalone server without
-// Sentinel, a Redis Cluster, SlotGrouped, goredis.Strategy) a ReadFrom
-// other than ReadPrimary is refused with ErrInvalidArgument, and so is it
-// by localcache.Near, which could not keep a cache of replica reads
+// (redisx.Client retries such a read, on another node).
+//
+// On a Redis Cluster the replicas are those the slot map lists as online
+// for each master (CLUSTER SHARDS: a failed or loading replica is not
+// listed), reloaded with the map; every connection is READONLY so that a
+// replica serves its master's slots. A read that fails on a replica — a
+// connection failure, a redirect, LOADING, MASTERDOWN — goes to the
+// master within the same call, and that replica is skipped for a second.
+// A replica whose link to its master is down but that still answers
+// (replica-serve-stale-data yes) is not detected: its reads may be stale
+// until the cluster fails it over or drops it.
+//
+// Multiplexed and Pool support it, over Sentinel and on a cluster; a
+// standalone server without Sentinel, SlotGrouped and goredis.Strategy
+// refuse a ReadFrom other than ReadPrimary with ErrInvalidArgument, and
+// so does localcache.Near, which could not keep a cache of replica reads
 // coherent with the master's invalidations.
 //
 // Consistency: replication is asynchronous, so a read from a replica may
@@ -46,14 +57,12 @@ const (
 	ReadNearest ReadFrom = conn.ReadNearest
 )
 
-// checkReadFrom refuses a ReadFrom out of range, and one other than
-// ReadPrimary without Sentinel.
+// checkReadFrom refuses a ReadFrom out of range (a standalone server
+// without Sentinel refuses any but ReadPrimary when it is opened).
 func checkReadFrom(cfg Config) error {
 	switch {
 	case cfg.ReadFrom > ReadNearest:
 		return fmt.Errorf("%w: ReadFrom %d is not ReadPrimary, ReadReplicaPreferred nor ReadNearest", ErrInvalidArgument, cfg.ReadFrom)
-	case cfg.ReadFrom != ReadPrimary && cfg.Sentinel == nil:
-		return fmt.Errorf("%w: ReadFrom other than ReadPrimary needs Sentinel, which names the replicas", ErrInvalidArgument)
 	}
 	return nil
 }

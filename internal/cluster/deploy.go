@@ -79,15 +79,22 @@ func Open(ctx context.Context, cfg conn.Config, t Transport) (Backend, error) {
 	if len(cfg.Addrs) == 0 {
 		return nil, fmt.Errorf("%w: no address", conn.ErrInvalidArgument)
 	}
+	// The seed is probed without ReadFrom, whose READONLY a standalone
+	// server refuses.
+	probe := cfg
+	probe.ReadFrom = conn.ReadPrimary
 	var errs []error
 	for _, addr := range cfg.Addrs {
-		n, err := t.OpenNode(ctx, cfg, addr)
+		n, err := t.OpenNode(ctx, probe, addr)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
 		shards, err := discover(ctx, n, cfg.TLS != nil)
 		switch {
+		case errors.Is(err, errNotCluster) && cfg.ReadFrom != conn.ReadPrimary:
+			n.Close()
+			return nil, fmt.Errorf("%w: ReadFrom other than ReadPrimary on a standalone server: replicas are found through Sentinel or a Redis Cluster", conn.ErrInvalidArgument)
 		case errors.Is(err, errNotCluster):
 			return n, nil
 		case err != nil:
@@ -98,6 +105,15 @@ func Open(ctx context.Context, cfg conn.Config, t Transport) (Backend, error) {
 		if cfg.DB != 0 {
 			n.Close()
 			return nil, fmt.Errorf("%w: DB %d on a cluster, which has database 0 only", conn.ErrInvalidArgument, cfg.DB)
+		}
+		if cfg.ReadFrom != conn.ReadPrimary {
+			// Its nodes' connections are READONLY, so that those to
+			// replicas serve reads: the seed's too.
+			n.Close()
+			if n, err = t.OpenNode(ctx, cfg, addr); err != nil {
+				errs = append(errs, err)
+				continue
+			}
 		}
 		return newRouter(cfg, t, n, shards)
 	}

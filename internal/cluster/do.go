@@ -76,10 +76,15 @@ func publishSlot(spec *command.Spec, args []any) (int, bool) {
 	return Slot(command.Arg(args, 1)), true
 }
 
-// doSlot runs args, a command on keys, on the master of slot.
+// doSlot runs args, a command on keys, on the master of slot (a read-only
+// command on keys: where ReadFrom says).
 func (c *Router) doSlot(ctx context.Context, slot int, keys []string, args []any) (any, error) {
 	var v any
-	err := c.route(ctx, slot,
+	route := c.route
+	if keys != nil && command.ReplicaRead(args) {
+		route = c.routeRead // a replica may serve it (ReadFrom)
+	}
+	err := route(ctx, slot,
 		func(n Node) (err error) { v, err = n.Do(ctx, args...); return err },
 		func(n Node) error {
 			rp := conn.Reply{Kind: conn.ReplyAny}

@@ -33,6 +33,12 @@ type member struct {
 	refs    atomic.Int64
 	retired atomic.Bool
 	once    sync.Once
+
+	// Reads from replicas (replicas.go): until when a replica is skipped
+	// after a failed read (Unix nanoseconds), and the moving average of
+	// its reads' round trips (nanoseconds; 0: none measured yet).
+	skipUntil atomic.Int64
+	rtt       atomic.Int64
 }
 
 // address returns m's address, or a placeholder for a nil m (no master).
@@ -150,7 +156,8 @@ func (c *Router) install(top *topology) []*member {
 	return c.prune()
 }
 
-// prune takes every node the current map does not list as a master out of
+// prune takes every node the current map does not list as a master (or a
+// replica read from) out of
 // c.nodes, so that no new call finds it, and returns them: the caller
 // retires them once it has released c.mu (retire may close, which takes
 // c.mu). Calls holding them meanwhile keep them open. c.mu must be held.
@@ -159,8 +166,14 @@ func (c *Router) prune() []*member {
 		return nil
 	}
 	live := make(map[*member]bool, len(c.nodes))
-	for _, m := range c.state.Load().masters {
+	top := c.state.Load()
+	for _, m := range top.masters {
 		live[m] = true
+	}
+	for _, rs := range top.replicas {
+		for _, m := range rs {
+			live[m] = true
+		}
 	}
 	var out []*member
 	for addr, m := range c.nodes {

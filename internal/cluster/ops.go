@@ -34,7 +34,7 @@ func askExec(ctx context.Context, n Node, keys []string, rp *conn.Reply, enc fun
 // Get implements Backend.
 func (c *Router) Get(ctx context.Context, key string) ([]byte, error) {
 	var v []byte
-	err := c.route(ctx, Slot(key),
+	err := c.routeRead(ctx, Slot(key),
 		func(n Node) (err error) { v, err = n.Get(ctx, key); return err },
 		func(n Node) error {
 			rp := conn.Reply{Kind: conn.ReplyBulk}
@@ -113,7 +113,7 @@ func (c *Router) Del(ctx context.Context, keys ...string) (int64, error) {
 // mgetSlot reads one slot's keys into vs at their positions.
 func (c *Router) mgetSlot(ctx context.Context, g slotGroup, vs [][]byte) error {
 	var got [][]byte
-	err := c.route(ctx, g.slot,
+	err := c.routeRead(ctx, g.slot,
 		func(n Node) (err error) { got, err = n.MGet(ctx, g.keys); return err },
 		func(n Node) error {
 			rp := conn.Reply{Kind: conn.ReplyBulks, Vals: make([][]byte, len(g.keys))}

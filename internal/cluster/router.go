@@ -59,6 +59,7 @@ type Router struct {
 	endLife context.CancelFunc
 
 	redirects, refreshes, refreshErrors atomic.Int64
+	turn                                atomic.Uint64 // the replica a read takes in turn (replicas.go)
 }
 
 // dialWait is one shared piece of work (a slot-map refresh) that callers
@@ -74,6 +75,9 @@ type dialWait struct {
 type topology struct {
 	owner   [Slots]uint16 // 0: unassigned; i+1: masters[i]
 	masters []*member
+	// replicas are, by master, its online replicas: with ReadFrom other
+	// than ReadPrimary only (replicas.go).
+	replicas [][]*member
 }
 
 // master returns the member serving slot, or nil.
@@ -124,6 +128,11 @@ func (c *Router) build(shards []Shard) (*topology, error) {
 			top.masters = append(top.masters, n)
 			i = uint16(len(top.masters))
 			index[addr] = i
+			rs, err := c.replicaMembers(m, slot)
+			if err != nil {
+				return nil, err
+			}
+			top.replicas = append(top.replicas, rs)
 		}
 		top.owner[slot] = i
 	}
@@ -161,6 +170,7 @@ func (c *Router) moved(slot int, addr string) {
 		i, ok := index[m]
 		if !ok {
 			top.masters = append(top.masters, m)
+			top.replicas = append(top.replicas, old.replicasOf(m)) // none for a new master until the refresh
 			i = uint16(len(top.masters))
 			index[m] = i
 		}

@@ -261,3 +261,19 @@ func Keys(args []any) (keys []string, spec *Spec, ok bool) {
 	}
 	return keys, spec, ok && spec.Complete()
 }
+
+// ReplicaRead reports whether args may be sent to a replica when reads
+// go to replicas (ReadFrom): a command the table flags read-only, but no
+// blocking command and none of the SCAN family, whose cursor is one
+// server's.
+func ReplicaRead(args []any) bool {
+	s := Lookup(args)
+	if s == nil || s.Flags&ReadOnly == 0 || s.Flags&Blocking != 0 {
+		return false
+	}
+	switch s.Name {
+	case "scan", "sscan", "hscan", "zscan":
+		return false
+	}
+	return true
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"strconv"
+	"sync/atomic"
 	"time"
 )
 
@@ -117,4 +118,15 @@ func (r ReadFrom) String() string {
 		return "nearest"
 	}
 	return "ReadFrom(" + strconv.Itoa(int(r)) + ")"
+}
+
+// ObserveRTT folds one round trip into avg, a moving average in
+// nanoseconds (0: none measured yet): how reads pick the nearest node.
+func ObserveRTT(avg *atomic.Int64, d time.Duration) {
+	old := avg.Load()
+	if old == 0 {
+		avg.Store(int64(d))
+		return
+	}
+	avg.Store((old*7 + int64(d)*3) / 10)
 }

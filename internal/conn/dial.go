@@ -76,6 +76,14 @@ func Dial(ctx context.Context, cfg *Config, addr string) (net.Conn, error) {
 			nc.Close()
 			return nil, MarkUnsent(fmt.Errorf("%w: dial %s: %w (ROLE %s)", ErrConnection, addr, ErrNotMaster, roleOf(role)))
 		}
+	} else if err == nil && cfg.ReadFrom != ReadPrimary {
+		// A Redis Cluster whose reads may go to replicas: a replica
+		// serves its slots' reads only on a READONLY connection (a master
+		// answers OK and ignores it). The reply proves a Redis server too.
+		var ok string
+		if ok, err = redis.String(redis.DoContext(rc, ctx, "READONLY")); err == nil && ok != "OK" {
+			err = errNotRedis
+		}
 	} else if err == nil && password == "" && cfg.ClientName == "" && cfg.DB == 0 {
 		// The handshake sent nothing, so nothing yet proves that a Redis
 		// server answers (Strategy.Open must verify it): any TCP listener

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gomodule/redigo/redis"
 	"github.com/redisx-go/kit/internal/cluster"
+	"github.com/redisx-go/kit/internal/command"
 	"github.com/redisx-go/kit/internal/conn"
 )
 
@@ -331,7 +332,7 @@ func (b *Backend) Do(ctx context.Context, args ...any) (any, error) {
 	var m *member
 	var r *replica
 	var err error
-	if b.cfg.ReadFrom != conn.ReadPrimary && readOnly(args) {
+	if b.cfg.ReadFrom != conn.ReadPrimary && command.ReplicaRead(args) {
 		m, r, err = b.acquireRead()
 	} else {
 		m, err = b.acquire()

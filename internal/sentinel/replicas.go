@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/gomodule/redigo/redis"
-	"github.com/redisx-go/kit/internal/command"
 	"github.com/redisx-go/kit/internal/conn"
 )
 
@@ -34,16 +33,6 @@ type replica struct {
 
 // replicaSet is the replicas, an immutable slice swapped whole.
 type replicaSet []*replica
-
-// observe folds one round trip into a moving average.
-func observe(avg *atomic.Int64, d time.Duration) {
-	old := avg.Load()
-	if old == 0 {
-		avg.Store(int64(d))
-		return
-	}
-	avg.Store((old*7 + int64(d)*3) / 10)
-}
 
 // replicaConfig is the settings of the replicas' nodes: the master's,
 // without the check that a connection reached a master, nor ReadFrom.
@@ -225,7 +214,7 @@ func (b *Backend) checkReplica(ctx context.Context, r *replica) {
 		r.healthy.Store(false)
 		return
 	}
-	observe(&r.rtt, time.Since(start))
+	conn.ObserveRTT(&r.rtt, time.Since(start))
 	f := map[string]string{}
 	for line := range strings.Lines(info) {
 		if k, v, ok := strings.Cut(strings.TrimSpace(line), ":"); ok {
@@ -293,19 +282,4 @@ func (b *Backend) afterRead(m *member, r *replica, err error) error {
 		r.healthy.Store(false)
 	}
 	return err
-}
-
-// readOnly reports whether Do may send args to a replica: a command the
-// table flags read-only, but no blocking command and none of the SCAN
-// family, whose cursor is one server's.
-func readOnly(args []any) bool {
-	s := command.Lookup(args)
-	if s == nil || s.Flags&command.ReadOnly == 0 || s.Flags&command.Blocking != 0 {
-		return false
-	}
-	switch s.Name {
-	case "scan", "sscan", "hscan", "zscan":
-		return false
-	}
-	return true
 }

@@ -186,7 +186,7 @@ func (b *Backend) checkRole() {
 	cancel()
 	m.release()
 	if err == nil {
-		observe(&b.masterRTT, time.Since(start))
+		conn.ObserveRTT(&b.masterRTT, time.Since(start))
 	}
 	if err != nil {
 		b.check(m, err)
