@@ -55,9 +55,9 @@ func TestSLOSearchBracketsBisectsAndConfirms(t *testing.T) {
 	}
 	checkBracket(t, f, 90_000, probed)
 	// 1k to 128k doubling (8 probes), 4 bisections (a factor of 2 down
-	// to 4.4%), two confirmations of the rate found.
-	if len(probed) != 14 || probed[7] != 128_000 || probed[12] != f.maxRate || probed[13] != f.maxRate {
-		t.Errorf("probes %v; want 8 of the ramp, 4 bisections, then the rate found twice again", probed)
+	// to 4.4%), sloHolds-1 confirmations of the rate found.
+	if len(probed) != 12+sloHolds-1 || probed[7] != 128_000 || probed[len(probed)-1] != f.maxRate || probed[12] != f.maxRate {
+		t.Errorf("probes %v; want 8 of the ramp, 4 bisections, then the rate found %d times again", probed, sloHolds-1)
 	}
 	if !f.confirmed || f.note != "" || len(f.probes) != len(probed) {
 		t.Errorf("confirmed %v, note %q, %d probes recorded; want confirmed, no note, all %d", f.confirmed, f.note, len(f.probes), len(probed))
@@ -127,8 +127,8 @@ func TestSLOSearchReportsZeroWhenNothingHolds(t *testing.T) {
 func TestSLOSearchStopsAtTheEndOfTheRamp(t *testing.T) {
 	var probed []float64
 	f, _ := searchRate(1000, 100, 3, 4, modelProbe(func(float64) time.Duration { return 0 }, time.Millisecond, &probed))
-	if f.maxRate != 4000 || f.firstFailing != 0 || !f.confirmed || len(probed) != 5 {
-		t.Errorf("max %v, first failing %v, confirmed %v after probes %v; want 4000 confirmed, no failure, 5 probes", f.maxRate, f.firstFailing, f.confirmed, probed)
+	if f.maxRate != 4000 || f.firstFailing != 0 || !f.confirmed || len(probed) != 2+sloHolds {
+		t.Errorf("max %v, first failing %v, confirmed %v after probes %v; want 4000 confirmed, no failure, %d probes", f.maxRate, f.firstFailing, f.confirmed, probed, 2+sloHolds)
 	}
 }
 

@@ -199,7 +199,7 @@ func (c *Router) doAll(ctx context.Context, spec *command.Spec, args []any) (any
 	masters := c.acquireMasters()
 	defer func() {
 		for _, m := range masters {
-			m.release()
+			m.Release()
 		}
 	}()
 	if len(masters) == 0 {
@@ -368,10 +368,10 @@ func (c *Router) DoOn(ctx context.Context, addr string, args ...any) (any, error
 		if m == nil {
 			return nil, fmt.Errorf("%w: DoOn: %s is not a master of the cluster's slot map (see Masters)", conn.ErrInvalidArgument, addr)
 		}
-		if !m.acquire() {
+		if !m.Acquire() {
 			continue // retired since we loaded the map: look in the new one
 		}
-		defer m.release()
+		defer m.Release()
 		return m.n.Do(ctx, args...)
 	}
 }

@@ -220,14 +220,14 @@ func (g *Grouped) grouped(ctx context.Context, keys []string, cmd string,
 	// the new map.
 	nodes := make([]Node, len(members))
 	for i, m := range members {
-		if m != nil && m.acquire() {
+		if m != nil && m.Acquire() {
 			nodes[i] = m.n
 		}
 	}
 	err := g.run(ctx, nodes, perNode, keys, cmd, enc, ok, retry)
 	for i, m := range members {
 		if nodes[i] != nil {
-			m.release()
+			m.Release()
 		}
 	}
 	return err

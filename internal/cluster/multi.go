@@ -117,7 +117,7 @@ func (c *Router) DoMulti(ctx context.Context, cmds ...[]any) []conn.Result {
 			c.sendPipelines(ctx, groups, cmds, keys, res)
 		}
 		for _, g := range groups {
-			g.m.release()
+			g.m.Release()
 		}
 		if blocking {
 			// Redirected commands one at a time, through the routing of
@@ -164,9 +164,9 @@ func (c *Router) groupMulti(pending, slots []int, asks map[int]string, res []con
 		switch {
 		case g != nil:
 			if ask {
-				m.release() // held once for the group
+				m.Release() // held once for the group
 			}
-		case ask || m.acquire():
+		case ask || m.Acquire():
 			g = &multiGroup{m: m}
 			index[m] = g
 			groups = append(groups, g)
@@ -324,12 +324,12 @@ func (c *Router) Dedicated(ctx context.Context, keys []string) (conn.Dedicated, 
 		case m == nil:
 			c.triggerRefresh()
 			return nil, errSlotUnserved
-		case !m.acquire():
+		case !m.Acquire():
 			continue // retired since the map was loaded: the new one is installed
 		}
 		d, err := m.n.Dedicated(ctx, keys)
 		if err != nil {
-			m.release()
+			m.Release()
 			c.refreshAfter(err)
 			return nil, err
 		}
@@ -367,7 +367,7 @@ func (r *routedDedicated) DoMulti(ctx context.Context, cmds ...[]any) ([]conn.Re
 
 func (r *routedDedicated) Release(reuse bool) {
 	r.d.Release(reuse)
-	r.m.release()
+	r.m.Release()
 }
 
 // DialSession implements SessionDialer: the master of slot (any master for

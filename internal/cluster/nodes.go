@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"sync"
 	"sync/atomic"
 
 	"github.com/redisx-go/kit/internal/conn"
@@ -17,22 +16,13 @@ import (
 // the set of nodes only grows where addresses change (Kubernetes, managed
 // Redis), each keeping its connections and goroutines (issue #7).
 
-// member is a node of the cluster with the count of calls using it.
-//
-// Reference counts rather than a grace period: a call may last as long as
-// its context allows (a BLPOP without a deadline: forever), so no period
-// is long enough to be sure, while a count is exact. The protocol, on
-// sequentially consistent atomics: acquire adds one, then checks retired;
-// retire sets retired, then checks for zero; release subtracts one and, at
-// zero on a retired member, closes it. So either acquire sees retired
-// (and backs off) or the retirement sees the call (and leaves the closing
-// to its release); whoever sees zero last closes, once.
+// member is a node of the cluster, held by the calls using it (see
+// Held): a master that leaves the slot map is closed when its last call
+// ends.
 type member struct {
-	n       Node // the node; use it between acquire and release
-	c       *Router
-	refs    atomic.Int64
-	retired atomic.Bool
-	once    sync.Once
+	Held
+	n Node // the node; use it between Acquire and Release
+	c *Router
 
 	// Reads from replicas (replicas.go): until when a replica is skipped
 	// after a failed read (Unix nanoseconds), and the moving average of
@@ -50,47 +40,16 @@ func (m *member) address() string {
 }
 
 func (c *Router) newMember(n Node) *member {
-	return &member{n: n, c: c}
-}
-
-// acquire counts a call on m. It fails once m is retired: the caller loads
-// the slot map again, which no longer lists m.
-func (m *member) acquire() bool {
-	m.refs.Add(1)
-	if m.retired.Load() {
-		m.release()
-		return false
-	}
-	return true
-}
-
-// release ends a call counted by acquire, closing a retired m when it was
-// the last.
-func (m *member) release() {
-	if m.refs.Add(-1) == 0 && m.retired.Load() {
-		m.shut()
-	}
-}
-
-// retire marks m as gone from the map; it is closed at once if no call
-// uses it, otherwise by the release of the last. c.mu must not be held.
-func (m *member) retire() {
-	m.retired.Store(true)
-	if m.refs.Load() == 0 {
-		m.shut()
-	}
-}
-
-// shut closes m's node, once, and moves its counters to the cluster's.
-func (m *member) shut() {
-	m.once.Do(func() {
-		m.n.Close()
-		c := m.c
+	m := &member{n: n, c: c}
+	m.Init(func() {
+		// Its counters move to the cluster's.
+		n.Close()
 		c.mu.Lock()
-		c.gone.AddCounters(m.n.Stats())
+		c.gone.AddCounters(n.Stats())
 		delete(c.retiring, m)
 		c.mu.Unlock()
 	})
+	return m
 }
 
 // memberLocked returns the node of addr, creating it (unconnected) on
@@ -124,7 +83,7 @@ func (c *Router) acquireAddr(addr string) (*member, error) {
 	// A node in c.nodes is not retired (prune takes it out first, under
 	// c.mu), so the count alone is enough — and acquire's release path,
 	// which may take c.mu, is never needed here.
-	m.refs.Add(1)
+	m.Hold()
 	return m, nil
 }
 
@@ -135,7 +94,7 @@ func (c *Router) acquireMasters() []*member {
 		masters := c.state.Load().masters
 		held := make([]*member, 0, len(masters))
 		for _, m := range masters {
-			if !m.acquire() {
+			if !m.Acquire() {
 				break // retired since we loaded the map: load the new one
 			}
 			held = append(held, m)
@@ -144,7 +103,7 @@ func (c *Router) acquireMasters() []*member {
 			return held
 		}
 		for _, m := range held {
-			m.release()
+			m.Release()
 		}
 	}
 }
@@ -189,7 +148,7 @@ func (c *Router) prune() []*member {
 // retireAll retires the members prune returned. c.mu must not be held.
 func retireAll(ms []*member) {
 	for _, m := range ms {
-		m.retire()
+		m.Retire()
 	}
 }
 
@@ -216,8 +175,7 @@ func (c *Router) Close() error {
 	c.nodes = nil
 	c.mu.Unlock()
 	for _, m := range all {
-		m.retired.Store(true)
-		m.shut()
+		m.Shut()
 	}
 	return nil
 }

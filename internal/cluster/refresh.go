@@ -147,7 +147,7 @@ func (c *Router) reload() error {
 		var shards []Shard
 		shards, err = discover(ctx, n.n, c.cfg.TLS != nil)
 		cancel()
-		n.release()
+		n.Release()
 		if err != nil {
 			continue
 		}

@@ -92,7 +92,7 @@ func (c *Router) reader(slot int) *member {
 			}
 		}
 	}
-	if best == nil || !best.acquire() {
+	if best == nil || !best.Acquire() {
 		return nil
 	}
 	return best
@@ -112,7 +112,7 @@ func (c *Router) routeRead(ctx context.Context, slot int, op, ask func(Node) err
 	if r := c.reader(slot); r != nil {
 		start := time.Now()
 		err := op(r.n)
-		r.release()
+		r.Release()
 		if err == nil || errors.Is(err, conn.ErrNotFound) || ctx.Err() != nil || !replicaFailure(err) {
 			conn.ObserveRTT(&r.rtt, time.Since(start))
 			return err

@@ -205,13 +205,13 @@ func (c *Router) route(ctx context.Context, slot int, op, ask func(Node) error) 
 		case m == nil:
 			c.triggerRefresh()
 			return errSlotUnserved
-		case !m.acquire():
+		case !m.Acquire():
 			// Retired since we loaded the map: the new map is installed.
 			err = errSlotUnserved
 			continue
 		}
 		err = op(m.n)
-		m.release()
+		m.Release()
 		if err == nil {
 			return nil
 		}
@@ -236,7 +236,7 @@ func (c *Router) route(ctx context.Context, slot int, op, ask func(Node) error) 
 			return e
 		}
 		err = ask(target.n)
-		target.release()
+		target.Release()
 		if err == nil {
 			return nil
 		}

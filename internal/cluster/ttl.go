@@ -80,9 +80,9 @@ func (g *Grouped) MGetWithTTL(ctx context.Context, keys []string) ([][]byte, []t
 			var gv [][]byte
 			var gt []time.Duration
 			var err error
-			if m := nodes[i]; m != nil && m.acquire() {
+			if m := nodes[i]; m != nil && m.Acquire() {
 				gv, gt, err = conn.MGetWithTTL(ctx, m.n, bg.keys)
-				m.release()
+				m.Release()
 			} else {
 				err = errSlotUnserved
 			}

@@ -98,7 +98,7 @@ func Open(ctx context.Context, cfg conn.Config, t cluster.Transport) (*Backend, 
 	}
 	b := &Backend{cfg: cfg, t: t, name: n.Stats().Strategy, retiring: map[*member]struct{}{},
 		changed: make(chan struct{}), wake: make(chan struct{}, 1)}
-	b.cur.Store(&member{n: n, b: b})
+	b.cur.Store(b.newMember(n))
 	b.life, b.cancel = context.WithCancel(context.Background())
 	if cfg.ReadFrom != conn.ReadPrimary {
 		// Reads go to the replicas from the first one on; a failure here
@@ -154,10 +154,10 @@ func (b *Backend) switchTo(addr string) {
 	}
 	b.mu.Unlock()
 	if ok {
-		old.retire()
+		old.Retire()
 	}
 	if promoted != nil {
-		promoted.retire()
+		promoted.Retire()
 	}
 }
 
@@ -170,7 +170,7 @@ func (b *Backend) demoted(m *member, _ error) {
 	ok := !b.closed && b.cur.Load() == m && b.installLocked(m.n.Address(), m)
 	b.mu.Unlock()
 	if ok {
-		m.retire()
+		m.Retire()
 	}
 }
 
@@ -181,7 +181,7 @@ func (b *Backend) installLocked(addr string, old *member) bool {
 	if err != nil {
 		return false // the transport's options were checked at Open: not met
 	}
-	b.cur.Store(&member{n: n, b: b})
+	b.cur.Store(b.newMember(n))
 	b.retiring[old] = struct{}{}
 	return true
 }
@@ -193,7 +193,7 @@ func (b *Backend) acquire() (*member, error) {
 		if m == nil {
 			return nil, conn.ErrClosed
 		}
-		if m.acquire() {
+		if m.Acquire() {
 			return m, nil
 		}
 	}
@@ -245,8 +245,7 @@ func (b *Backend) Close() error {
 	b.changed = make(chan struct{})
 	b.mu.Unlock()
 	for _, m := range all {
-		m.retired.Store(true)
-		m.shut()
+		m.Shut()
 	}
 	return nil
 }
@@ -279,7 +278,7 @@ func (b *Backend) Get(ctx context.Context, key string) ([]byte, error) {
 		return nil, err
 	}
 	v, err := m.n.Get(ctx, key)
-	m.release()
+	m.Release()
 	return v, b.afterRead(m, r, err)
 }
 
@@ -290,7 +289,7 @@ func (b *Backend) Set(ctx context.Context, key string, value []byte, ttl time.Du
 		return err
 	}
 	err = m.n.Set(ctx, key, value, ttl)
-	m.release()
+	m.Release()
 	return b.check(m, err)
 }
 
@@ -301,7 +300,7 @@ func (b *Backend) Del(ctx context.Context, keys ...string) (int64, error) {
 		return 0, err
 	}
 	n, err := m.n.Del(ctx, keys...)
-	m.release()
+	m.Release()
 	return n, b.check(m, err)
 }
 
@@ -312,7 +311,7 @@ func (b *Backend) MGet(ctx context.Context, keys []string) ([][]byte, error) {
 		return nil, err
 	}
 	vs, err := m.n.MGet(ctx, keys)
-	m.release()
+	m.Release()
 	return vs, b.afterRead(m, r, err)
 }
 
@@ -323,7 +322,7 @@ func (b *Backend) MSet(ctx context.Context, kv map[string][]byte, ttl time.Durat
 		return err
 	}
 	err = m.n.MSet(ctx, kv, ttl)
-	m.release()
+	m.Release()
 	return b.check(m, err)
 }
 
@@ -341,7 +340,7 @@ func (b *Backend) Do(ctx context.Context, args ...any) (any, error) {
 		return nil, err
 	}
 	v, err := m.n.Do(ctx, args...)
-	m.release()
+	m.Release()
 	return v, b.afterRead(m, r, err)
 }
 
@@ -352,7 +351,7 @@ func (b *Backend) GetWithTTL(ctx context.Context, key string) ([]byte, time.Dura
 		return nil, 0, err
 	}
 	v, ttl, err := m.n.GetWithTTL(ctx, key)
-	m.release()
+	m.Release()
 	return v, ttl, b.afterRead(m, r, err)
 }
 
@@ -363,54 +362,30 @@ func (b *Backend) MGetWithTTL(ctx context.Context, keys []string) ([][]byte, []t
 		return nil, nil, err
 	}
 	vs, ttls, err := m.n.MGetWithTTL(ctx, keys)
-	m.release()
+	m.Release()
 	return vs, ttls, b.afterRead(m, r, err)
 }
 
-// member is a node with the count of calls using it; see
-// internal/cluster/nodes.go for the protocol, the same here.
+// member is a master's or a replica's node, held by the calls using it
+// (cluster.Held): a node that is replaced is closed when its last call
+// ends.
 type member struct {
-	n       cluster.Node
-	b       *Backend
-	refs    atomic.Int64
-	retired atomic.Bool
-	once    sync.Once
+	cluster.Held
+	n cluster.Node
 }
 
-func (m *member) acquire() bool {
-	m.refs.Add(1)
-	if m.retired.Load() {
-		m.release()
-		return false
-	}
-	return true
-}
-
-func (m *member) release() {
-	if m.refs.Add(-1) == 0 && m.retired.Load() {
-		m.shut()
-	}
-}
-
-// retire marks m as left; it is closed now if no call uses it, otherwise
-// by the release of the last. b.mu must not be held.
-func (m *member) retire() {
-	m.retired.Store(true)
-	if m.refs.Load() == 0 {
-		m.shut()
-	}
-}
-
-// shut closes m's node, once, and moves its counters to the backend's.
-func (m *member) shut() {
-	m.once.Do(func() {
-		m.n.Close()
-		b := m.b
+// newMember returns the member of n, whose close moves its counters to
+// b's.
+func (b *Backend) newMember(n cluster.Node) *member {
+	m := &member{n: n}
+	m.Init(func() {
+		n.Close()
 		b.mu.Lock()
-		b.gone.AddCounters(m.n.Stats())
+		b.gone.AddCounters(n.Stats())
 		delete(b.retiring, m)
 		b.mu.Unlock()
 	})
+	return m
 }
 
 // Follower is implemented by the backends of package strategy opened over

@@ -16,7 +16,7 @@ func (b *Backend) DoMulti(ctx context.Context, cmds ...[]any) []conn.Result {
 		return conn.FailAll(len(cmds), err)
 	}
 	res := m.n.DoMulti(ctx, cmds...)
-	m.release()
+	m.Release()
 	for i := range res {
 		res[i].Err = b.check(m, res[i].Err)
 	}
@@ -32,7 +32,7 @@ func (b *Backend) Dedicated(ctx context.Context, keys []string) (conn.Dedicated,
 		return nil, err
 	}
 	d, err := m.n.Dedicated(ctx, keys)
-	m.release()
+	m.Release()
 	return d, b.check(m, err)
 }
 
@@ -45,6 +45,6 @@ func (b *Backend) DialSession(ctx context.Context, slot int, hello func(net.Conn
 		return nil, err
 	}
 	nc, err := m.n.DialSession(ctx, slot, hello)
-	m.release()
+	m.Release()
 	return nc, b.check(m, err)
 }

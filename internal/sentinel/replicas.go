@@ -157,7 +157,7 @@ func (b *Backend) reconcile(l []listed) {
 			if err != nil {
 				continue
 			}
-			r = &replica{m: &member{n: n, b: b}}
+			r = &replica{m: b.newMember(n)}
 		}
 		if e.down {
 			r.healthy.Store(false)
@@ -170,7 +170,7 @@ func (b *Backend) reconcile(l []listed) {
 	}
 	b.mu.Unlock()
 	for _, r := range old {
-		r.m.retire()
+		r.m.Retire()
 	}
 }
 
@@ -202,10 +202,10 @@ func (b *Backend) dropReplicaLocked(addr string) *member {
 // healthy when it is a replica of the current master with its link up
 // (which also means it is not loading a data set from it).
 func (b *Backend) checkReplica(ctx context.Context, r *replica) {
-	if !r.m.acquire() {
+	if !r.m.Acquire() {
 		return
 	}
-	defer r.m.release()
+	defer r.m.Release()
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	start := time.Now()
@@ -252,7 +252,7 @@ func (b *Backend) pickReplica() *replica {
 		// skipped (Lettuce#3502 failed when the first one was).
 		start := int(b.next.Add(1) % uint64(len(list)))
 		for i := range list {
-			if r := list[(start+i)%len(list)]; r.healthy.Load() && r.m.acquire() {
+			if r := list[(start+i)%len(list)]; r.healthy.Load() && r.m.Acquire() {
 				return r
 			}
 		}
@@ -264,7 +264,7 @@ func (b *Backend) pickReplica() *replica {
 				best, bestRTT = r, rtt
 			}
 		}
-		if best != nil && best.m.acquire() {
+		if best != nil && best.m.Acquire() {
 			return best
 		}
 	}

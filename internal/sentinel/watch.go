@@ -184,7 +184,7 @@ func (b *Backend) checkRole() {
 	start := time.Now()
 	v, err := m.n.Do(ctx, "ROLE")
 	cancel()
-	m.release()
+	m.Release()
 	if err == nil {
 		conn.ObserveRTT(&b.masterRTT, time.Since(start))
 	}
