@@ -16,6 +16,8 @@ import (
 	"github.com/gomodule/redigo/redis"
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/redisx-go/kit/redisx"
+	"github.com/redisx-go/kit/strategy/strategytest"
+	"go.uber.org/goleak"
 )
 
 // RunConformance checks that the client redisx.New builds from opts
@@ -28,7 +30,10 @@ import (
 // StartCluster. It is how this module tests Multiplexed, Pool,
 // SlotGrouped, GoRedis and Near, and how a strategy of your own (any
 // strategy.Strategy in opts.Strategy) is held to the same contract, as
-// testing/slogtest does for slog handlers.
+// testing/slogtest does for slog handlers. Its Contract/… subtests are the
+// Backend contract's cases of strategy/strategytest (ContractCases), run
+// here through the facade; strategytest.RunBackend runs the same cases on
+// a Backend directly, beside the fault scenarios.
 //
 // The checks run as subtests, one after another: some count the server's
 // commands, so nothing else should use the server meanwhile. They write
@@ -77,6 +82,25 @@ func RunConformance(t *testing.T, opts redisx.Options) {
 		{"PubSubSlowReaderDropsOldest", s.pubsubSlowReader},
 	} {
 		t.Run(tc.name, tc.fn)
+	}
+	// The Backend contract's own cases (strategytest), through the facade.
+	for _, c := range strategytest.ContractCases() {
+		t.Run("Contract/"+c.Name, func(t *testing.T) {
+			before := goleak.IgnoreCurrent()
+			cl := s.client(t)
+			c.Run(t, strategytest.Fixture{
+				Backend: cl,
+				Key:     func(name string) string { return s.key(t, name) },
+				Close: func() {
+					if err := cl.Close(); err != nil {
+						t.Errorf("Close: %v", err)
+					}
+					if err := goleak.Find(before, goleak.IgnoreTopFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).reaper")); err != nil {
+						t.Errorf("goroutines left after Close: %v", err)
+					}
+				},
+			})
+		})
 	}
 }
 

@@ -134,3 +134,26 @@ func commandCalls(ctx context.Context, t *testing.T, cl *launcher.Cluster, cmd s
 	}
 	return total
 }
+
+// TestClusterDoMultiWithAnEndedContextFailsEveryCommand: a batch whose
+// context ended before it was sent gets the context's error in every
+// result — none left with neither a value nor an error (the storm of the
+// conformance suite found SETs answered nil so).
+func TestClusterDoMultiWithAnEndedContextFailsEveryCommand(t *testing.T) {
+	cl := launcher.ClusterForTest(t, launcher.ClusterOptions{})
+	for _, s := range []strategy.Strategy{strategy.Multiplexed{}, strategy.Pool{Size: 2}} {
+		b, err := s.Open(t.Context(), strategy.Config{Addrs: cl.Addrs(), DialTimeout: 5 * time.Second, ReadTimeout: 3 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		res := b.(strategy.MultiDoer).DoMulti(ctx, []any{"SET", "ended:a", "1"}, []any{"GET", "ended:b"}, []any{"SET", "ended:{a}c", "2"})
+		for i, r := range res {
+			if !errors.Is(r.Err, context.Canceled) || !strategy.Unsent(r.Err) {
+				t.Errorf("%T: result %d = %v, %v; want the context's error, unsent", s, i, r.Value, r.Err)
+			}
+		}
+		b.Close()
+	}
+}

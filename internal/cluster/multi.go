@@ -131,6 +131,14 @@ func (c *Router) DoMulti(ctx context.Context, cmds ...[]any) []conn.Result {
 		}
 		pending, asks = c.redirected(pending, groups, res, round == maxRedirects)
 	}
+	if err := ctx.Err(); err != nil {
+		// The context ended before these were sent, or sent again after a
+		// redirect: each gets its error, none is left without a result.
+		top := c.state.Load()
+		for _, i := range pending {
+			res[i] = conn.Result{Err: conn.CtxErr(top.master(slots[i]).address(), false, err)}
+		}
+	}
 	for _, i := range alone {
 		res[i].Value, res[i].Err = c.Do(ctx, cmds[i]...)
 	}

@@ -124,11 +124,7 @@ func bounded(d time.Duration) (context.Context, context.CancelFunc) {
 // mustSet stores value under key through the client, within 5 s.
 func (e *env) mustSet(key, value string) {
 	e.t.Helper()
-	ctx, cancel := bounded(5 * time.Second)
-	defer cancel()
-	if err := e.c.Set(ctx, key, []byte(value), time.Minute); err != nil {
-		e.t.Fatalf("Set(%q) with no fault: %v", key, err)
-	}
+	mustSet(e.t, e.c, key, value)
 }
 
 // waitBlocked waits up to 3 s until n clients of the server are blocked

@@ -27,6 +27,7 @@ package strategytest
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/redisx-go/kit/internal/faultproxy"
 	"github.com/redisx-go/kit/strategy"
@@ -61,7 +62,38 @@ func RunBackend(t *testing.T, open Opener) {
 // ErrClosed and Close idempotent, and a call whose context has ended
 // returning at once with the context's error.
 func RunContract(t *testing.T, open Opener) {
-	t.Run("Basics", func(t *testing.T) { checkBasics(t, open) })
-	t.Run("Closed", func(t *testing.T) { checkClosed(t, open) })
-	t.Run("ContextEnded", func(t *testing.T) { checkContextEnded(t, open) })
+	for _, c := range ContractCases() {
+		t.Run(c.Name, func(t *testing.T) {
+			e := setup(t, open, strategy.Config{ReadTimeout: 3 * time.Second})
+			c.Run(t, Fixture{Backend: e.c, Key: func(name string) string { return name }, Close: e.close})
+		})
+	}
+}
+
+// Fixture is what a contract case runs on: an open Backend, the keys it
+// may use, and how to close it.
+type Fixture struct {
+	Backend strategy.Backend
+	// Key returns the key of the case's own to use for name (a prefix of
+	// the suite's, say, on a server that others use).
+	Key func(name string) string
+	// Close closes Backend and checks that it leaves nothing behind.
+	Close func()
+}
+
+// Case is one check of the contract, run on a Fixture.
+type Case struct {
+	Name string
+	Run  func(t *testing.T, f Fixture)
+}
+
+// ContractCases are the cases RunContract runs, for a suite that opens
+// its backends its own way: redisxtest.RunConformance runs them on a
+// redisx.Client, over the servers of its Options.
+func ContractCases() []Case {
+	return []Case{
+		{"Basics", checkBasics},
+		{"Closed", checkClosed},
+		{"ContextEnded", checkContextEnded},
+	}
 }
