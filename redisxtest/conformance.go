@@ -16,8 +16,6 @@ import (
 	"github.com/gomodule/redigo/redis"
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/redisx-go/kit/redisx"
-	"github.com/redisx-go/kit/strategy/strategytest"
-	"go.uber.org/goleak"
 )
 
 // RunConformance checks that the client redisx.New builds from opts
@@ -83,25 +81,7 @@ func RunConformance(t *testing.T, opts redisx.Options) {
 	} {
 		t.Run(tc.name, tc.fn)
 	}
-	// The Backend contract's own cases (strategytest), through the facade.
-	for _, c := range strategytest.ContractCases() {
-		t.Run("Contract/"+c.Name, func(t *testing.T) {
-			before := goleak.IgnoreCurrent()
-			cl := s.client(t)
-			c.Run(t, strategytest.Fixture{
-				Backend: cl,
-				Key:     func(name string) string { return s.key(t, name) },
-				Close: func() {
-					if err := cl.Close(); err != nil {
-						t.Errorf("Close: %v", err)
-					}
-					if err := goleak.Find(before, goleak.IgnoreTopFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).reaper")); err != nil {
-						t.Errorf("goroutines left after Close: %v", err)
-					}
-				},
-			})
-		})
-	}
+	s.contract(t)
 }
 
 type suite struct {
