@@ -10,7 +10,7 @@ import (
 )
 
 // h3 is bar H3 and the pacer's bar: on a server of its own on loopback,
-// GETs of multiplexed-1 in closed loop at one goroutine and in open loop
+// GETs of multiplexed in closed loop at one goroutine and in open loop
 // at 2,000/s on one worker, alternating over the rounds (one sample
 // each): the open loop's median p50 must be within 2x the closed loop's.
 // And the open loop's send lateness p99 must stay within 50 µs at 2,000,
@@ -20,7 +20,7 @@ func (br *bars) h3(t *testing.T) {
 	servers := benchmarks.Servers{Standalone: srv.Addr()}
 	run := func(workers int, rate float64) benchmarks.Cell {
 		p := tinyPlan("get")
-		p.Targets = p.Targets[:1] // multiplexed-1
+		p.Targets = p.Targets[:1] // multiplexed
 		p.Levels = []int{workers}
 		p.Duration, p.Warmup, p.Repeats, p.Rate = br.d, br.d/2, 1, rate
 		rep, err := benchmarks.Run(context.Background(), p, servers, nil)

@@ -152,16 +152,19 @@ func (br *bars) aside(id string, ratio float64, what string) {
 func (br *bars) p1p4(t *testing.T) {
 	sweep := []int{10, 50, 100, 500, 1000}
 	m := br.compare(t, sweep,
-		func() target { return openRedisx(t, "multiplexed-1", strategy.Multiplexed{}, 1) },
+		func() target { return openRedisx(t, "multiplexed", strategy.Multiplexed{}, 0) },
+		func() target { return openRedisx(t, "multiplexed-1", strategy.Multiplexed{Conns: 1}, 1) },
 		func() target { return openRueidis(t) })
 	for _, g := range []int{100, 1000} {
-		br.bar(t, "P1", m["multiplexed-1"][g]/m["rueidis"][g], 1.0, fmt.Sprintf("multiplexed / rueidis GET at %d goroutines", g))
+		want := map[int]float64{100: 3.0, 1000: 1.7}[g] // P1 as raised by the adaptive default (DESIGN.md §6.5, P1+)
+		br.bar(t, "P1", m["multiplexed"][g]/m["rueidis"][g], want, fmt.Sprintf("multiplexed / rueidis GET at %d goroutines", g))
+		br.aside("P1", m["multiplexed"][g]/m["multiplexed-1"][g], fmt.Sprintf("multiplexed / multiplexed-1 GET at %d goroutines", g))
 	}
 	peak := 0.0
 	for _, g := range sweep {
-		peak = max(peak, m["multiplexed-1"][g])
+		peak = max(peak, m["multiplexed"][g])
 	}
-	br.bar(t, "P4", m["multiplexed-1"][1000]/peak, 0.8, "multiplexed GET at 1000 goroutines / its own peak")
+	br.bar(t, "P4", m["multiplexed"][1000]/peak, 0.8, "multiplexed GET at 1000 goroutines / its own peak")
 }
 
 // p2 is bar P2: Pool against redigo's Pool of the same size.
@@ -258,13 +261,12 @@ func (br *bars) p6(t *testing.T) {
 
 // p8 is bar P8, lone callers: Multiplexed{} GET and SET (64 B) at 1 and 4
 // goroutines against rueidis and Pool{Size: 8}, throughput and p50.
-// Multiplexed{Conns: 2} runs beside them, as an aside: rueidis pipelines
-// over GOMAXPROCS connections (rounded down to a power of two, at most 4:
-// 2 on two cores), Multiplexed{} over one.
+// Multiplexed{Conns: 1}, the one connection of the Lettuce model, runs
+// beside them, as an aside.
 func (br *bars) p8(t *testing.T) {
 	ts := []target{
-		openRedisx(t, "multiplexed-1", strategy.Multiplexed{}, 1),
-		openRedisx(t, "multiplexed-2", strategy.Multiplexed{Conns: 2}, 2),
+		openRedisx(t, "multiplexed", strategy.Multiplexed{}, 0),
+		openRedisx(t, "multiplexed-1", strategy.Multiplexed{Conns: 1}, 1),
 		openRedisx(t, "pool-8", strategy.Pool{Size: 8}, 8),
 		openRueidis(t),
 	}
@@ -284,7 +286,7 @@ func (br *bars) p8(t *testing.T) {
 	}{{"GET", br.get}, {"SET", set}} {
 		m := br.compareOp(t, op.name, []int{1, 4}, op.mk, ts)
 		for _, g := range []int{1, 4} {
-			mux := m["multiplexed-1"][g]
+			mux := m["multiplexed"][g]
 			for _, peer := range []struct {
 				name string
 				want float64
@@ -292,7 +294,7 @@ func (br *bars) p8(t *testing.T) {
 				o := m[peer.name][g]
 				br.bar(t, "P8", mux.qps/o.qps, peer.want, fmt.Sprintf("multiplexed / %s %s at %d goroutines", peer.name, op.name, g))
 				br.bar(t, "P8", o.p50/mux.p50, peer.want, fmt.Sprintf("%s p50 / multiplexed p50, %s at %d", peer.name, op.name, g))
-				br.aside("P8", m["multiplexed-2"][g].qps/o.qps, fmt.Sprintf("multiplexed-2 / %s %s at %d goroutines", peer.name, op.name, g))
+				br.aside("P8", m["multiplexed-1"][g].qps/o.qps, fmt.Sprintf("multiplexed-1 / %s %s at %d goroutines", peer.name, op.name, g))
 			}
 		}
 	}
@@ -304,11 +306,11 @@ func (br *bars) p8(t *testing.T) {
 // (no collapse). The heap after a burst of big values is a unit test:
 // strategy.TestMuxHeapAfterBurstOfBigValues.
 func (br *bars) p9(t *testing.T) {
-	redisxNames := []string{"multiplexed-1", "multiplexed-4", "pool-32"}
+	redisxNames := []string{"multiplexed", "multiplexed-4", "pool-32"}
 	peers := []string{"rueidis", "redigo-pool-100", "go-redis"}
 	gr, _ := openGoRedis(t)
 	ts := []target{
-		openRedisx(t, "multiplexed-1", strategy.Multiplexed{}, 1),
+		openRedisx(t, "multiplexed", strategy.Multiplexed{}, 0),
 		openRedisx(t, "multiplexed-4", strategy.Multiplexed{Conns: 4}, 4),
 		openRedisx(t, "pool-32", strategy.Pool{Size: 32}, 32),
 		openRueidis(t),
@@ -354,10 +356,10 @@ func (br *bars) p9(t *testing.T) {
 				for _, p := range peers {
 					br.bar(t, "P9", best/m[p][g].qps, 1.0, fmt.Sprintf("best redisx (%s) / %s %s at %d", bestName, p, what, g))
 				}
-				br.bar(t, "P9", m["multiplexed-1"][g].qps/m["rueidis"][g].qps, 1.0, fmt.Sprintf("multiplexed / rueidis %s at %d", what, g))
+				br.bar(t, "P9", m["multiplexed"][g].qps/m["rueidis"][g].qps, 1.0, fmt.Sprintf("multiplexed / rueidis %s at %d", what, g))
 			}
 			if size == 32<<10 {
-				br.bar(t, "P9", m["multiplexed-1"][100].qps/m["multiplexed-1"][10].qps, 0.8, fmt.Sprintf("multiplexed %s at 100 / at 10 goroutines", what))
+				br.bar(t, "P9", m["multiplexed"][100].qps/m["multiplexed"][10].qps, 0.8, fmt.Sprintf("multiplexed %s at 100 / at 10 goroutines", what))
 			}
 		}
 	}
@@ -423,14 +425,14 @@ func envInt(name string, def int) int {
 
 // p11 is bar P11: DoMulti of 100 commands (GETs and SETs of 64 B,
 // alternating) on Multiplexed{} against rueidis's DoMulti at 1, 10 and
-// 100 goroutines; go-redis's Pipelined and Multiplexed{Conns: 2} (rueidis
-// pipelines over 2 connections on 2 cores) are reported beside them. Each
+// 100 goroutines; go-redis's Pipelined and Multiplexed{Conns: 1} are
+// reported beside them. Each
 // client builds its batch its own way on every op, as a service would.
 func (br *bars) p11(t *testing.T) {
 	const n = 100
 	ts := []target{
-		openRedisx(t, "multiplexed-1", strategy.Multiplexed{}, 1),
-		openRedisx(t, "multiplexed-2", strategy.Multiplexed{Conns: 2}, 2),
+		openRedisx(t, "multiplexed", strategy.Multiplexed{}, 0),
+		openRedisx(t, "multiplexed-1", strategy.Multiplexed{Conns: 1}, 1),
 		openRueidis(t),
 		clientTarget("go-redis", 0, openPeer(t, benchmarks.GoRedisTarget(), []string{serverAddr(t)}, false)),
 	}
@@ -460,9 +462,9 @@ func (br *bars) p11(t *testing.T) {
 	levels := []int{1, 10, 100}
 	m := br.compareOp(t, "DoMulti/100", levels, mk, ts)
 	for _, g := range levels {
-		mux := m["multiplexed-1"][g].qps
+		mux := m["multiplexed"][g].qps
 		br.bar(t, "P11", mux/m["rueidis"][g].qps, 1.0, fmt.Sprintf("multiplexed DoMulti / rueidis DoMulti, 100 commands at %d", g))
 		br.aside("P11", mux/m["go-redis"][g].qps, fmt.Sprintf("multiplexed DoMulti / go-redis Pipelined, 100 commands at %d", g))
-		br.aside("P11", m["multiplexed-2"][g].qps/m["rueidis"][g].qps, fmt.Sprintf("multiplexed-2 DoMulti / rueidis DoMulti, 100 commands at %d", g))
+		br.aside("P11", m["multiplexed-1"][g].qps/m["rueidis"][g].qps, fmt.Sprintf("multiplexed-1 DoMulti / rueidis DoMulti, 100 commands at %d", g))
 	}
 }

@@ -45,7 +45,7 @@ func runEveryOp(t *testing.T, s benchmarks.Servers, targets ...benchmarks.Target
 func TestCustomWorkloadRunsEveryOpOnEveryTarget(t *testing.T) {
 	srv := launcher.Standalone(t, launcher.Options{})
 	runEveryOp(t, benchmarks.Servers{Standalone: srv.Addr()},
-		benchmarks.StrategyTarget("multiplexed-1", strategy.Multiplexed{}),
+		benchmarks.StrategyTarget("multiplexed", strategy.Multiplexed{}),
 		benchmarks.StrategyTarget("pool-8", strategy.Pool{Size: 8}),
 		benchmarks.RueidisTarget(), benchmarks.RedigoPoolTarget(8), benchmarks.GoRedisTarget())
 }
@@ -62,7 +62,7 @@ func TestCustomWorkloadRunsOnAClusterWithEveryOpAndTarget(t *testing.T) {
 	}
 
 	runEveryOp(t, benchmarks.Servers{Cluster: clusterSeeds(t)},
-		benchmarks.StrategyTarget("multiplexed-1", strategy.Multiplexed{}),
+		benchmarks.StrategyTarget("multiplexed", strategy.Multiplexed{}),
 		benchmarks.StrategyTarget("pool-8", strategy.Pool{Size: 8}),
 		benchmarks.StrategyTarget("slotgrouped", strategy.SlotGrouped{}),
 		benchmarks.RueidisTarget(), benchmarks.GoRedisTarget())

@@ -28,7 +28,7 @@ func ExampleRun() {
 	p.Levels = []int{1, 8}
 	p.Duration, p.Warmup = 50*time.Millisecond, 10*time.Millisecond
 	p.Targets = nil
-	p.AddTarget(benchmarks.StrategyTarget("multiplexed-1", strategy.Multiplexed{}))
+	p.AddTarget(benchmarks.StrategyTarget("multiplexed", strategy.Multiplexed{}))
 	p.AddTarget(benchmarks.StrategyTarget("pool-8", strategy.Pool{Size: 8}))
 
 	// Keys live under KeyPrefix: the harness deletes them at the end.
@@ -61,7 +61,7 @@ func ExampleRun() {
 	}
 	fmt.Println(len(rep.Cells), "cells")
 	for _, r := range rep.Recommendations {
-		// r.Strategy is multiplexed-1 or pool-8 (r.Confidence says how
+		// r.Strategy is multiplexed or pool-8 (r.Confidence says how
 		// sure), r.URL and r.Go configure it.
 		fmt.Println(r.Workload, r.Concurrency, strings.HasPrefix(r.URL, "redis://"+emb.Servers.Standalone))
 	}

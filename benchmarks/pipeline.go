@@ -131,7 +131,7 @@ func pipelineWorkload(n int) Workload {
 		Name:        fmt.Sprintf("pipeline/%d", n),
 		Description: fmt.Sprintf("a batch of %d commands in one round trip (DoMulti; rueidis DoMulti, go-redis Pipelined), GET and SET of 64 B values alternating over 1024 keys; one op = one batch", n),
 		Levels:      []int{1, 10, 100},
-		Targets:     []string{"multiplexed-1", "pool-32", "rueidis", "go-redis"},
+		Targets:     []string{"multiplexed", "pool-32", "rueidis", "go-redis"},
 		Setup: func(ctx context.Context, c *redisx.Client) error {
 			return seed(ctx, c, keys, v)
 		},

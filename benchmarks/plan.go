@@ -239,16 +239,16 @@ func QuickPlan() Plan {
 	p.Levels = []int{1, 10, 100}
 	p.Duration = 100 * time.Millisecond
 	p.Warmup = 50 * time.Millisecond
-	std := []string{"multiplexed-1", "pool-32", "rueidis", "redigo-pool-100", "go-redis"}
-	small := []string{"multiplexed-1", "pool-32", "rueidis"}
+	std := []string{"multiplexed", "pool-32", "rueidis", "redigo-pool-100", "go-redis"}
+	small := []string{"multiplexed", "pool-32", "rueidis"}
 	quick := map[string][]string{
 		"get":              std,
 		"setget":           small,
-		"mget":             {"multiplexed-1", "slotgrouped", "rueidis"},
+		"mget":             {"multiplexed", "slotgrouped", "rueidis"},
 		"values/get-4KiB":  small,
 		"values/set-32KiB": small,
-		"near/w1":          {"near-multiplexed", "multiplexed-1", "rueidis"},
-		"near/w10":         {"near-multiplexed", "multiplexed-1", "rueidis"},
+		"near/w1":          {"near-multiplexed", "multiplexed", "rueidis"},
+		"near/w10":         {"near-multiplexed", "multiplexed", "rueidis"},
 	}
 	var ws []Workload
 	for _, w := range p.Workloads {

@@ -1,6 +1,7 @@
 package benchmarks
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/url"
@@ -8,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redisx-go/kit/internal/mux"
 	"github.com/redisx-go/kit/localcache"
 	"github.com/redisx-go/kit/redisx"
 	"github.com/redisx-go/kit/strategy"
@@ -20,7 +22,8 @@ const (
 )
 
 // DefaultTargets are the configurations of the default plan: the redisx
-// strategies multiplexed-1/2/4, pool-8/32/100, slotgrouped (cluster
+// strategies multiplexed (the zero value, adaptive lanes), multiplexed-1
+// and multiplexed-4 (fixed connections), pool-8/32/100, slotgrouped (cluster
 // workloads only), near-multiplexed and near-pool-32 (the near workload
 // only), and the peers rueidis, redigo-pool-100 and go-redis.
 func DefaultTargets() []Target {
@@ -32,8 +35,8 @@ func DefaultTargets() []Target {
 	slot := StrategyTarget("slotgrouped", strategy.SlotGrouped{})
 	slot.Topology = ClusterOnly
 	return []Target{
-		StrategyTarget("multiplexed-1", strategy.Multiplexed{}),
-		StrategyTarget("multiplexed-2", strategy.Multiplexed{Conns: 2}),
+		StrategyTarget("multiplexed", strategy.Multiplexed{}),
+		StrategyTarget("multiplexed-1", strategy.Multiplexed{Conns: 1}),
 		StrategyTarget("multiplexed-4", strategy.Multiplexed{Conns: 4}),
 		StrategyTarget("pool-8", strategy.Pool{Size: 8}),
 		StrategyTarget("pool-32", strategy.Pool{Size: 32}),
@@ -194,11 +197,21 @@ func describe(s strategy.Strategy) description {
 	case nil:
 		return describe(strategy.Multiplexed{})
 	case strategy.Multiplexed:
-		d := description{query: "strategy=multiplexed", goExpr: "strategy.Multiplexed{}", conns: max(v.Conns, 1)}
+		// Adaptive (Conns zero): up to Lanes connections, which the
+		// harness counts as the cell's own (one at one goroutine).
+		conns := v.Conns
+		if conns == 0 {
+			conns = cmp.Or(v.Lanes, mux.DefaultLanes())
+		}
+		d := description{query: "strategy=multiplexed", goExpr: "strategy.Multiplexed{}", conns: conns}
 		var fields []string
-		if v.Conns > 1 {
+		if v.Conns > 0 {
 			d.query += "&conns=" + strconv.Itoa(v.Conns)
 			fields = append(fields, "Conns: "+strconv.Itoa(v.Conns))
+		}
+		if v.Lanes > 0 {
+			d.query += "&lanes=" + strconv.Itoa(v.Lanes)
+			fields = append(fields, "Lanes: "+strconv.Itoa(v.Lanes))
 		}
 		if v.MaxPending > 0 {
 			d.query += "&max_pending=" + strconv.Itoa(v.MaxPending)

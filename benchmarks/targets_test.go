@@ -188,8 +188,8 @@ func openGoRedis(tb testing.TB) (target, *redis.Client) {
 // targets lists every configuration of the GET/SET sweep.
 func targets(tb testing.TB) []func() target {
 	return []func() target{
-		func() target { return openRedisx(tb, "multiplexed-1", strategy.Multiplexed{}, 1) },
-		func() target { return openRedisx(tb, "multiplexed-2", strategy.Multiplexed{Conns: 2}, 2) },
+		func() target { return openRedisx(tb, "multiplexed", strategy.Multiplexed{}, 0) },
+		func() target { return openRedisx(tb, "multiplexed-1", strategy.Multiplexed{Conns: 1}, 1) },
 		func() target { return openRedisx(tb, "multiplexed-4", strategy.Multiplexed{Conns: 4}, 4) },
 		func() target { return openRedisx(tb, "pool-8", strategy.Pool{Size: 8}, 8) },
 		func() target { return openRedisx(tb, "pool-32", strategy.Pool{Size: 32}, 32) },

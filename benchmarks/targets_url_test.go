@@ -13,8 +13,8 @@ import (
 
 func TestDefaultTargetsDescribeThemselves(t *testing.T) {
 	want := map[string][2]string{
-		"multiplexed-1":    {"redis://127.0.0.1:6379?strategy=multiplexed", "strategy.Multiplexed{}"},
-		"multiplexed-2":    {"redis://127.0.0.1:6379?strategy=multiplexed&conns=2", "strategy.Multiplexed{Conns: 2}"},
+		"multiplexed":      {"redis://127.0.0.1:6379?strategy=multiplexed", "strategy.Multiplexed{}"},
+		"multiplexed-1":    {"redis://127.0.0.1:6379?strategy=multiplexed&conns=1", "strategy.Multiplexed{Conns: 1}"},
 		"multiplexed-4":    {"redis://127.0.0.1:6379?strategy=multiplexed&conns=4", "strategy.Multiplexed{Conns: 4}"},
 		"pool-8":           {"redis://127.0.0.1:6379?strategy=pool&size=8", "strategy.Pool{Size: 8}"},
 		"pool-32":          {"redis://127.0.0.1:6379?strategy=pool&size=32", "strategy.Pool{Size: 32}"},

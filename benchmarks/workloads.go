@@ -165,7 +165,7 @@ func mgetWorkload() Workload {
 		Name:        "mget",
 		Description: "one MGET of 50 keys in 50 different slots of the cluster, 64 B values; one op = one MGET",
 		Cluster:     true,
-		Targets:     []string{"multiplexed-1", "pool-32", "slotgrouped", "rueidis", "go-redis"},
+		Targets:     []string{"multiplexed", "pool-32", "slotgrouped", "rueidis", "go-redis"},
 		Setup: func(ctx context.Context, c *redisx.Client) error {
 			return seed(ctx, c, keys, value(smallValue))
 		},
@@ -195,7 +195,7 @@ func valuesWorkload(op, sizeName string, size int) Workload {
 	w := Workload{
 		Name:    "values/" + op + "-" + sizeName,
 		Levels:  []int{1, 10, 100},
-		Targets: []string{"multiplexed-1", "pool-32", "rueidis"},
+		Targets: []string{"multiplexed", "pool-32", "rueidis"},
 	}
 	if op == "set" {
 		w.Description = fmt.Sprintf("SET of a %s value under one of 256 keys; one op = one SET", sizeName)
@@ -236,7 +236,7 @@ func nearWorkload(writePct int) Workload {
 		Name: fmt.Sprintf("near/w%d", writePct),
 		Description: fmt.Sprintf("a key drawn from a Zipf distribution (s = 1.1 over 10,000 keys, 64 B); "+
 			"%d%% of ops SET it, the others GET it; one op = one command", writePct),
-		Targets: []string{"near-multiplexed", "near-pool-32", "multiplexed-1", "pool-32", "rueidis"},
+		Targets: []string{"near-multiplexed", "near-pool-32", "multiplexed", "pool-32", "rueidis"},
 		Setup: func(ctx context.Context, c *redisx.Client) error {
 			return seed(ctx, c, keys, v)
 		},

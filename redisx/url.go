@@ -28,6 +28,7 @@ import (
 //
 //	strategy             multiplexed (default), pool or slotgrouped
 //	conns                Multiplexed.Conns
+//	lanes                Multiplexed.Lanes
 //	max_pending          Multiplexed.MaxPending
 //	blocking             Multiplexed.Blocking
 //	size                 Pool.Size

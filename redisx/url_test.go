@@ -92,6 +92,11 @@ func TestParseURL(t *testing.T) {
 			want: redisx.Options{Addrs: []string{"h:6379"}, Strategy: strategy.Multiplexed{Conns: 4}},
 		},
 		{
+			name: "adaptive lanes",
+			url:  "redis://h?strategy=multiplexed&lanes=8",
+			want: redisx.Options{Addrs: []string{"h:6379"}, Strategy: strategy.Multiplexed{Lanes: 8}},
+		},
+		{
 			name: "multiplexed by default",
 			url:  "redis://h?conns=2&max_pending=100",
 			want: redisx.Options{Addrs: []string{"h:6379"}, Strategy: strategy.Multiplexed{Conns: 2, MaxPending: 100}},

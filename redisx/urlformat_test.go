@@ -54,6 +54,11 @@ func TestFormatURLRoundTrip(t *testing.T) {
 			url: "redis://10.0.0.7:6380/3?strategy=multiplexed&conns=4&max_pending=1000&blocking=2",
 		},
 		{
+			name: "multiplexed, adaptive lanes",
+			in:   redisx.Options{Addrs: []string{"10.0.0.7:6380"}, Strategy: strategy.Multiplexed{Lanes: 8}},
+			url:  "redis://10.0.0.7:6380?strategy=multiplexed&lanes=8",
+		},
+		{
 			name: "pool, every field, and every connection field",
 			in: redisx.Options{
 				Addrs: []string{"[::1]:7000", "b:7001", "c:7002"},
@@ -305,7 +310,7 @@ func TestFormatURLKnowsEveryField(t *testing.T) {
 			"Addrs", "Sentinel", "ReadFrom", "Strategy", "Username", "Password", "Credentials", "MaxConnAge", "DB", "TLS", "ClientName", "DialTimeout",
 			"ReadTimeout", "WriteTimeout", "Retry", "TTLJitter", "StaleWhileRevalidate", "LoadTimeout", "PubSubBuffer", "MeterProvider", "TracerProvider",
 		},
-		reflect.TypeFor[strategy.Multiplexed](): {"Conns", "MaxPending", "Blocking"},
+		reflect.TypeFor[strategy.Multiplexed](): {"Conns", "Lanes", "MaxPending", "Blocking"},
 		reflect.TypeFor[strategy.Pool]():        {"Size", "MinIdle", "MaxIdleTime", "MaxLifetime", "HealthCheckPeriod"},
 		reflect.TypeFor[strategy.SlotGrouped](): {"Transport", "MaxBatch"},
 		reflect.TypeFor[localcache.Near]():      {"Inner", "MaxBytes", "TTL", "NegativeTTL", "Jitter", "Prefixes", "PingInterval"},

@@ -36,20 +36,34 @@ import (
 // cannot be dialled leaves the old connection in use, and is tried again
 // a second later (or after MaxConnAge, when shorter).
 //
-// The zero value is one connection per node.
+// The zero value adapts to the load: a caller that finds a shared
+// connection (a lane) with nothing in flight writes and reads its own
+// reply on it, woken by the network poller as a pooled connection's
+// caller is; only when every lane is busy does it join the pipeline of
+// the least loaded one, so batching grows with load. Lanes are dialled
+// when every open one is busy, up to Lanes per node, and closed after
+// 30 s without a command (one always stays): one goroutine uses one
+// connection per node. Conns instead fixes the number of connections and
+// routes a key to its own.
+//
+// Whichever lane a key takes, its commands stay in order after a call
+// whose context ended before its reply: the server may still apply that
+// one, and whatever the caller sends next on that key — by any API,
+// multi-key calls, Do and DoMulti included — goes behind it, on the same
+// connection. (SETs of values from 16 KiB travel on 4 connections of
+// their own, under the same rule. Not covered: a connection failed or
+// replaced for its age while such a call was on its way, and a command
+// whose keys cannot be told, such as a script that declares none.)
 type Multiplexed struct {
-	// Conns is the number of shared connections per node. Zero: 1. A key
-	// always maps to the same connection, so the reads and writes of one
-	// key stay in order. (SETs of values from 16 KiB travel on 4
-	// connections of their own, and stay in order with the key's other
-	// commands too, even after a call whose context ended before its
-	// reply: the server may still apply that one, and whatever the caller
-	// sends next on that key — by any API, multi-key calls and Do
-	// included — goes behind it, on the same connection. Not covered: a
-	// connection failed or replaced for its age while such a call was on
-	// its way.) More than 2–4 rarely helps: batching already amortises
-	// the system calls.
+	// Conns, when set, is the fixed number of shared connections per
+	// node, all dialled by Open, and a key always takes the same one, so
+	// the reads and writes of one key stay in order. More than 2–4 rarely
+	// helps: batching already amortises the system calls. Zero: adaptive
+	// lanes (see Lanes).
 	Conns int
+	// Lanes is the most shared connections per node when Conns is zero.
+	// Zero: GOMAXPROCS, at least 4. It cannot be set with Conns.
+	Lanes int
 	// MaxPending bounds the commands queued or awaiting a reply on one
 	// connection; further callers wait, within their context, for room.
 	// Zero: 16384.
@@ -73,16 +87,16 @@ func (m Multiplexed) Open(ctx context.Context, cfg Config) (Backend, error) {
 func (Multiplexed) URLName() string { return "multiplexed" }
 
 // URLKeys implements URLStrategy.
-func (Multiplexed) URLKeys() []string { return []string{"conns", "max_pending", "blocking"} }
+func (Multiplexed) URLKeys() []string { return []string{"conns", "lanes", "max_pending", "blocking"} }
 
-// FromURL implements URLStrategy: conns, max_pending and blocking are
-// Conns, MaxPending and Blocking.
+// FromURL implements URLStrategy: conns, lanes, max_pending and blocking
+// are Conns, Lanes, MaxPending and Blocking.
 func (Multiplexed) FromURL(p *URLParams) (Strategy, error) {
 	var m Multiplexed
 	for _, f := range []struct {
 		name string
 		dst  *int
-	}{{"conns", &m.Conns}, {"max_pending", &m.MaxPending}, {"blocking", &m.Blocking}} {
+	}{{"conns", &m.Conns}, {"lanes", &m.Lanes}, {"max_pending", &m.MaxPending}, {"blocking", &m.Blocking}} {
 		if err := p.Count(f.name, f.dst); err != nil {
 			return nil, err
 		}
@@ -95,7 +109,7 @@ func (m Multiplexed) ToURL(p *URLParams) error {
 	for _, f := range []struct {
 		name string
 		n    int
-	}{{"conns", m.Conns}, {"max_pending", m.MaxPending}, {"blocking", m.Blocking}} {
+	}{{"conns", m.Conns}, {"lanes", m.Lanes}, {"max_pending", m.MaxPending}, {"blocking", m.Blocking}} {
 		if err := p.AddCount(f.name, f.n); err != nil {
 			return err
 		}

@@ -159,6 +159,14 @@ var nextWrites = []struct {
 	{"MSet", func(ctx context.Context, c *redisx.Client, k, other string) error {
 		return c.MSet(ctx, map[string][]byte{other: []byte("x"), k: []byte("small")}, time.Minute)
 	}, []byte("small")},
+	{"DoMulti other first", func(ctx context.Context, c *redisx.Client, k, other string) error {
+		for _, r := range c.DoMulti(ctx, []any{"SET", other, "x"}, []any{"SET", k, "small"}) {
+			if r.Err != nil {
+				return r.Err
+			}
+		}
+		return nil
+	}, []byte("small")},
 }
 
 // TestAbandonedWriteStaysBeforeNextWriteOnEveryAPI: the rule of
@@ -233,6 +241,58 @@ func TestAbandonedSmallWriteStaysBeforeNextWriteOnOtherConn(t *testing.T) {
 			cancel()
 			if !errors.Is(err, context.DeadlineExceeded) {
 				t.Fatalf("Set behind a slow MSET with a 100ms deadline = %v; want context.DeadlineExceeded", err)
+			}
+			if err := nw.write(edgeCtx(t, 10*time.Second), c, k, other); err != nil {
+				t.Fatalf("%s after the abandoned SET: %v", nw.name, err)
+			}
+			if err := <-slow; err != nil {
+				t.Fatalf("the slow MSET: %v", err)
+			}
+			settle(t, p)
+			v, err := c.Get(edgeCtx(t, 5*time.Second), k)
+			switch {
+			case nw.want == nil && !errors.Is(err, redisx.ErrNotFound):
+				t.Fatalf("Get after an abandoned SET then %s = %q, %v; want ErrNotFound: the abandoned SET was applied last", nw.name, v, err)
+			case nw.want != nil && (err != nil || !bytes.Equal(v, nw.want)):
+				t.Fatalf("Get after an abandoned SET then %s = %q, %v; want %q: the abandoned SET was applied last", nw.name, v, err, nw.want)
+			}
+		})
+	}
+}
+
+// TestAbandonedWriteStaysBeforeNextWriteOnOtherLane: with the adaptive
+// lanes of Multiplexed{}, a small SET whose context ends while it waits
+// behind a slow command on the only busy lane, then the caller's next
+// write of the key, by every API, while another lane stands idle: the
+// write must go behind the abandoned SET, not take the idle lane and
+// overtake it.
+func TestAbandonedWriteStaysBeforeNextWriteOnOtherLane(t *testing.T) {
+	const rate = 256 << 10
+	for _, nw := range nextWrites {
+		t.Run(nw.name, func(t *testing.T) {
+			c, p := orderSetupWith(t, rate, strategy.Multiplexed{})
+			k, other := "order:lane:k", "order:lane:other"
+			// A slow command takes lane 0, the only one open: an MSET of a
+			// big value (MSet is not split off to a bulk connection).
+			slow := make(chan error, 1)
+			go func() {
+				slow <- c.MSet(edgeCtx(t, 10*time.Second), map[string][]byte{"order:lane:slow": bytes.Repeat([]byte("S"), rate/4)}, time.Minute)
+			}()
+			time.Sleep(50 * time.Millisecond)
+			// Every lane busy: the SET joins lane 0, behind the MSET, and
+			// another lane is dialled meanwhile.
+			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+			err := c.Set(ctx, k, []byte("abandoned"), time.Minute)
+			cancel()
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("Set behind a slow MSET with a 100ms deadline = %v; want context.DeadlineExceeded", err)
+			}
+			deadline := time.Now().Add(5 * time.Second)
+			for c.Stats().Lanes < 2 {
+				if time.Now().After(deadline) {
+					t.Fatalf("Stats().Lanes = %d: no second lane was opened while the first was busy", c.Stats().Lanes)
+				}
+				time.Sleep(5 * time.Millisecond)
 			}
 			if err := nw.write(edgeCtx(t, 10*time.Second), c, k, other); err != nil {
 				t.Fatalf("%s after the abandoned SET: %v", nw.name, err)

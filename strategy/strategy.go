@@ -191,6 +191,9 @@ type Stats struct {
 	Strategy string // "multiplexed", "pool", "go-redis", …
 
 	Conns int // open connections to the server(s)
+	// Multiplexed: the shared connections open (its lanes; see
+	// Multiplexed.Lanes), a part of Conns.
+	Lanes int
 
 	// Multiplexed: commands written but not yet answered, write batches
 	// flushed, and commands they carried (Commands/Flushes is the mean

@@ -53,6 +53,7 @@ type Stats struct {
 	Strategy string
 
 	Conns int
+	Lanes int
 
 	Pending  int64
 	Flushes  int64
@@ -86,6 +87,7 @@ type Stats struct {
 // AddNode adds a node's figures to s.
 func (s *Stats) AddNode(ns Stats) {
 	s.Conns += ns.Conns
+	s.Lanes += ns.Lanes
 	s.Pending += ns.Pending
 	s.InUse += ns.InUse
 	s.Idle += ns.Idle

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/redisx-go/kit/internal/command"
 	"github.com/redisx-go/kit/internal/conn"
 	"github.com/redisx-go/kit/internal/resp"
 )
@@ -32,9 +33,21 @@ type call struct {
 	// fail is the connection's failure when it failed before the reply
 	// was read; the reply is then empty.
 	fail error
-	// conn is the connection the call was queued on, which counts it
-	// while it is abandoned and unanswered (see muxConn.abandoned).
+	// conn is the connection the call was queued on.
 	conn *muxConn
+	// The call's keys, for the ordering rule (see route.go): at most one
+	// of key (when hasKey), keys, args (a command, its keys named by its
+	// key specifications), cmds (commands) and kv is set, by the caller
+	// before the call is routed; only the caller's goroutine reads them.
+	hasKey bool
+	key    string
+	keys   []string
+	args   []any
+	cmds   [][]any
+	kv     map[string][]byte
+	// pinned is the stripes of the call's keys, pinned to its connection
+	// while it is abandoned and unanswered (see pins).
+	pinned []uint16
 }
 
 const (
@@ -88,7 +101,13 @@ func (cp *callPool) put(c *call) {
 	c.fail = nil
 	c.lead = false
 	c.conn = nil
+	c.forgetKeys()
+	c.pinned = nil
 	cp.p.Put(c)
+}
+
+func (c *call) forgetKeys() {
+	c.hasKey, c.key, c.keys, c.args, c.cmds, c.kv = false, "", nil, nil, nil, nil
 }
 
 // deliver hands a finished call to its waiter, or recycles it when the
@@ -100,7 +119,7 @@ func (cp *callPool) deliver(c *call) {
 		return
 	}
 	if c.state.Load() == callAbandoned {
-		c.conn.countAbandoned(-1)
+		c.conn.node.pins.unpin(c.pinned)
 		cp.put(c)
 	}
 }
@@ -108,16 +127,72 @@ func (cp *callPool) deliver(c *call) {
 // abandon is a waiting call's caller leaving: it reports whether it left
 // (false: the call was delivered or handed the read side meanwhile).
 func (c *call) abandon() bool {
-	// Counted first: once abandoned, c may be read, uncounted and
-	// recycled at once, and the count must never show it answered
-	// before that.
-	conn := c.conn
-	conn.countAbandoned(1)
+	// Pinned first: once abandoned, c may be read, unpinned and recycled
+	// at once, and the pins must never show it answered before that.
+	pins := &c.conn.node.pins
+	c.pin()
 	if !c.state.CompareAndSwap(callWaiting, callAbandoned) {
-		conn.countAbandoned(-1)
+		pins.unpin(c.pinned)
+		c.pinned = nil
 		return false
 	}
 	return true
+}
+
+// pin pins the stripes of c's keys to c's connection, on the caller's
+// goroutine, before c is abandoned.
+func (c *call) pin() {
+	c.pinned = nil
+	c.eachKey(func(k string) bool {
+		c.pinned = append(c.pinned, stripeOf(k))
+		return true
+	})
+	c.conn.node.pins.pin(c.conn.slot, c.pinned)
+}
+
+// eachKey calls f with each of c's keys, until f returns false.
+func (c *call) eachKey(f func(string) bool) {
+	switch {
+	case c.hasKey:
+		f(c.key)
+	case c.keys != nil:
+		for _, k := range c.keys {
+			if !f(k) {
+				return
+			}
+		}
+	case c.args != nil:
+		keys, _, _ := command.Keys(c.args)
+		for _, k := range keys {
+			if !f(k) {
+				return
+			}
+		}
+	case c.cmds != nil:
+		for _, args := range c.cmds {
+			keys, _, _ := command.Keys(args)
+			for _, k := range keys {
+				if !f(k) {
+					return
+				}
+			}
+		}
+	case c.kv != nil:
+		for k := range c.kv {
+			if !f(k) {
+				return
+			}
+		}
+	}
+}
+
+// firstKey returns one of c's keys; false when it has none.
+func (c *call) firstKey() (key string, ok bool) {
+	c.eachKey(func(k string) bool {
+		key, ok = k, true
+		return false
+	})
+	return key, ok
 }
 
 // wait blocks until c, a call that cannot lead, is delivered or ctx is

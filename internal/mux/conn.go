@@ -92,12 +92,8 @@ type muxConn struct {
 	broken  atomic.Bool
 	pending atomic.Int64 // commands enqueued and not yet answered
 
-	// bulk: one of the node's connections for SETs of big values. The
-	// calls on c whose callers left before their reply was read: the
-	// server may yet apply them, after commands sent later on another of
-	// the node's connections (see Node.routeBig).
-	bulk      bool
-	abandoned atomic.Int64
+	// slot is the connection's index among its node's (see route.go).
+	slot int
 
 	// What the watchdog looks at (see silence): progress, which counts
 	// the bytes received and the replies answered, and the context
@@ -116,10 +112,10 @@ type muxConn struct {
 
 var errUnsolicited = errors.New("reply with no command waiting for it")
 
-func (n *Node) startConn(nc net.Conn, bulk bool) *muxConn {
+func (n *Node) startConn(nc net.Conn, slot int) *muxConn {
 	c := &muxConn{
 		node:     n,
-		bulk:     bulk,
+		slot:     slot,
 		nc:       nc,
 		quit:     make(chan struct{}),
 		writeSig: make(chan struct{}, 1),
@@ -144,15 +140,6 @@ func (p progressReader) Read(b []byte) (int, error) {
 	n, err := p.nc.Read(b)
 	p.n.Add(int64(n))
 	return n, err
-}
-
-// countAbandoned counts d more (or fewer) abandoned calls on c, and on its
-// node when c is a bulk connection.
-func (c *muxConn) countAbandoned(d int64) {
-	c.abandoned.Add(d)
-	if c.bulk {
-		c.node.bulkAbandoned.Add(d)
-	}
 }
 
 // reserve counts one more command on c and reports whether it fits under

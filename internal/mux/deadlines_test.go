@@ -124,7 +124,7 @@ func TestMuxLoneCallerLeavesWhileAwaitingBytes(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer p.Close()
-				n := muxReviewNode(t, p.Addr(), tg.tls, Options{}, 30*time.Second)
+				n := muxReviewNode(t, p.Addr(), tg.tls, Options{Conns: 1}, 30*time.Second)
 				ctx := context.Background()
 				big := bytes.Repeat([]byte("x"), 1500)
 				for i := range 4 {
@@ -199,7 +199,7 @@ func TestMuxLeaderNotHeldByOthersReplies(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	n := muxReviewNode(t, p.Addr(), nil, Options{}, 30*time.Second)
+	n := muxReviewNode(t, p.Addr(), nil, Options{Conns: 1}, 30*time.Second)
 	ctx := context.Background()
 	if err := n.Set(ctx, "small", []byte("s"), time.Minute); err != nil {
 		t.Fatal(err)
@@ -249,7 +249,7 @@ func TestMuxLeaderOwnSlowReply(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	n := muxReviewNode(t, p.Addr(), nil, Options{}, 30*time.Second)
+	n := muxReviewNode(t, p.Addr(), nil, Options{Conns: 1}, 30*time.Second)
 	ctx := context.Background()
 	big := bytes.Repeat([]byte("b"), 1<<20)
 	if err := n.Set(ctx, "big", big, time.Minute); err != nil {
@@ -291,7 +291,7 @@ func TestMuxWriterNotHeldPastDeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	n := muxReviewNode(t, p.Addr(), nil, Options{}, 30*time.Second)
+	n := muxReviewNode(t, p.Addr(), nil, Options{Conns: 1}, 30*time.Second)
 	p.Bandwidth(faultproxy.Upstream, 64<<10)
 	actx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
@@ -331,7 +331,7 @@ func TestMuxBigValuesAcrossChunks(t *testing.T) {
 	plain, secure, _ := muxReviewTargets(t)
 	for _, tg := range []muxReviewTarget{plain, secure} {
 		t.Run(tg.name, func(t *testing.T) {
-			n := muxReviewNode(t, tg.addr, tg.tls, Options{}, 30*time.Second)
+			n := muxReviewNode(t, tg.addr, tg.tls, Options{Conns: 1}, 30*time.Second)
 			var wg sync.WaitGroup
 			var ok atomic.Int64
 			for g := range 24 {
@@ -409,7 +409,7 @@ func TestMuxBigValuesAcrossChunks(t *testing.T) {
 // connection: it is noticed and replaced before the next call.
 func TestMuxIdleWatchToggles(t *testing.T) {
 	srv := launcher.Standalone(t, launcher.Options{})
-	n := muxReviewNode(t, srv.Addr(), nil, Options{}, 100*time.Millisecond)
+	n := muxReviewNode(t, srv.Addr(), nil, Options{Conns: 1}, 100*time.Millisecond)
 	keys := leadKeys(16)
 	seedLeadKeys(t, n, keys)
 	var wg sync.WaitGroup
@@ -492,7 +492,7 @@ func TestMuxWatchdogFailsHeldReadSide(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	n := muxReviewNode(t, p.Addr(), nil, Options{}, 300*time.Millisecond)
+	n := muxReviewNode(t, p.Addr(), nil, Options{Conns: 1}, 300*time.Millisecond)
 	keys := leadKeys(8)
 	seedLeadKeys(t, n, keys)
 	for round := range 3 {
@@ -546,7 +546,7 @@ func TestMuxTinyMaxPending(t *testing.T) {
 	srv := launcher.Standalone(t, launcher.Options{})
 	for _, mp := range []int{1, 2} {
 		t.Run(strconv.Itoa(mp), func(t *testing.T) {
-			n := muxReviewNode(t, srv.Addr(), nil, Options{MaxPending: mp}, 30*time.Second)
+			n := muxReviewNode(t, srv.Addr(), nil, Options{Conns: 1, MaxPending: mp}, 30*time.Second)
 			if got := storm(t, n, 50, 60); got == 0 {
 				t.Fatal("no call succeeded")
 			}

@@ -32,13 +32,7 @@ func (n *Node) conn(ctx context.Context, i int) (*muxConn, error) {
 		s.mu.Unlock()
 		return nil, conn.ErrClosed
 	}
-	d := s.dialing
-	if d == nil {
-		d = &muxDial{done: make(chan struct{})}
-		s.dialing = d
-		n.wg.Add(1) // under s.mu, before Close (which takes s.mu) can wait
-		go n.redial(s, d)
-	}
+	d := n.dial(s)
 	s.mu.Unlock()
 	select {
 	case <-d.done:
@@ -46,6 +40,17 @@ func (n *Node) conn(ctx context.Context, i int) (*muxConn, error) {
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+}
+
+// dial returns slot s's dial in progress, starting one if none is. s.mu
+// is held.
+func (n *Node) dial(s *muxSlot) *muxDial {
+	if s.dialing == nil {
+		s.dialing = &muxDial{done: make(chan struct{})}
+		n.wg.Add(1) // under s.mu, before Close (which takes s.mu) can wait
+		go n.redial(s, s.dialing)
+	}
+	return s.dialing
 }
 
 // redial opens slot s's connection and reports it to d's waiters. The
@@ -71,7 +76,7 @@ func (n *Node) redial(s *muxSlot, d *muxDial) {
 			n.age(s, c, min(n.cfg.MaxConnAge, time.Second))
 		}
 	default:
-		d.c = n.startConn(nc, s.bulk)
+		d.c = n.startConn(nc, s.i)
 		if old := s.cur.Swap(d.c); old != nil && !old.broken.Load() {
 			n.wg.Add(1)
 			go n.retire(old)
@@ -80,6 +85,9 @@ func (n *Node) redial(s *muxSlot, d *muxDial) {
 	}
 	d.err = err
 	close(d.done)
+	if d.grow {
+		n.grown(err)
+	}
 }
 
 // age arranges, when MaxConnAge is set, for slot s's connection c to be
@@ -104,9 +112,7 @@ func (n *Node) replace(s *muxSlot, c *muxConn) {
 	if n.closed.Load() || s.cur.Load() != c || c.broken.Load() || s.dialing != nil {
 		return
 	}
-	s.dialing = &muxDial{done: make(chan struct{})}
-	n.wg.Add(1)
-	go n.redial(s, s.dialing)
+	n.dial(s)
 }
 
 // errRetired is what callers who took a connection just as it was
@@ -160,7 +166,8 @@ func (n *Node) retire(c *muxConn) {
 // quarter of the read timeout, so a late reply is noticed within about
 // half a read timeout more. It also has the drainer watch a connection
 // that stayed idle for a whole tick (see muxConn.watchIdle), so that a
-// server closing it is noticed before the next call. A negative timeout:
+// server closing it is noticed before the next call, and closes an
+// adaptive lane that stayed idle for laneIdle (see closeIdle). A negative timeout:
 // no overdue replies, idle connections watched every second.
 func (n *Node) watchdog(timeout time.Duration) {
 	defer n.wg.Done()
@@ -171,6 +178,7 @@ func (n *Node) watchdog(timeout time.Duration) {
 	t := time.NewTicker(tick)
 	defer t.Stop()
 	last := make([]silence, len(n.slots))
+	idleSince := make([]time.Time, len(n.slots))
 	for {
 		select {
 		case <-n.stop:
@@ -181,9 +189,20 @@ func (n *Node) watchdog(timeout time.Duration) {
 				s := &last[i]
 				if c == nil || c.broken.Load() {
 					*s = silence{}
+					idleSince[i] = time.Time{}
 					continue
 				}
-				c.watchIdle()
+				switch {
+				case !c.watchIdle():
+					idleSince[i] = time.Time{}
+				case !n.adaptive || i == 0 || i >= n.lanes:
+				case idleSince[i].IsZero():
+					idleSince[i] = time.Now()
+				case time.Since(idleSince[i]) >= n.laneIdle:
+					idleSince[i] = time.Time{}
+					n.closeIdle(i, c)
+					continue
+				}
 				if timeout <= 0 {
 					continue
 				}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"net"
 
-	"github.com/redisx-go/kit/internal/command"
 	"github.com/redisx-go/kit/internal/conn"
 )
 
@@ -34,41 +33,24 @@ func (n *Node) DoMulti(ctx context.Context, cmds ...[]any) []conn.Result {
 		}
 		return side.DoMulti(ctx, cmds...)
 	}
-	var keys []string
-	if !n.oneRoute() {
-		keys = multiKeys(cmds)
-	}
 	size := 0
 	if len(cmds) > 64 {
 		size = conn.SizeOf(cmds)
 	}
 	rps := conn.MultiReplies(len(cmds))
-	if err := n.pipeline(ctx, keys, size, rps, func(b []byte) []byte { return conn.AppendMulti(b, cmds) }); err != nil {
+	if err := n.pipeline(ctx, cmds, size, rps, func(b []byte) []byte { return conn.AppendMulti(b, cmds) }); err != nil {
 		return conn.FailAll(len(cmds), err)
 	}
 	return conn.Results(cmds, rps)
 }
 
-// multiKeys returns the keys of every command of cmds, as their key
-// specifications name them.
-func multiKeys(cmds [][]any) []string {
-	var keys []string
-	for _, args := range cmds {
-		k, _, _ := command.Keys(args)
-		keys = append(keys, k...)
-	}
-	return keys
-}
-
-// pipeline is Exec with the commands encoded by enc straight into the
-// connection's write buffer (size: their size when big, else 0): one
+// pipeline is Exec with the commands cmds encoded by enc straight into
+// the connection's write buffer (size: their size when big, else 0): one
 // call awaiting len(rps) replies.
-func (n *Node) pipeline(ctx context.Context, keys []string, size int, rps []conn.Reply, enc func([]byte) []byte) error {
-	i, err := n.route(ctx, keys, false)
-	if err != nil {
-		return err
-	}
-	c, err := n.enqueue(ctx, i)
+func (n *Node) pipeline(ctx context.Context, cmds [][]any, size int, rps []conn.Reply, enc func([]byte) []byte) error {
+	cl := n.calls.get(ctx)
+	cl.cmds = cmds
+	c, err := n.enqueue(ctx, cl, false)
 	if err != nil {
 		return err
 	}
@@ -76,7 +58,6 @@ func (n *Node) pipeline(ctx context.Context, keys []string, size int, rps []conn
 		c.fit(size)
 	}
 	c.out.cur = enc(c.out.cur)
-	cl := n.calls.get(ctx)
 	cl.Kind, cl.pipe, cl.lead = conn.ReplyPipe, rps, true
 	leads := c.push(cl, int64(len(rps)), true)
 	if err := c.await(ctx, cl, leads); err != nil {

@@ -7,8 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,6 +20,7 @@ import (
 // converts one into the other); their docs are strategy's.
 type Options struct {
 	Conns      int
+	Lanes      int
 	MaxPending int
 	Blocking   int
 }
@@ -31,13 +30,17 @@ func (m Options) WithDefaults() (Options, error) {
 	switch {
 	case m.Conns < 0 || m.Conns > 1024:
 		return m, fmt.Errorf("%w: Multiplexed.Conns %d out of range 0..1024", conn.ErrInvalidArgument, m.Conns)
+	case m.Lanes < 0 || m.Lanes > 1024:
+		return m, fmt.Errorf("%w: Multiplexed.Lanes %d out of range 0..1024", conn.ErrInvalidArgument, m.Lanes)
+	case m.Conns > 0 && m.Lanes > 0:
+		return m, fmt.Errorf("%w: Multiplexed.Conns (%d fixed connections) and Lanes (up to %d adaptive ones) exclude each other", conn.ErrInvalidArgument, m.Conns, m.Lanes)
 	case m.MaxPending < 0:
 		return m, fmt.Errorf("%w: Multiplexed.MaxPending %d is negative", conn.ErrInvalidArgument, m.MaxPending)
 	case m.Blocking < 0:
 		return m, fmt.Errorf("%w: Multiplexed.Blocking %d is negative", conn.ErrInvalidArgument, m.Blocking)
 	}
-	if m.Conns == 0 {
-		m.Conns = 1
+	if m.Conns == 0 && m.Lanes == 0 {
+		m.Lanes = DefaultLanes()
 	}
 	if m.MaxPending == 0 {
 		m.MaxPending = 16384
@@ -73,7 +76,11 @@ func Open(ctx context.Context, cfg conn.Config, addr string, o Options) (*Node, 
 	if err != nil {
 		return nil, err
 	}
-	for i := range n.opts.Conns {
+	open := n.lanes
+	if n.adaptive {
+		open = 1 // the others when needed
+	}
+	for i := range open {
 		if _, err := n.conn(ctx, i); err != nil {
 			n.Close()
 			return nil, err
@@ -87,8 +94,20 @@ type Node struct {
 	cfg   conn.Config
 	addr  string
 	opts  Options
-	slots []muxSlot
+	slots []muxSlot // the lanes, then bulkConns connections for big values
 	calls callPool
+
+	// lanes is the number of lanes: Conns, or at most Lanes when
+	// adaptive (see route.go); pins, the ordering rule's record.
+	lanes    int
+	adaptive bool
+	pins     pins
+	// The adaptive lanes' life: a lane is being dialled for room
+	// (growing), not before growAfter (Unix ns) after a failed dial; one
+	// idle for laneIdle is closed.
+	growing   atomic.Bool
+	growAfter atomic.Int64
+	laneIdle  time.Duration
 
 	closed   atomic.Bool
 	life     context.Context // the node's own: dials run under it; Close cancels it
@@ -101,14 +120,10 @@ type Node struct {
 	sideOpen atomic.Pointer[pool.Node] // side, once made: for Stats
 
 	dials, dialErrors, broken, flushes, commands atomic.Int64
-
-	// bulkAbandoned counts the calls on the bulk connections whose
-	// callers left before their reply was read (see routeBig).
-	bulkAbandoned atomic.Int64
 }
 
 type muxSlot struct {
-	bulk    bool // one of the bulkConns slots, after the shared ones
+	i       int // its index in Node.slots
 	cur     atomic.Pointer[muxConn]
 	mu      sync.Mutex
 	dialing *muxDial    // non-nil while a dial runs
@@ -121,12 +136,18 @@ type muxDial struct {
 	done chan struct{} // closed when c or err is set
 	c    *muxConn
 	err  error
+	grow bool // a lane dialled for room (see Node.grow)
 }
 
 func newMuxNode(cfg conn.Config, addr string, opts Options) *Node {
-	n := &Node{cfg: cfg, addr: addr, opts: opts, slots: make([]muxSlot, opts.Conns+bulkConns), stop: make(chan struct{})}
-	for i := opts.Conns; i < len(n.slots); i++ {
-		n.slots[i].bulk = true
+	lanes := opts.Conns
+	if lanes == 0 {
+		lanes = opts.Lanes
+	}
+	n := &Node{cfg: cfg, addr: addr, opts: opts, lanes: lanes, adaptive: opts.Conns == 0, laneIdle: laneIdle,
+		slots: make([]muxSlot, lanes+bulkConns), stop: make(chan struct{})}
+	for i := range n.slots {
+		n.slots[i].i = i
 	}
 	n.life, n.cancel = context.WithCancel(context.Background())
 	n.wg.Add(1)
@@ -134,25 +155,62 @@ func newMuxNode(cfg conn.Config, addr string, opts Options) *Node {
 	return n
 }
 
-// enqueue returns connection i locked for encoding, after checking the
-// context, the client's state and the pending bound. A connection found
-// broken before the command is encoded fails the call with an Unsent
-// error; one retired meanwhile is replaced by the slot's new one.
-func (n *Node) enqueue(ctx context.Context, i int) (*muxConn, error) {
+// enqueue routes cl, whose keys are set (see route.go), and returns its
+// connection locked for encoding, after checking the context, the
+// client's state and the pending bound. A connection found broken before
+// the command is encoded fails the call with an Unsent error; one retired
+// meanwhile is replaced by the slot's new one, or, a lane closed for
+// idleness, by another lane. On an error cl is recycled.
+func (n *Node) enqueue(ctx context.Context, cl *call, big bool) (*muxConn, error) {
+	c, err := n.enqueueTo(ctx, cl, big)
+	if err != nil {
+		n.calls.put(cl)
+	}
+	return c, err
+}
+
+func (n *Node) enqueueTo(ctx context.Context, cl *call, big bool) (*muxConn, error) {
+	i, claimed, err := n.route(ctx, cl, big)
+	if err != nil {
+		return nil, err
+	}
+	// unclaim gives back the claim on a lane not taken after all.
+	unclaim := func() {
+		if claimed != nil {
+			claimed.release(1)
+			claimed = nil
+		}
+	}
 	for {
 		if err := ctx.Err(); err != nil {
+			unclaim()
 			return nil, conn.CtxErr(n.addr, false, err)
 		}
 		if n.closed.Load() {
+			unclaim()
 			return nil, conn.ErrClosed
+		}
+		if n.adaptive && i > 0 && i < n.lanes && n.slots[i].cur.Load() == nil {
+			// A lane closed for idleness since it was picked (lane 0
+			// never is): pick again rather than dial it.
+			unclaim()
+			if i, claimed, err = n.route(ctx, cl, big); err != nil {
+				return nil, err
+			}
+			continue
 		}
 		c, err := n.conn(ctx, i)
 		if err != nil {
+			unclaim()
 			return nil, conn.CtxErr(n.addr, false, err)
 		}
-		if limit := int64(n.opts.MaxPending); !c.reserve(limit) {
-			err = c.waitRoom(ctx, limit)
+		if c != claimed {
+			unclaim()
+			if limit := int64(n.opts.MaxPending); !c.reserve(limit) {
+				err = c.waitRoom(ctx, limit)
+			}
 		}
+		claimed = nil // counted in c's pending from here on
 		if err == nil {
 			err = c.lockForEnqueue()
 		}
@@ -168,19 +226,21 @@ func (n *Node) enqueue(ctx context.Context, i int) (*muxConn, error) {
 	}
 }
 
-// roundTrip is one command on connection i: it encodes the command with
-// enc into the connection's write buffer, queues a call for its reply,
-// waits for it within ctx and decodes it into rp (whose kind, and for a
-// run of SETs n, say what to expect). It returns the context's error, the
-// connection's failure, or rp's reply error wrapped with cmd.
-func (n *Node) roundTrip(ctx context.Context, i int, cmd string, rp *conn.Reply, enc func([]byte) []byte) error {
-	return n.roundTripSized(ctx, i, cmd, rp, 0, enc)
+// roundTrip is one command, cl's, whose keys are set: it routes cl,
+// encodes the command with enc into its connection's write buffer, queues
+// cl for its reply, waits for it within ctx and decodes it into rp (whose
+// kind, and for a run of SETs n, say what to expect). It returns the
+// context's error, the connection's failure, or rp's reply error wrapped
+// with cmd.
+func (n *Node) roundTrip(ctx context.Context, cl *call, cmd string, rp *conn.Reply, enc func([]byte) []byte) error {
+	return n.roundTripSized(ctx, cl, cmd, rp, 0, enc)
 }
 
 // roundTripSized is roundTrip for a command of about size bytes, when that
-// is big: it is encoded into a chunk of its own size.
-func (n *Node) roundTripSized(ctx context.Context, i int, cmd string, rp *conn.Reply, size int, enc func([]byte) []byte) error {
-	c, err := n.enqueue(ctx, i)
+// is big: it is encoded into a chunk of its own size, and, a SET, sent on
+// a connection for big values.
+func (n *Node) roundTripSized(ctx context.Context, cl *call, cmd string, rp *conn.Reply, size int, enc func([]byte) []byte) error {
+	c, err := n.enqueue(ctx, cl, size > 0)
 	if err != nil {
 		return err
 	}
@@ -188,7 +248,6 @@ func (n *Node) roundTripSized(ctx context.Context, i int, cmd string, rp *conn.R
 		c.fit(size)
 	}
 	c.out.cur = enc(c.out.cur)
-	cl := n.calls.get(ctx)
 	cl.Reply, cl.lead = *rp, true
 	leads := c.push(cl, int64(rp.Count()), true)
 	if err := c.await(ctx, cl, leads); err != nil {
@@ -199,14 +258,24 @@ func (n *Node) roundTripSized(ctx context.Context, i int, cmd string, rp *conn.R
 	return conn.ReplyError(cmd, rp.Err)
 }
 
+// keyCall returns a call for a command on key.
+func (n *Node) keyCall(ctx context.Context, key string) *call {
+	cl := n.calls.get(ctx)
+	cl.hasKey, cl.key = true, key
+	return cl
+}
+
+// keysCall returns a call for a command on keys.
+func (n *Node) keysCall(ctx context.Context, keys []string) *call {
+	cl := n.calls.get(ctx)
+	cl.keys = keys
+	return cl
+}
+
 // Get implements Backend.
 func (n *Node) Get(ctx context.Context, key string) ([]byte, error) {
-	i, err := n.route1(ctx, key, false)
-	if err != nil {
-		return nil, err
-	}
 	rp := conn.Reply{Kind: conn.ReplyBulk}
-	if err := n.roundTrip(ctx, i, "get", &rp, func(b []byte) []byte { return conn.AppendGet(b, key) }); err != nil {
+	if err := n.roundTrip(ctx, n.keyCall(ctx, key), "get", &rp, func(b []byte) []byte { return conn.AppendGet(b, key) }); err != nil {
 		return nil, err
 	}
 	if rp.Val == nil {
@@ -217,17 +286,12 @@ func (n *Node) Get(ctx context.Context, key string) ([]byte, error) {
 
 // Set implements Backend.
 func (n *Node) Set(ctx context.Context, key string, value []byte, ttl time.Duration) error {
-	big := len(value) >= bigValue
-	i, err := n.route1(ctx, key, big)
-	if err != nil {
-		return err
-	}
 	rp := conn.Reply{Kind: conn.ReplyOK}
 	enc := func(b []byte) []byte { return conn.AppendSet(b, key, value, ttl) }
-	if big {
-		return n.roundTripSized(ctx, i, "set", &rp, len(key)+len(value)+64, enc)
+	if len(value) >= bigValue {
+		return n.roundTripSized(ctx, n.keyCall(ctx, key), "set", &rp, len(key)+len(value)+64, enc)
 	}
-	return n.roundTrip(ctx, i, "set", &rp, enc)
+	return n.roundTrip(ctx, n.keyCall(ctx, key), "set", &rp, enc)
 }
 
 // Del implements Backend.
@@ -235,12 +299,8 @@ func (n *Node) Del(ctx context.Context, keys ...string) (int64, error) {
 	if len(keys) == 0 {
 		return 0, nil
 	}
-	i, err := n.route(ctx, keys, false)
-	if err != nil {
-		return 0, err
-	}
 	rp := conn.Reply{Kind: conn.ReplyInt}
-	err = n.roundTrip(ctx, i, "del", &rp, func(b []byte) []byte { return conn.AppendKeys(b, "DEL", keys) })
+	err := n.roundTrip(ctx, n.keysCall(ctx, keys), "del", &rp, func(b []byte) []byte { return conn.AppendKeys(b, "DEL", keys) })
 	return rp.Num, err
 }
 
@@ -249,12 +309,8 @@ func (n *Node) MGet(ctx context.Context, keys []string) ([][]byte, error) {
 	if len(keys) == 0 {
 		return [][]byte{}, nil
 	}
-	i, err := n.route(ctx, keys, false)
-	if err != nil {
-		return nil, err
-	}
 	rp := conn.Reply{Kind: conn.ReplyBulks, Vals: make([][]byte, len(keys))}
-	if err := n.roundTrip(ctx, i, "mget", &rp, func(b []byte) []byte { return conn.AppendKeys(b, "MGET", keys) }); err != nil {
+	if err := n.roundTrip(ctx, n.keysCall(ctx, keys), "mget", &rp, func(b []byte) []byte { return conn.AppendKeys(b, "MGET", keys) }); err != nil {
 		return nil, err
 	}
 	return rp.Vals, nil
@@ -266,15 +322,10 @@ func (n *Node) MSet(ctx context.Context, kv map[string][]byte, ttl time.Duration
 	if len(kv) == 0 {
 		return nil
 	}
-	i := 0
-	if !n.oneRoute() {
-		var err error
-		if i, err = n.route(ctx, slices.Collect(maps.Keys(kv)), false); err != nil {
-			return err
-		}
-	}
+	cl := n.calls.get(ctx)
+	cl.kv = kv
 	rp := conn.Reply{Kind: conn.ReplyOK}
-	return n.roundTrip(ctx, i, "mset", &rp, func(b []byte) []byte {
+	return n.roundTrip(ctx, cl, "mset", &rp, func(b []byte) []byte {
 		b, rp.N = conn.AppendMSet(b, kv, ttl)
 		return b
 	})
@@ -293,12 +344,10 @@ func (n *Node) Do(ctx context.Context, args ...any) (any, error) {
 		}
 		return side.Do(ctx, args...)
 	}
-	i, err := n.routeDo(ctx, args)
-	if err != nil {
-		return nil, err
-	}
+	cl := n.calls.get(ctx)
+	cl.args = args
 	rp := conn.Reply{Kind: conn.ReplyAny}
-	if err := n.roundTrip(ctx, i, conn.ArgName(args, 0), &rp, func(b []byte) []byte {
+	if err := n.roundTrip(ctx, cl, conn.ArgName(args, 0), &rp, func(b []byte) []byte {
 		b, _ = conn.AppendArgs(b, args) // cannot fail: conn.CheckCommand refused what it cannot encode
 		return b
 	}); err != nil {
@@ -333,6 +382,9 @@ func (n *Node) Stats() conn.Stats {
 		if c := n.slots[i].cur.Load(); c != nil && !c.broken.Load() {
 			s.Conns++
 			s.Pending += max(c.pending.Load(), 0)
+			if i < n.lanes {
+				s.Lanes++
+			}
 		}
 	}
 	if side := n.sideOpen.Load(); side != nil {
@@ -378,16 +430,12 @@ func (n *Node) Close() error {
 // rps, in order. Only a connection or context failure is returned; each
 // command's own error is in its reply.
 func (n *Node) Exec(ctx context.Context, keys []string, buf []byte, rps []conn.Reply) error {
-	i, err := n.route(ctx, keys, false)
-	if err != nil {
-		return err
-	}
-	c, err := n.enqueue(ctx, i)
+	cl := n.keysCall(ctx, keys)
+	c, err := n.enqueue(ctx, cl, false)
 	if err != nil {
 		return err
 	}
 	c.out.cur = append(c.out.cur, buf...)
-	cl := n.calls.get(ctx)
 	cl.Kind, cl.pipe, cl.lead = conn.ReplyPipe, rps, true
 	leads := c.push(cl, int64(cl.replies()), true)
 	if err := c.await(ctx, cl, leads); err != nil {
@@ -403,15 +451,11 @@ func (n *Node) Exec(ctx context.Context, keys []string, buf []byte, rps []conn.R
 // caller is busy elsewhere): the drainer reads for it. buf may be reused
 // when send returns.
 func (n *Node) send(ctx context.Context, keys []string, buf []byte, rps []conn.Reply) (*call, error) {
-	i, err := n.route(ctx, keys, false)
+	cl := n.keysCall(ctx, keys)
+	c, err := n.enqueue(ctx, cl, false)
 	if err != nil {
 		return nil, err
 	}
-	c, err := n.enqueue(ctx, i)
-	if err != nil {
-		return nil, err
-	}
-	cl := n.calls.get(ctx)
 	cl.Kind, cl.pipe = conn.ReplyPipe, rps
 	c.out.cur = append(c.out.cur, buf...)
 	c.push(cl, int64(cl.replies()), false)

@@ -136,8 +136,8 @@ func (c *muxConn) interrupt(gen uint64) {
 // leave is a leading caller giving up: its call is abandoned and the read
 // side goes to the drainer, which reads and drops the reply.
 func (c *muxConn) leave(ctx context.Context, cl *call) error {
+	cl.pin()
 	cl.state.Store(callAbandoned)
-	c.countAbandoned(1)
 	c.toDrainer()
 	err := ctx.Err()
 	if err == nil {
@@ -193,8 +193,10 @@ func (c *muxConn) readNext() bool {
 	}
 	c.rbatch[c.ri] = nil
 	c.ri++
-	c.node.calls.deliver(next)
+	// Released first: a caller woken by its reply then finds its lane
+	// free (see pickLane), as a lone caller should.
 	c.release(1)
+	c.node.calls.deliver(next)
 	return true
 }
 
@@ -283,13 +285,16 @@ func (c *muxConn) drain() {
 
 // watchIdle gives the read side to the drainer, to wait on the socket,
 // and lets go of the chunks kept for reuse, when the connection has been
-// idle since the last look (nobody reads, no call was queued): a server that closes an idle connection (a restart, an
-// idle timeout) is then noticed at once and the connection replaced,
-// rather than by the next call failing. The next call goes through the
-// drainer (one hand-off) and the read side moves back to callers from
-// there. Called by the watchdog on each tick.
-func (c *muxConn) watchIdle() {
+// idle since the last look (nobody reads, no call was queued): a server
+// that closes an idle connection (a restart, an idle timeout) is then
+// noticed at once and the connection replaced, rather than by the next
+// call failing. The next call goes through the drainer (one hand-off) and
+// the read side moves back to callers from there. Called by the watchdog
+// on each tick; it reports whether no call was queued since the last
+// look.
+func (c *muxConn) watchIdle() (unused bool) {
 	c.mu.Lock()
+	unused = c.pushes == c.seen && len(c.queue) == 0 && c.pending.Load() <= 0
 	idle := !c.reading && c.err == nil && c.pushes == c.seen
 	c.seen = c.pushes
 	if idle {
@@ -300,6 +305,7 @@ func (c *muxConn) watchIdle() {
 	if idle {
 		signal(c.drainSig)
 	}
+	return unused
 }
 
 // failRead is a stream error met by the read side's holder: the

@@ -149,11 +149,16 @@ func TestMuxReadSideMovesBetweenCallers(t *testing.T) {
 		m          Options
 		goroutines int
 	}{
-		{"lone", Options{}, 1},
-		{"few", Options{}, 4},
-		{"many", Options{}, 300},
+		{"lone", Options{Conns: 1}, 1},
+		{"few", Options{Conns: 1}, 4},
+		{"many", Options{Conns: 1}, 300},
 		{"conns=3", Options{Conns: 3}, 50},
-		{"maxpending=8", Options{MaxPending: 8}, 40},
+		{"maxpending=8", Options{Conns: 1, MaxPending: 8}, 40},
+		{"lanes/lone", Options{}, 1},
+		{"lanes/few", Options{}, 4},
+		{"lanes/many", Options{}, 300},
+		{"lanes=2", Options{Lanes: 2}, 50},
+		{"lanes/maxpending=8", Options{MaxPending: 8}, 40},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			n := openMuxNode(t, srv.Addr(), tc.m)

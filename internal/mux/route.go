@@ -4,98 +4,105 @@ import (
 	"context"
 	"time"
 
-	"github.com/redisx-go/kit/internal/command"
 	"github.com/redisx-go/kit/internal/conn"
 )
 
 // Routing and the order of a key's commands.
 //
-// A key's commands take its shared connection (FNV-1a of the key, so that
-// they stay in order), or, for a SET of a big value, one of bulkConns
-// connections of their own, after the shared ones, dialled on first use:
-// the server reads a connection's requests 16 KiB at a time, once per turn
-// of its event loop, so big values queued on one connection wait for each
-// other and delay the small commands behind them; spread over a few
-// connections they are read side by side.
+// The shared connections of a node are its lanes. With Options.Conns set,
+// there are that many, and a key's commands take its own (FNV-1a of the
+// key), so that they stay in order. Otherwise (adaptive) there are up to
+// Options.Lanes of them, dialled when every open one is busy: a command
+// takes the first lane with nothing in flight, whose caller then writes
+// and reads its own reply as a pooled connection's would; only when every
+// lane is busy does it join the pipeline of the least loaded one, so that
+// batching grows with load. A lane left idle for laneIdle is closed
+// (lane 0 stays).
+//
+// A SET of a big value takes one of bulkConns connections of their own,
+// after the lanes, dialled on first use: the server reads a connection's
+// requests 16 KiB at a time, once per turn of its event loop, so big
+// values queued on one connection wait for each other and delay the small
+// commands behind them; spread over a few connections they are read side
+// by side.
 //
 // A caller's command returns once its reply is read, before its next one
 // is sent, so a caller's commands stay in order — unless one returns
 // sooner, its context ended: the server may apply it yet, after commands
-// sent later on another connection. The rule: while a connection a key
-// can take (its shared one, its bulk one) has calls whose callers left
-// unanswered, every command on that key goes to that connection, behind
-// them. A command on several keys (Del, MGet, MSet, Do by its key
-// positions, a pipeline) obeys it for each of its keys: it goes to the one
-// connection with such calls among all those its keys can take; when two
-// or more have some, it waits, within its context, until at most one has.
-// Nobody else waits, and only the keys of those connections change their
-// route, until those replies are read. (Not covered: a connection that
-// failed, or was replaced for its age, while such a call was on its way.)
+// sent later on another connection. The rule: while a call whose caller
+// left is unanswered, every command on one of its keys goes to that
+// call's connection, behind it (pins records which). A command on several
+// keys (Del, MGet, MSet, Do by its key positions, a pipeline) obeys it for
+// each of its keys; when they are pinned to two connections or more, it
+// waits, within its context, until they are not. Nobody else waits, and
+// only those keys change their route, until those replies are read. (Not
+// covered: a connection that failed, or was replaced for its age, while
+// such a call was on its way; and a command whose keys cannot be told,
+// such as a script that declares none.)
 
-// route returns the connection for a command on keys (none: a keyless
-// command), a SET of a big value when big: see above.
-func (n *Node) route(ctx context.Context, keys []string, big bool) (int, error) {
+// route returns the connection for cl, whose keys are set (none: a
+// keyless command); a SET of a big value when big. A lane found with
+// nothing in flight is returned claimed: its pending count already holds
+// cl's command (see enqueue), so that no other caller takes it meanwhile.
+func (n *Node) route(ctx context.Context, cl *call, big bool) (int, *muxConn, error) {
 	for {
-		if i, ok := n.pick(keys, big); ok {
-			return i, nil
+		i, ok := n.pinned(cl)
+		switch {
+		case ok && i >= 0:
+			return i, nil, nil
+		case ok:
+			i, claimed := n.free(cl, big)
+			return i, claimed, nil
 		}
-		if err := n.waitAbandoned(ctx, keys, big); err != nil {
-			return 0, err
+		if err := n.waitPinned(ctx, cl); err != nil {
+			return 0, nil, err
 		}
 	}
 }
 
-// route1 is route for one key.
-func (n *Node) route1(ctx context.Context, key string, big bool) (int, error) {
-	if !big && n.bulkAbandoned.Load() == 0 {
-		return n.sharedRoute(key), nil // the hot path: see pick
+// pinned returns the connection cl's keys are pinned to under the rule
+// above (-1: none), and false when they are pinned to two or more.
+func (n *Node) pinned(cl *call) (int, bool) {
+	if !n.pins.any() {
+		return -1, true
 	}
-	return n.route(ctx, []string{key}, big)
-}
-
-// pick returns the connection for a command on keys under the rule above,
-// and false when two or more of the connections its keys can take have
-// abandoned calls.
-func (n *Node) pick(keys []string, big bool) (int, bool) {
-	pref := 0
-	if len(keys) > 0 {
-		if big {
-			pref = n.bulkRoute(keys[0])
-		} else {
-			pref = n.sharedRoute(keys[0])
-		}
-	}
-	bulk := n.bulkAbandoned.Load() > 0
-	if !bulk && !big && (len(keys) <= 1 || n.opts.Conns == 1) {
-		// No bulk connection has abandoned calls, and the keys can take one
-		// shared connection only: pref, whatever it holds.
-		return pref, true
-	}
-	found := -1
-	for _, k := range keys {
-		for j, i := range [2]int{n.sharedRoute(k), n.bulkRoute(k)} {
-			if j == 1 && !bulk {
-				break
-			}
-			if i == found || !n.slots[i].abandonedOn() {
-				continue
-			}
-			if found >= 0 {
-				return 0, false
-			}
+	found, ok := -1, true
+	cl.eachKey(func(k string) bool {
+		i, mixed := n.pins.of(k)
+		switch {
+		case mixed, i >= 0 && found >= 0 && i != found:
+			ok = false
+			return false
+		case i >= 0:
 			found = i
 		}
-	}
-	if found >= 0 {
-		return found, true
-	}
-	return pref, true
+		return true
+	})
+	return found, ok
 }
 
-// waitAbandoned waits, within ctx, for pick to find a connection for keys:
-// for replies to calls whose callers left to be read, or their
-// connections to fail. Rare enough to poll.
-func (n *Node) waitAbandoned(ctx context.Context, keys []string, big bool) error {
+// free is the connection for cl when none of its keys is pinned, and the
+// lane claimed for it, if any (see pickLane).
+func (n *Node) free(cl *call, big bool) (int, *muxConn) {
+	switch {
+	case big:
+		k, _ := cl.firstKey()
+		return n.bulkRoute(k), nil
+	case n.adaptive:
+		return n.pickLane()
+	case n.lanes == 1:
+		return 0, nil
+	case cl.hasKey:
+		return n.sharedRoute(cl.key), nil
+	}
+	k, _ := cl.firstKey()
+	return n.sharedRoute(k), nil
+}
+
+// waitPinned waits, within ctx, until cl's keys are pinned to one
+// connection at most: for replies to calls whose callers left to be
+// read, or their connections to fail. Rare enough to poll.
+func (n *Node) waitPinned(ctx context.Context, cl *call) error {
 	wait := 200 * time.Microsecond
 	t := time.NewTimer(wait)
 	defer t.Stop()
@@ -107,7 +114,7 @@ func (n *Node) waitAbandoned(ctx context.Context, keys []string, big bool) error
 			return conn.ErrClosed
 		case <-t.C:
 		}
-		if _, ok := n.pick(keys, big); ok {
+		if _, ok := n.pinned(cl); ok {
 			return nil
 		}
 		wait = min(2*wait, 10*time.Millisecond)
@@ -115,42 +122,44 @@ func (n *Node) waitAbandoned(ctx context.Context, keys []string, big bool) error
 	}
 }
 
-// oneRoute reports whether every command but a SET of a big value goes to
-// connection 0 now, whatever its keys: the common case, which spares
-// route the keys.
-func (n *Node) oneRoute() bool {
-	return n.opts.Conns == 1 && n.bulkAbandoned.Load() == 0
-}
-
-// routeDo is route for a generic command, by the keys its key
-// specifications name (internal/command); a command whose keys cannot be
-// told goes to connection 0.
-func (n *Node) routeDo(ctx context.Context, args []any) (int, error) {
-	if n.oneRoute() {
-		return 0, nil
+// pickLane returns the lane for a command free to take any (adaptive):
+// the first open lane with nothing in flight, claimed (its pending count
+// raised from 0 to 1, which enqueue then does not do again); otherwise
+// the least loaded, unclaimed, and another lane is dialled in the
+// background when there is room for one.
+func (n *Node) pickLane() (int, *muxConn) {
+	best, load, open := 0, int64(-1), 0
+	for i := range n.lanes {
+		c := n.slots[i].cur.Load()
+		if c == nil || c.broken.Load() {
+			continue
+		}
+		open++
+		p := c.pending.Load()
+		if p <= 0 && c.pending.CompareAndSwap(p, p+1) {
+			return i, c
+		}
+		if load < 0 || p < load {
+			best, load = i, p
+		}
 	}
-	keys, _, _ := command.Keys(args)
-	return n.route(ctx, keys, false)
+	if open < n.lanes {
+		n.grow()
+	}
+	return best, nil
 }
 
-// sharedRoute is key's shared connection.
+// sharedRoute is key's lane when lanes are fixed (Options.Conns).
 func (n *Node) sharedRoute(key string) int {
-	if n.opts.Conns == 1 {
+	if n.lanes == 1 {
 		return 0
 	}
-	return int(fnv(key) % uint32(n.opts.Conns))
+	return int(fnv(key) % uint32(n.lanes))
 }
 
 // bulkRoute is key's connection for SETs of big values.
 func (n *Node) bulkRoute(key string) int {
-	return n.opts.Conns + int(fnv(key)%bulkConns)
-}
-
-// abandonedOn reports whether the slot's connection has calls whose
-// callers left unanswered.
-func (s *muxSlot) abandonedOn() bool {
-	c := s.cur.Load()
-	return c != nil && c.abandoned.Load() > 0
+	return n.lanes + int(fnv(key)%bulkConns)
 }
 
 // bulkConns is the number of connections per node for big values; bigValue

@@ -72,7 +72,7 @@ func (o *options) custom() (benchmarks.Custom, error) {
 }
 
 // quickCustomTargets are the targets of the custom workload under -quick.
-var quickCustomTargets = []string{"multiplexed-1", "multiplexed-4", "pool-8", "pool-32", "slotgrouped", "rueidis", "go-redis"}
+var quickCustomTargets = []string{"multiplexed", "multiplexed-4", "pool-8", "pool-32", "slotgrouped", "rueidis", "go-redis"}
 
 // addCustom puts the custom workload first in p: alone unless -workloads
 // names others too.

@@ -52,7 +52,7 @@
 //	redisx-bench -target old=redis://10.0.0.5:6379 -target new=redis://10.0.0.6:6379 -only old,new
 //	redisx-bench -slo p99=2ms -quick
 //	redisx-bench -baseline old/report.json
-//	redisx-bench -only multiplexed-1,pool-32,rueidis -workloads values
+//	redisx-bench -only multiplexed,pool-32,rueidis -workloads values
 package main
 
 import (
@@ -145,7 +145,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		o.targets = append(o.targets, s)
 		return nil
 	})
-	fs.StringVar(&o.only, "only", "", "measure only these targets, comma-separated names, e.g. multiplexed-1,pool-32,rueidis (-target ones are always kept)")
+	fs.StringVar(&o.only, "only", "", "measure only these targets, comma-separated names, e.g. multiplexed,pool-32,rueidis (-target ones are always kept)")
 	fs.BoolVar(&o.peers, "peers", true, "measure the peers rueidis, redigo-pool-100 and go-redis")
 	fs.DurationVar(&o.duration, "duration", 0, "length of one sample (default 500ms; -quick 100ms)")
 	fs.DurationVar(&o.warmup, "warmup", 0, "warm-up of each target at each level, discarded (default half a sample)")

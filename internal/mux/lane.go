@@ -1,0 +1,88 @@
+package mux
+
+import (
+	"runtime"
+	"time"
+)
+
+// The adaptive lanes' life (see route.go): dialled in the background when
+// every open lane is busy, closed once idle.
+
+// DefaultLanes is the most lanes per node of an adaptive node whose
+// Options.Lanes is zero: GOMAXPROCS, at least 4.
+func DefaultLanes() int { return max(runtime.GOMAXPROCS(0), 4) }
+
+const (
+	// laneIdle is how long a lane other than lane 0 may go without a
+	// command before it is closed.
+	laneIdle = 30 * time.Second
+	// growBackoff is how long after a failed dial no lane is dialled for
+	// room: the busy lanes serve meanwhile.
+	growBackoff = time.Second
+)
+
+// grow dials one more lane, in the background, when none is being
+// dialled: the first slot without a live connection. The callers that
+// found every lane busy meanwhile join the least loaded one.
+func (n *Node) grow() {
+	if time.Now().UnixNano() < n.growAfter.Load() || !n.growing.CompareAndSwap(false, true) {
+		return
+	}
+	for i := range n.lanes {
+		s := &n.slots[i]
+		if c := s.cur.Load(); c != nil && !c.broken.Load() {
+			continue
+		}
+		s.mu.Lock()
+		if n.closed.Load() || s.dialing != nil {
+			// Closing, or a dial of this lane is under way already.
+			s.mu.Unlock()
+			break
+		}
+		n.dial(s).grow = true
+		s.mu.Unlock()
+		return
+	}
+	n.growing.Store(false)
+}
+
+// grown is the end of grow's dial: another lane may be dialled for room
+// from now on, or after growBackoff when this one failed.
+func (n *Node) grown(err error) {
+	if err != nil {
+		n.growAfter.Store(time.Now().Add(growBackoff).UnixNano())
+	}
+	n.growing.Store(false)
+}
+
+// closeIdle closes lane i (not lane 0), whose connection c has had no
+// command for laneIdle: it is taken out of the slot, so that no caller
+// picks it any more, and closed once its calls in flight are answered
+// (retire). A caller that picked it just before finds it gone and picks
+// again (see enqueue).
+func (n *Node) closeIdle(i int, c *muxConn) {
+	s := &n.slots[i]
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n.closed.Load() || s.cur.Load() != c || s.dialing != nil {
+		return
+	}
+	s.cur.Store(nil)
+	if s.aging != nil {
+		s.aging.Stop()
+		s.aging = nil
+	}
+	n.wg.Add(1)
+	go n.retire(c)
+}
+
+// openLanes is the number of lanes with a live connection.
+func (n *Node) openLanes() int {
+	open := 0
+	for i := range n.lanes {
+		if c := n.slots[i].cur.Load(); c != nil && !c.broken.Load() {
+			open++
+		}
+	}
+	return open
+}

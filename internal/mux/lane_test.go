@@ -1,0 +1,189 @@
+package mux
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redisx-go/kit/internal/launcher"
+)
+
+// clientCount is the number of normal clients the server sees (CLIENT
+// LIST), the test's own redis-cli excepted.
+func clientCount(t *testing.T, srv *launcher.Server) int {
+	t.Helper()
+	out, err := srv.CLI(context.Background(), "CLIENT", "LIST", "TYPE", "normal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Count(out, "cmd=") - 1
+}
+
+// TestMuxLanesOneCallerOneConnection: the adaptive lanes hold one
+// connection while one goroutine calls, whatever the call: a caller woken
+// by its reply finds its lane free again.
+func TestMuxLanesOneCallerOneConnection(t *testing.T) {
+	srv := launcher.Standalone(t, launcher.Options{})
+	n := openMuxNode(t, srv.Addr(), Options{})
+	ctx := context.Background()
+	for i := range 3000 {
+		k := fmt.Sprint("one:", i%50)
+		var err error
+		switch i % 5 {
+		case 0:
+			err = n.Set(ctx, k, []byte("v"), time.Minute)
+		case 1:
+			_, err = n.MGet(ctx, []string{k, "one:x"})
+		case 2:
+			_, err = n.Do(ctx, "INCR", "one:counter")
+		case 3:
+			_, err = n.Del(ctx, "one:gone")
+		default:
+			_, err = n.Get(ctx, k)
+		}
+		if err != nil && !strings.Contains(err.Error(), "not found") {
+			t.Fatal(err)
+		}
+	}
+	if s := n.Stats(); s.Lanes != 1 || s.Conns != 1 || s.Dials != 1 {
+		t.Errorf("after 3000 calls from one goroutine: Lanes %d, Conns %d, Dials %d; want 1 each", s.Lanes, s.Conns, s.Dials)
+	}
+	if got := clientCount(t, srv); got != 1 {
+		t.Errorf("the server sees %d connections; want 1", got)
+	}
+}
+
+// TestMuxLanesGrowWithLoadAndCloseWhenIdle: callers that find every lane
+// busy open more, never beyond Lanes (plus the connections of big
+// values); lanes left idle are closed, all but one, without failing a
+// call, and calls go on over the lanes that remain.
+func TestMuxLanesGrowWithLoadAndCloseWhenIdle(t *testing.T) {
+	srv := launcher.Standalone(t, launcher.Options{})
+	n := muxReviewNode(t, srv.Addr(), nil, Options{Lanes: 3}, 100*time.Millisecond) // the watchdog ticks every 25 ms
+	n.laneIdle = 300 * time.Millisecond
+	ctx := context.Background()
+	big := make([]byte, bigValue)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var errs []error
+	stop := make(chan struct{})
+	maxLanes, maxConns := 0, 0
+	for g := range 16 {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				var err error
+				if g == 0 && i%10 == 0 {
+					err = n.Set(ctx, "lanes:big", big, time.Minute)
+				} else {
+					err = n.Set(ctx, fmt.Sprint("lanes:", g), []byte("v"), time.Minute)
+				}
+				if err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	for range 50 {
+		time.Sleep(10 * time.Millisecond)
+		s := n.Stats()
+		maxLanes, maxConns = max(maxLanes, s.Lanes), max(maxConns, s.Conns)
+	}
+	close(stop)
+	wg.Wait()
+	if len(errs) > 0 {
+		t.Fatalf("%d calls failed under load, the first: %v", len(errs), errs[0])
+	}
+	if maxLanes < 2 || maxLanes > 3 || maxConns > 3+bulkConns {
+		t.Errorf("16 goroutines on Lanes: 3: at most %d lanes and %d connections open; want 2..3 lanes, at most %d connections", maxLanes, maxConns, 3+bulkConns)
+	}
+	// Idle: the lanes but lane 0 close (the bulk connections stay).
+	deadline := time.Now().Add(5 * time.Second)
+	for n.Stats().Lanes != 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("Stats().Lanes = %d 5 s after the load ended; want 1 once idle for %v", n.Stats().Lanes, n.laneIdle)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if b := n.Stats().BrokenConns; b != 0 {
+		t.Errorf("BrokenConns = %d: closing idle lanes counted as failures", b)
+	}
+	// Load again: the lanes open again, every call succeeds.
+	var wg2 sync.WaitGroup
+	for g := range 8 {
+		wg2.Go(func() {
+			for i := range 300 {
+				k := fmt.Sprint("lanes:again:", g, ":", i)
+				if err := n.Set(ctx, k, []byte(k), time.Minute); err != nil {
+					t.Error(err)
+					return
+				}
+				if v, err := n.Get(ctx, k); err != nil || string(v) != k {
+					t.Errorf("Get(%s) = %q, %v", k, v, err)
+					return
+				}
+			}
+		})
+	}
+	wg2.Wait()
+}
+
+// TestMuxLanesClosingRacesCallers: lanes closed as if idle while callers
+// are on them and pick them (closeIdle called every couple of
+// milliseconds under load) never fail a call nor deliver a reply to the
+// wrong caller: a lane taken out of use is closed only once its calls are
+// answered, and a caller that picked it picks again.
+func TestMuxLanesClosingRacesCallers(t *testing.T) {
+	srv := launcher.Standalone(t, launcher.Options{})
+	n := openMuxNode(t, srv.Addr(), Options{Lanes: 4})
+	ctx := context.Background()
+	stop := make(chan struct{})
+	closer := make(chan struct{})
+	go func() {
+		defer close(closer)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(2 * time.Millisecond):
+			}
+			for i := 1; i < n.lanes; i++ {
+				if c := n.slots[i].cur.Load(); c != nil {
+					n.closeIdle(i, c)
+				}
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	for g := range 6 {
+		wg.Go(func() {
+			for i := range 1500 {
+				k := fmt.Sprint("race:", g, ":", i%7)
+				want := fmt.Sprint(g, ":", i)
+				if err := n.Set(ctx, k, []byte(want), time.Minute); err != nil {
+					t.Error(err)
+					return
+				}
+				if v, err := n.Get(ctx, k); err != nil || string(v) != want {
+					t.Errorf("Get(%s) = %q, %v; want %q", k, v, err, want)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(stop)
+	<-closer
+	if s := n.Stats(); s.Dials < 10 || s.BrokenConns != 0 {
+		t.Errorf("Dials %d, BrokenConns %d: want lanes closed and opened again (10 dials or more), none failed", s.Dials, s.BrokenConns)
+	}
+}
