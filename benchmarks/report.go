@@ -255,8 +255,8 @@ type SLOResult struct {
 	// FirstFailingRate is the lowest rate a probe broke the bound at; 0:
 	// none did up to the end of the ramp, so MaxRate is a lower bound.
 	FirstFailingRate float64 `json:"first_failing_rate"`
-	// Confirmed is set when MaxRate held in three probes: the search's
-	// and two re-runs after it.
+	// Confirmed is set when MaxRate held in four probes (sloHolds): the
+	// search's and re-runs after it.
 	Confirmed bool `json:"confirmed"`
 	// Latency is the highest of the samples' own percentiles at MaxRate,
 	// in milliseconds.

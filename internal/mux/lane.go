@@ -75,14 +75,3 @@ func (n *Node) closeIdle(i int, c *muxConn) {
 	n.wg.Add(1)
 	go n.retire(c)
 }
-
-// openLanes is the number of lanes with a live connection.
-func (n *Node) openLanes() int {
-	open := 0
-	for i := range n.lanes {
-		if c := n.slots[i].cur.Load(); c != nil && !c.broken.Load() {
-			open++
-		}
-	}
-	return open
-}
