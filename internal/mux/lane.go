@@ -34,6 +34,10 @@ func (n *Node) grow() {
 			continue
 		}
 		s.mu.Lock()
+		if c := s.cur.Load(); c != nil && !c.broken.Load() {
+			s.mu.Unlock() // dialled meanwhile
+			continue
+		}
 		if n.closed.Load() || s.dialing != nil {
 			// Closing, or a dial of this lane is under way already.
 			s.mu.Unlock()
@@ -56,15 +60,15 @@ func (n *Node) grown(err error) {
 }
 
 // closeIdle closes lane i (not lane 0), whose connection c has had no
-// command for laneIdle: it is taken out of the slot, so that no caller
-// picks it any more, and closed once its calls in flight are answered
-// (retire). A caller that picked it just before finds it gone and picks
-// again (see enqueue).
+// command for laneIdle, if nothing is in flight on it nor claimed: its
+// pending count goes from 0 to retiredPending in one step, so that no
+// caller can take it meanwhile (one that loaded it finds no room, then
+// errRetired, and picks again; see enqueue), and it leaves its slot.
 func (n *Node) closeIdle(i int, c *muxConn) {
 	s := &n.slots[i]
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if n.closed.Load() || s.cur.Load() != c || s.dialing != nil {
+	if n.closed.Load() || s.cur.Load() != c || s.dialing != nil || !c.pending.CompareAndSwap(0, retiredPending) {
+		s.mu.Unlock()
 		return
 	}
 	s.cur.Store(nil)
@@ -72,6 +76,6 @@ func (n *Node) closeIdle(i int, c *muxConn) {
 		s.aging.Stop()
 		s.aging = nil
 	}
-	n.wg.Add(1)
-	go n.retire(c)
+	s.mu.Unlock()
+	c.fail(errRetired)
 }

@@ -119,7 +119,7 @@ func (n *Node) replace(s *muxSlot, c *muxConn) {
 // retired get from it; enqueue then takes the slot's new connection. It
 // wraps conn.ErrClosed so that the connection's failure is not counted as a
 // broken connection.
-var errRetired = fmt.Errorf("%w: connection retired for its age", conn.ErrClosed)
+var errRetired = fmt.Errorf("%w: connection retired (for its age, or idle)", conn.ErrClosed)
 
 // retiredPending is the pending count of a retired connection: far above
 // any MaxPending, so that a caller still holding the connection cannot

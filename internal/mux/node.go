@@ -170,7 +170,7 @@ func (n *Node) enqueue(ctx context.Context, cl *call, big bool) (*muxConn, error
 }
 
 func (n *Node) enqueueTo(ctx context.Context, cl *call, big bool) (*muxConn, error) {
-	i, claimed, err := n.route(ctx, cl, big)
+	i, claimed, pinned, err := n.route(ctx, cl, big)
 	if err != nil {
 		return nil, err
 	}
@@ -190,17 +190,20 @@ func (n *Node) enqueueTo(ctx context.Context, cl *call, big bool) (*muxConn, err
 			unclaim()
 			return nil, conn.ErrClosed
 		}
-		if n.adaptive && i > 0 && i < n.lanes && n.slots[i].cur.Load() == nil {
-			// A lane closed for idleness since it was picked (lane 0
-			// never is): pick again rather than dial it.
-			unclaim()
-			if i, claimed, err = n.route(ctx, cl, big); err != nil {
-				return nil, err
+		var c *muxConn
+		if n.adaptive && !pinned && i > 0 && i < n.lanes {
+			// A lane picked freely: taken as it is, never dialled here (grow
+			// does that); one closed for idleness or broken since it was
+			// picked is picked again. (Lane 0 is dialled by the callers
+			// that need it, as a fixed connection is.)
+			if c = n.slots[i].cur.Load(); c == nil || c.broken.Load() {
+				unclaim()
+				if i, claimed, pinned, err = n.route(ctx, cl, big); err != nil {
+					return nil, err
+				}
+				continue
 			}
-			continue
-		}
-		c, err := n.conn(ctx, i)
-		if err != nil {
+		} else if c, err = n.conn(ctx, i); err != nil {
 			unclaim()
 			return nil, conn.CtxErr(n.addr, false, err)
 		}
@@ -218,6 +221,11 @@ func (n *Node) enqueueTo(ctx context.Context, cl *call, big bool) (*muxConn, err
 		case err == nil:
 			return c, nil
 		case err == errRetired:
+			if n.adaptive && !pinned && i > 0 && i < n.lanes {
+				if i, claimed, pinned, err = n.route(ctx, cl, big); err != nil {
+					return nil, err
+				}
+			}
 			continue
 		case ctx.Err() != nil, errors.Is(err, conn.ErrClosed):
 			return nil, conn.CtxErr(n.addr, false, err)

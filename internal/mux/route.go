@@ -44,18 +44,19 @@ import (
 // keyless command); a SET of a big value when big. A lane found with
 // nothing in flight is returned claimed: its pending count already holds
 // cl's command (see enqueue), so that no other caller takes it meanwhile.
-func (n *Node) route(ctx context.Context, cl *call, big bool) (int, *muxConn, error) {
+// pinned says the connection is the one the rule above imposes.
+func (n *Node) route(ctx context.Context, cl *call, big bool) (i int, claimed *muxConn, pinned bool, err error) {
 	for {
 		i, ok := n.pinned(cl)
 		switch {
 		case ok && i >= 0:
-			return i, nil, nil
+			return i, nil, true, nil
 		case ok:
 			i, claimed := n.free(cl, big)
-			return i, claimed, nil
+			return i, claimed, false, nil
 		}
 		if err := n.waitPinned(ctx, cl); err != nil {
-			return 0, nil, err
+			return 0, nil, false, err
 		}
 	}
 }
