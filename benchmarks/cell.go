@@ -18,6 +18,7 @@ type sample struct {
 	mallocs      uint64
 	bytes        uint64
 	conns        int
+	lanes        int // a Multiplexed target's lanes open at the end (Stats.Lanes)
 	hits, misses int64
 	// late holds the sends' lateness of an open-loop sample (nil in
 	// closed loop), valid until the next sample.
@@ -56,6 +57,7 @@ func (a *cellAcc) add(s sample, h *hdr.Histogram) {
 		c.FirstError = s.first.Error()
 	}
 	c.Conns = max(c.Conns, s.conns)
+	c.Lanes = max(c.Lanes, s.lanes)
 	a.hist.Merge(h)
 	if s.late != nil {
 		if a.late == nil {

@@ -149,6 +149,10 @@ type Cell struct {
 	// (a pool's size, a multiplexer's connections; 0: not fixed): ties
 	// between equal Conns are broken toward the lower bound.
 	MaxConns int `json:"max_conns,omitempty"`
+	// Lanes is the most shared connections a Multiplexed target had
+	// open at the end of any of the cell's samples (its Stats.Lanes,
+	// summed over a cluster's nodes); 0 for other targets.
+	Lanes int `json:"lanes,omitempty"`
 	// CPUPerOp is the client process's CPU time per operation, in
 	// microseconds; AllocsPerOp and BytesPerOp its heap allocations.
 	CPUPerOp    float64 `json:"cpu_us_per_op"`

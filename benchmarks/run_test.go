@@ -79,9 +79,11 @@ func TestRunMeasuresEveryCellAndCleansUp(t *testing.T) {
 			t.Errorf("cell %s/%d: %v allocs/op, %v µs CPU/op; want both measured", c.Target, c.Concurrency, c.AllocsPerOp, c.CPUPerOp)
 		}
 		switch {
-		case c.Target == "multiplexed" && c.Concurrency == 1 && c.Conns != 1:
+		case c.Target == "multiplexed" && c.Concurrency == 1 && (c.Conns != 1 || c.Lanes != 1):
 			// The adaptive lanes: one caller, one connection.
-			t.Errorf("multiplexed at 1: the server saw %d connections; want 1", c.Conns)
+			t.Errorf("multiplexed at 1: the server saw %d connections, %d lanes reported; want 1", c.Conns, c.Lanes)
+		case c.Target == "multiplexed" && (c.Lanes < 1 || c.Lanes > c.Concurrency):
+			t.Errorf("multiplexed at %d: %d lanes reported; want 1..%d", c.Concurrency, c.Lanes, c.Concurrency)
 		case c.Target == "multiplexed" && (c.Conns < 1 || c.Conns > c.Concurrency):
 			t.Errorf("multiplexed at %d: the server saw %d connections; want 1..%d", c.Concurrency, c.Conns, c.Concurrency)
 		case c.Target == "pool-4" && (c.Conns < 1 || c.Conns > c.Concurrency):

@@ -22,9 +22,13 @@
 //
 // # Choosing
 //
-// [Multiplexed] shares one auto-pipelined connection per node among all
-// goroutines (the Lettuce model); [Pool] lends each call a connection of
-// its own (the Jedis model); [SlotGrouped] wraps either and sends
+// [Multiplexed] shares a few auto-pipelined connections per node among
+// all goroutines: a caller that finds one with nothing in flight uses it
+// as a pooled connection would, and callers join the least loaded one's
+// pipeline when every one is busy (the Jedis model when callers are few,
+// the Lettuce model under load; Conns fixes one connection per key, the
+// Lettuce model throughout); [Pool] lends each call a connection of its
+// own (the Jedis model); [SlotGrouped] wraps either and sends
 // multi-key calls as one pipelined round trip per node, nodes in parallel
 // (the Codis proxy model). The benchmarks package measures where the
 // curves cross on your own server.
