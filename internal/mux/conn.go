@@ -92,6 +92,10 @@ type muxConn struct {
 	broken  atomic.Bool
 	pending atomic.Int64 // commands enqueued and not yet answered
 
+	// The sizes of c's calls (see depthCap): bytes written and read, and
+	// calls answered.
+	txBytes, rxBytes, answered atomic.Int64
+
 	// slot is the connection's index among its node's (see route.go).
 	slot int
 
@@ -121,7 +125,7 @@ func (n *Node) startConn(nc net.Conn, slot int) *muxConn {
 		writeSig: make(chan struct{}, 1),
 		drainSig: make(chan struct{}, 1),
 	}
-	c.r = resp.NewReader(progressReader{nc, &c.progress}, 32<<10)
+	c.r = resp.NewReader(progressReader{c}, 32<<10)
 	c.out.cur = c.chunk()
 	n.wg.Add(2)
 	go c.writeLoop()
@@ -130,17 +134,40 @@ func (n *Node) startConn(nc net.Conn, slot int) *muxConn {
 }
 
 // progressReader counts the bytes read from a connection: the watchdog's
-// sign of life, one atomic add per read system call.
-type progressReader struct {
-	nc net.Conn
-	n  *atomic.Int64
-}
+// sign of life, and a part of the depth a lane's pipeline may reach (see
+// depthCap); two atomic adds per read system call.
+type progressReader struct{ c *muxConn }
 
 func (p progressReader) Read(b []byte) (int, error) {
-	n, err := p.nc.Read(b)
-	p.n.Add(int64(n))
+	n, err := p.c.nc.Read(b)
+	p.c.progress.Add(int64(n))
+	p.c.rxBytes.Add(int64(n))
 	return n, err
 }
+
+// depthCap is the most calls in flight on c for a caller to join its
+// pipeline rather than a less loaded lane's (see pickLane): what the
+// server handles of one connection in one turn of its event loop — it
+// reads up to 16 KiB of requests, and writes up to 64 KiB of replies —
+// at the sizes of c's calls so far (bytes sent and received per call
+// answered). A deeper pipeline would wait turns that other connections
+// could use.
+func (c *muxConn) depthCap() int64 {
+	calls := c.answered.Load()
+	if calls < 16 {
+		return serverReadBytes // too few to tell: as for calls of a byte
+	}
+	tx, rx := max(c.txBytes.Load()/calls, 1), max(c.rxBytes.Load()/calls, 1)
+	return max(min(serverReadBytes/tx, serverWriteBytes/rx), 1)
+}
+
+// What a Redis server reads of one connection's requests (PROTO_IOBUF_LEN)
+// and writes of its replies (NET_MAX_WRITES_PER_EVENT) in one turn of its
+// event loop.
+const (
+	serverReadBytes  = 16 << 10
+	serverWriteBytes = 64 << 10
+)
 
 // reserve counts one more command on c and reports whether it fits under
 // limit; waitRoom is the slow path when it does not.
@@ -153,6 +180,7 @@ func (c *muxConn) reserve(limit int64) bool {
 // any.
 func (c *muxConn) release(n int64) {
 	c.pending.Add(-n)
+	c.answered.Add(n)
 	c.progress.Add(n)
 	if c.waiters.Load() > 0 {
 		c.roomMu.Lock()

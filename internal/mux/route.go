@@ -125,11 +125,17 @@ func (n *Node) waitPinned(ctx context.Context, cl *call) error {
 
 // pickLane returns the lane for a command free to take any (adaptive):
 // the first open lane with nothing in flight, claimed (its pending count
-// raised from 0 to 1, which enqueue then does not do again); otherwise
-// the least loaded, unclaimed, and another lane is dialled in the
-// background when there is room for one.
+// raised from 0 to 1, which enqueue then does not do again). When every
+// lane is busy, the busiest whose pipeline is not as deep as its
+// depthCap, unclaimed, so that batches grow with load as on one
+// connection, and spill onto the next lane only where the server would
+// make the next calls wait a turn; when every lane is that deep, the
+// least loaded. Another lane is dialled in the background then, when
+// there is room for one.
 func (n *Node) pickLane() (int, *muxConn) {
-	best, load, open := 0, int64(-1), 0
+	fill, fillLoad := -1, int64(-1)
+	least, leastLoad := 0, int64(-1)
+	open := 0
 	for i := range n.lanes {
 		c := n.slots[i].cur.Load()
 		if c == nil || c.broken.Load() {
@@ -140,14 +146,20 @@ func (n *Node) pickLane() (int, *muxConn) {
 		if p <= 0 && c.pending.CompareAndSwap(p, p+1) {
 			return i, c
 		}
-		if load < 0 || p < load {
-			best, load = i, p
+		if p > fillLoad && p < c.depthCap() {
+			fill, fillLoad = i, p
+		}
+		if leastLoad < 0 || p < leastLoad {
+			least, leastLoad = i, p
 		}
 	}
 	if open < n.lanes {
 		n.grow()
 	}
-	return best, nil
+	if fill >= 0 {
+		return fill, nil
+	}
+	return least, nil
 }
 
 // sharedRoute is key's lane when lanes are fixed (Options.Conns).

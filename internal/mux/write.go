@@ -99,20 +99,24 @@ func (c *muxConn) write(o outbuf) error {
 		c.nc.SetWriteDeadline(time.Now().Add(wt))
 	}
 	var err error
+	var n int
 	switch {
 	case len(o.full) == 0:
-		_, err = c.nc.Write(o.cur)
+		n, err = c.nc.Write(o.cur)
 	case len(o.full) == 1 && len(o.cur) == 0:
-		_, err = c.nc.Write(o.full[0])
+		n, err = c.nc.Write(o.full[0])
 	default:
 		// WriteTo consumes the slice it is given: give it a copy of the
 		// chunk list (c.iov, whose backing array c.iovs keeps), so that
 		// recycle still sees every chunk whole.
 		c.iovs = append(append(c.iovs[:0], o.full...), o.cur)
 		c.iov = c.iovs
-		_, err = c.iov.WriteTo(c.nc)
+		var n64 int64
+		n64, err = c.iov.WriteTo(c.nc)
+		n = int(n64)
 		clear(c.iovs)
 	}
+	c.txBytes.Add(int64(n))
 	if err == nil {
 		c.node.flushes.Add(1)
 		c.node.commands.Add(o.count)
