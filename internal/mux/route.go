@@ -123,19 +123,25 @@ func (n *Node) waitPinned(ctx context.Context, cl *call) error {
 	}
 }
 
-// pickLane returns the lane for a command free to take any (adaptive):
-// the first open lane with nothing in flight, claimed (its pending count
-// raised from 0 to 1, which enqueue then does not do again). When every
-// lane is busy, the busiest whose pipeline is not as deep as its
+// pickLane returns the lane for a command free to take any (adaptive).
+// While fewer calls are in flight on the node than it has lanes, the
+// first open lane with nothing in flight, claimed (its pending count
+// raised from 0 to 1, which enqueue then does not do again): a caller
+// of its own there writes and reads its reply as a pooled connection's
+// would. Beyond that load, pipelining costs the server and the client
+// fewer system calls per command than a connection per caller, so the
+// caller joins the busiest lane whose pipeline is not as deep as its
 // depthCap, unclaimed, so that batches grow with load as on one
 // connection, and spill onto the next lane only where the server would
 // make the next calls wait a turn; when every lane is that deep, the
-// least loaded. Another lane is dialled in the background then, when
-// there is room for one.
+// least loaded. Another lane is dialled in the background when every
+// open one is busy and there is room for one.
 func (n *Node) pickLane() (int, *muxConn) {
 	fill, fillLoad := -1, int64(-1)
 	least, leastLoad := 0, int64(-1)
-	open := 0
+	idle, open := -1, 0
+	var inFlight int64
+	var idleConn *muxConn
 	for i := range n.lanes {
 		c := n.slots[i].cur.Load()
 		if c == nil || c.broken.Load() {
@@ -143,8 +149,12 @@ func (n *Node) pickLane() (int, *muxConn) {
 		}
 		open++
 		p := c.pending.Load()
-		if p <= 0 && c.pending.CompareAndSwap(p, p+1) {
-			return i, c
+		inFlight += max(p, 0)
+		if p <= 0 {
+			if idle < 0 {
+				idle, idleConn = i, c
+			}
+			continue
 		}
 		if p > fillLoad && p < c.depthCap() {
 			fill, fillLoad = i, p
@@ -153,13 +163,23 @@ func (n *Node) pickLane() (int, *muxConn) {
 			least, leastLoad = i, p
 		}
 	}
-	if open < n.lanes {
+	if idle >= 0 && (inFlight < int64(n.lanes) || fill < 0 && leastLoad < 0) {
+		if idleConn.pending.CompareAndSwap(0, 1) {
+			return idle, idleConn
+		}
+	}
+	if idle < 0 && open < n.lanes {
 		n.grow()
 	}
-	if fill >= 0 {
+	switch {
+	case fill >= 0:
 		return fill, nil
+	case leastLoad >= 0:
+		return least, nil
+	case idle >= 0:
+		return idle, nil // claimed by another meanwhile: join it
 	}
-	return least, nil
+	return 0, nil
 }
 
 // sharedRoute is key's lane when lanes are fixed (Options.Conns).
