@@ -132,11 +132,13 @@ func keyOnOtherConn(t *testing.T, key string, conns int) string {
 // after a write of k whose context ended: each API that writes a key, and
 // a multi-key call whose first key is another, want is what Get(k) must
 // then return (nil: the key is gone).
-var nextWrites = []struct {
+type nextWrite struct {
 	name  string
 	write func(ctx context.Context, c *redisx.Client, k, other string) error
 	want  []byte
-}{
+}
+
+var nextWrites = []nextWrite{
 	{"Set", func(ctx context.Context, c *redisx.Client, k, _ string) error {
 		return c.Set(ctx, k, []byte("small"), time.Minute)
 	}, []byte("small")},
@@ -242,20 +244,7 @@ func TestAbandonedSmallWriteStaysBeforeNextWriteOnOtherConn(t *testing.T) {
 			if !errors.Is(err, context.DeadlineExceeded) {
 				t.Fatalf("Set behind a slow MSET with a 100ms deadline = %v; want context.DeadlineExceeded", err)
 			}
-			if err := nw.write(edgeCtx(t, 10*time.Second), c, k, other); err != nil {
-				t.Fatalf("%s after the abandoned SET: %v", nw.name, err)
-			}
-			if err := <-slow; err != nil {
-				t.Fatalf("the slow MSET: %v", err)
-			}
-			settle(t, p)
-			v, err := c.Get(edgeCtx(t, 5*time.Second), k)
-			switch {
-			case nw.want == nil && !errors.Is(err, redisx.ErrNotFound):
-				t.Fatalf("Get after an abandoned SET then %s = %q, %v; want ErrNotFound: the abandoned SET was applied last", nw.name, v, err)
-			case nw.want != nil && (err != nil || !bytes.Equal(v, nw.want)):
-				t.Fatalf("Get after an abandoned SET then %s = %q, %v; want %q: the abandoned SET was applied last", nw.name, v, err, nw.want)
-			}
+			writeBehindSlow(t, c, p, nw, k, other, slow)
 		})
 	}
 }
@@ -294,21 +283,29 @@ func TestAbandonedWriteStaysBeforeNextWriteOnOtherLane(t *testing.T) {
 				}
 				time.Sleep(5 * time.Millisecond)
 			}
-			if err := nw.write(edgeCtx(t, 10*time.Second), c, k, other); err != nil {
-				t.Fatalf("%s after the abandoned SET: %v", nw.name, err)
-			}
-			if err := <-slow; err != nil {
-				t.Fatalf("the slow MSET: %v", err)
-			}
-			settle(t, p)
-			v, err := c.Get(edgeCtx(t, 5*time.Second), k)
-			switch {
-			case nw.want == nil && !errors.Is(err, redisx.ErrNotFound):
-				t.Fatalf("Get after an abandoned SET then %s = %q, %v; want ErrNotFound: the abandoned SET was applied last", nw.name, v, err)
-			case nw.want != nil && (err != nil || !bytes.Equal(v, nw.want)):
-				t.Fatalf("Get after an abandoned SET then %s = %q, %v; want %q: the abandoned SET was applied last", nw.name, v, err, nw.want)
-			}
+			writeBehindSlow(t, c, p, nw, k, other, slow)
 		})
+	}
+}
+
+// writeBehindSlow is the end of the tests of a small SET of k abandoned
+// behind a slow MSET (whose outcome slow gives): the caller's next write
+// nw of k, then, once the link is free, Get(k) must be what nw wrote.
+func writeBehindSlow(t *testing.T, c *redisx.Client, p *faultproxy.Proxy, nw nextWrite, k, other string, slow <-chan error) {
+	t.Helper()
+	if err := nw.write(edgeCtx(t, 10*time.Second), c, k, other); err != nil {
+		t.Fatalf("%s after the abandoned SET: %v", nw.name, err)
+	}
+	if err := <-slow; err != nil {
+		t.Fatalf("the slow MSET: %v", err)
+	}
+	settle(t, p)
+	v, err := c.Get(edgeCtx(t, 5*time.Second), k)
+	switch {
+	case nw.want == nil && !errors.Is(err, redisx.ErrNotFound):
+		t.Fatalf("Get after an abandoned SET then %s = %q, %v; want ErrNotFound: the abandoned SET was applied last", nw.name, v, err)
+	case nw.want != nil && (err != nil || !bytes.Equal(v, nw.want)):
+		t.Fatalf("Get after an abandoned SET then %s = %q, %v; want %q: the abandoned SET was applied last", nw.name, v, err, nw.want)
 	}
 }
 
