@@ -73,6 +73,13 @@ func TestMasterDemotedByHand(t *testing.T) {
 	writer := open(strategy.Multiplexed{})
 	readers := []*redisx.Client{open(strategy.Multiplexed{}), open(strategy.Pool{Size: 4})}
 
+	// The demoted master resyncs from the replica, which must hold k by
+	// then: replication is asynchronous, and the replica may still be
+	// loading its first copy (a run failed so, reading "not found" after
+	// the master came back).
+	if n, err := redis.Int(admin.Do("WAIT", 1, 10000)); err != nil || n < 1 {
+		t.Fatalf("WAIT for the replica = %d, %v", n, err)
+	}
 	host, port, _ := net.SplitHostPort(replica)
 	if _, err := admin.Do("REPLICAOF", host, port); err != nil {
 		t.Fatal(err)
