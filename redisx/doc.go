@@ -13,14 +13,39 @@
 //
 // # Strategies
 //
-// The strategy values live in package strategy: Multiplexed (one
-// auto-pipelined connection per node shared by every goroutine, the
-// default), Pool (a connection per call from a bounded pool), SlotGrouped
+// The strategy values live in package strategy: Multiplexed (a few
+// auto-pipelined connections per node shared by every goroutine, used as
+// a pool's when callers are few and pipelined under load; the default), Pool (a connection per call from a bounded pool), SlotGrouped
 // (multi-key calls grouped per cluster node) and goredis.Strategy (an existing
 // go-redis client); localcache.Near puts a near-cache in front of any of
 // them. ParseURL reads the strategy from a URL so that a configuration
 // file can switch it without a code change. The benchmarks package
 // measures which one wins at your concurrency.
+//
+// # Redis Cluster
+//
+// Multiplexed and Pool detect a cluster from the first seed that answers
+// (CLUSTER SHARDS, or CLUSTER SLOTS before Redis 7) and open one node —
+// shared connections or a pool — per master. Keys are routed by slot
+// (CRC16 with {hash tags}); MOVED updates the slot map, ASK sends ASKING
+// and the command to the importing node; the map is reloaded, single
+// flighted, on redirects, on connection failures and every 15 s. Backends
+// do not retry: TRYAGAIN, CLUSTERDOWN, LOADING and connection failures
+// are returned (strategy.Temporary and strategy.Unsent tell what they
+// allow), and Client retries them by its one policy (Retry), so a master
+// failover costs the calls in its window, not an outage. A cross-slot
+// MGet, MSet or Del on a plain transport runs one command per slot, one
+// after another; SlotGrouped groups them per node instead.
+//
+// Do routes a command by its keys as the server's command table defines
+// them (EVALSHA sha 1 key goes to the master of key), refuses keys in
+// different slots with ErrInvalidArgument, sends keyless commands such as
+// DBSIZE, KEYS, FLUSHALL and SCRIPT LOAD to every master and combines the
+// replies, and refuses with ErrUnsupported those each master answers for
+// itself (SCAN, INFO): the backend's strategy.NodeDoer (Client.Backend)
+// runs them on a master the caller names. Nodes that leave the slot map
+// (a demoted master, a seed that is no master) are closed once their calls
+// in flight end. With Options.TLS the client dials the nodes' TLS ports.
 //
 // # Ownership and contexts
 //

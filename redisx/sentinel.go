@@ -26,7 +26,7 @@ import (
 // a replica) and are retried by the Retry policy like any connection
 // failure. No call is answered by a demoted master in a failover the
 // sentinels run; one demoted by anyone else (REPLICAOF by hand) is caught
-// within a second by a ROLE check. See strategy.SentinelConfig.
+// within a second by a ROLE check.
 //
 // ParseURL reads it from a redis-sentinel URL, and FormatURL writes one:
 //

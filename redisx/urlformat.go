@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strconv"
 
+	"github.com/redisx-go/kit/internal/param"
 	"github.com/redisx-go/kit/strategy"
 )
 
@@ -167,10 +168,10 @@ func writeStrategy(q *strategy.URLParams, s strategy.Strategy) error {
 		if s == nil {
 			s = urlStrategies()[0]
 		}
-		if err := strategy.NilURLStrategy(s); err != nil {
+		if err := param.NilValue(s); err != nil {
 			return err
 		}
-		l, ok := strategy.URLKind(s, urlLayers())
+		l, ok := param.Kind(s, urlLayers())
 		if !ok {
 			break
 		}
@@ -180,7 +181,7 @@ func writeStrategy(q *strategy.URLParams, s strategy.Strategy) error {
 		layers = append(layers, l)
 		s = l.URLInner()
 	}
-	u, ok := strategy.URLKind(s, urlStrategies())
+	u, ok := param.Kind(s, urlStrategies())
 	if !ok {
 		return fmt.Errorf("%w: strategy %T cannot be written as a URL", ErrInvalidArgument, s)
 	}

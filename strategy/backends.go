@@ -6,6 +6,7 @@ import (
 	"github.com/redisx-go/kit/internal/cluster"
 	"github.com/redisx-go/kit/internal/mux"
 	"github.com/redisx-go/kit/internal/pool"
+	"github.com/redisx-go/kit/internal/sentinel"
 )
 
 // The running backends of this package's strategies, as the contract
@@ -44,8 +45,11 @@ func (g grouped) Unwrap() Backend { return g.inner }
 
 // public returns b as the contract has it.
 func public(b cluster.Backend) Backend {
-	if r, ok := b.(*cluster.Router); ok {
-		return routed{backend{b}, r}
+	switch t := b.(type) {
+	case *cluster.Router:
+		return routed{backend{b}, t}
+	case *sentinel.Backend:
+		return followed{backend{b}, t}
 	}
 	return backend{b}
 }

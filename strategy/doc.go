@@ -24,8 +24,8 @@
 //
 // [Multiplexed] shares a few auto-pipelined connections per node among
 // all goroutines: a caller that finds one with nothing in flight uses it
-// as a pooled connection would, and callers join the least loaded one's
-// pipeline when every one is busy (the Jedis model when callers are few,
+// as a pooled connection would, and callers join a pipeline when every
+// one is busy (the Jedis model when callers are few,
 // the Lettuce model under load; Conns fixes one connection per key, the
 // Lettuce model throughout); [Pool] lends each call a connection of its
 // own (the Jedis model); [SlotGrouped] wraps either and sends
@@ -35,28 +35,9 @@
 //
 // # Redis Cluster
 //
-// Multiplexed and Pool detect a cluster from the first seed that answers
-// (CLUSTER SHARDS, or CLUSTER SLOTS before Redis 7) and open one node —
-// shared connections or a pool — per master. Keys are routed by slot
-// (CRC16 with {hash tags}); MOVED updates the slot map, ASK sends ASKING
-// and the command to the importing node; the map is reloaded, single
-// flighted, on redirects, on connection failures and every 15 s. Backends
-// do not retry: TRYAGAIN, CLUSTERDOWN, LOADING and connection failures
-// are returned ([Temporary] and [Unsent] tell what they allow), and
-// redisx.Client retries them by its one policy (redisx.Retry), so a
-// master failover costs the calls in its window, not an outage. A
-// cross-slot MGet, MSet or Del on a plain transport runs one command per
-// slot, one after another; SlotGrouped groups them per node instead.
-//
-// Do routes a command by its keys as the server's command table defines
-// them (EVALSHA sha 1 key goes to the master of key), refuses keys in
-// different slots with ErrInvalidArgument, sends keyless commands such as
-// DBSIZE, KEYS, FLUSHALL and SCRIPT LOAD to every master and combines the
-// replies, and refuses with ErrUnsupported those each master answers for
-// itself (SCAN, INFO): [NodeDoer] runs them on a master the caller names.
-// Nodes that leave the slot map (a demoted master, a seed that is no
-// master) are closed once their calls in flight end. With Config.TLS the
-// client dials the nodes' TLS ports.
+// Multiplexed and Pool detect a cluster and route by slot, one node per
+// master; redisx's package doc describes what that means for calls
+// (redirects, reloads, retries, cross-slot keys, Do's routing).
 //
 // # Errors
 //

@@ -39,8 +39,9 @@ import (
 // The zero value adapts to the load: a caller that finds a shared
 // connection (a lane) with nothing in flight writes and reads its own
 // reply on it, woken by the network poller as a pooled connection's
-// caller is; only when every lane is busy does it join the pipeline of
-// the least loaded one, so batching grows with load. Lanes are dialled
+// caller is; only when every lane is busy does it join a pipeline — the
+// busiest one still shallower than what the server reads and writes of
+// one connection per turn — so batching grows with load. Lanes are dialled
 // when every open one is busy, up to Lanes per node, and closed after
 // 30 s without a command (one always stays): one goroutine uses one
 // connection per node. Conns instead fixes the number of connections and

@@ -6,6 +6,7 @@ import (
 
 	"github.com/redisx-go/kit/internal/cluster"
 	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/internal/param"
 )
 
 // SlotGrouped runs multi-key calls the way the Codis proxy does: keys are
@@ -43,13 +44,12 @@ func (s SlotGrouped) Open(ctx context.Context, cfg Config) (Backend, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: SlotGrouped.Transport must be strategy.Multiplexed or strategy.Pool, not %T", ErrInvalidArgument, tr)
 	}
-	if err := noSentinel(cfg, "SlotGrouped (it groups keys by cluster node)"); err != nil {
-		return nil, err
-	}
-	if err := noReplicaReads(cfg, "SlotGrouped"); err != nil {
-		return nil, err
-	}
-	if s.MaxBatch < 0 {
+	switch {
+	case cfg.Sentinel != nil:
+		return nil, fmt.Errorf("%w: SlotGrouped does not support Sentinel (it groups keys by cluster node)", ErrInvalidArgument)
+	case cfg.ReadFrom != ReadPrimary:
+		return nil, fmt.Errorf("%w: SlotGrouped reads from the master only: ReadFrom must be ReadPrimary", ErrInvalidArgument)
+	case s.MaxBatch < 0:
 		return nil, fmt.Errorf("%w: SlotGrouped.MaxBatch %d is negative", ErrInvalidArgument, s.MaxBatch)
 	}
 	if s.MaxBatch == 0 {
@@ -115,11 +115,11 @@ func (SlotGrouped) FromURL(p *URLParams) (Strategy, error) {
 func (s SlotGrouped) ToURL(p *URLParams) error {
 	var t URLStrategy = Multiplexed{}
 	if s.Transport != nil {
-		if err := NilURLStrategy(s.Transport); err != nil {
+		if err := param.NilValue(s.Transport); err != nil {
 			return err
 		}
 		var ok bool
-		if t, ok = URLKind(s.Transport, transports()); !ok {
+		if t, ok = param.Kind(s.Transport, transports()); !ok {
 			return fmt.Errorf("%w: SlotGrouped.Transport %T cannot be written as a URL", ErrInvalidArgument, s.Transport)
 		}
 	}

@@ -1,9 +1,7 @@
 package strategy
 
 import (
-	"fmt"
 	"net/url"
-	"reflect"
 
 	"github.com/redisx-go/kit/internal/param"
 )
@@ -54,33 +52,3 @@ func ReadURLParams(q url.Values) *URLParams { return param.Read(q) }
 
 // WriteURLParams returns empty parameters for writing.
 func WriteURLParams() *URLParams { return param.Write() }
-
-// NilURLStrategy returns an error when s is a nil pointer (to a
-// Multiplexed, say), whose value-receiver methods would panic; nil
-// otherwise.
-func NilURLStrategy(s Strategy) error {
-	if v := reflect.ValueOf(s); v.Kind() == reflect.Pointer && v.IsNil() {
-		return fmt.Errorf("%w: strategy is a nil %T", ErrInvalidArgument, s)
-	}
-	return nil
-}
-
-// URLKind returns s as one of known when s is a value of exactly that
-// type or a non-nil pointer to one — not a type that embeds it, whose
-// other fields a URL would silently drop — and false otherwise.
-func URLKind[T URLStrategy](s Strategy, known []T) (T, bool) {
-	var zero T
-	v := reflect.ValueOf(s)
-	if v.Kind() == reflect.Pointer {
-		if v.IsNil() {
-			return zero, false
-		}
-		v = v.Elem()
-	}
-	for _, k := range known {
-		if v.IsValid() && v.Type() == reflect.TypeOf(k) {
-			return v.Interface().(T), true
-		}
-	}
-	return zero, false
-}

@@ -23,7 +23,7 @@ const (
 
 // grow dials one more lane, in the background, when none is being
 // dialled: the first slot without a live connection. The callers that
-// found every lane busy meanwhile join the least loaded one.
+// found every lane busy meanwhile join the open ones' pipelines.
 func (n *Node) grow() {
 	if time.Now().UnixNano() < n.growAfter.Load() || !n.growing.CompareAndSwap(false, true) {
 		return

@@ -15,9 +15,9 @@ import (
 // Options.Lanes of them, dialled when every open one is busy: a command
 // takes the first lane with nothing in flight, whose caller then writes
 // and reads its own reply as a pooled connection's would; only when every
-// lane is busy does it join the pipeline of the least loaded one, so that
-// batching grows with load. A lane left idle for laneIdle is closed
-// (lane 0 stays).
+// lane is busy does it join a pipeline (pickLane: the busiest below its
+// depth cap), so that batching grows with load. A lane left idle for
+// laneIdle is closed (lane 0 stays).
 //
 // A SET of a big value takes one of bulkConns connections of their own,
 // after the lanes, dialled on first use: the server reads a connection's

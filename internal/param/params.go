@@ -3,6 +3,7 @@ package param
 import (
 	"fmt"
 	"net/url"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -172,3 +173,33 @@ func (p *Params) AddSize(name string, n int64) error {
 
 // Encode returns what was written, as a URL's raw query.
 func (p *Params) Encode() string { return p.out.String() }
+
+// NilValue returns an error when v is a nil pointer (to a
+// strategy.Multiplexed, say), whose value-receiver methods would panic;
+// nil otherwise.
+func NilValue(v any) error {
+	if r := reflect.ValueOf(v); r.Kind() == reflect.Pointer && r.IsNil() {
+		return fmt.Errorf("%w: strategy is a nil %T", conn.ErrInvalidArgument, v)
+	}
+	return nil
+}
+
+// Kind returns v as one of known when v is a value of exactly that type
+// or a non-nil pointer to one — not a type that embeds it, whose other
+// fields a URL would silently drop — and false otherwise.
+func Kind[T any](v any, known []T) (T, bool) {
+	var zero T
+	r := reflect.ValueOf(v)
+	if r.Kind() == reflect.Pointer {
+		if r.IsNil() {
+			return zero, false
+		}
+		r = r.Elem()
+	}
+	for _, k := range known {
+		if r.IsValid() && r.Type() == reflect.TypeOf(k) {
+			return r.Interface().(T), true
+		}
+	}
+	return zero, false
+}

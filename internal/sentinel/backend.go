@@ -69,6 +69,23 @@ type Backend struct {
 
 var _ cluster.Backend = (*Backend)(nil)
 
+// OpenBackend opens transport t's backend for cfg: over the master the
+// sentinels of cfg.Sentinel name (Open), or by cluster.Open — a
+// standalone server or a cluster. A ReadFrom out of range is refused.
+func OpenBackend(ctx context.Context, cfg conn.Config, t cluster.Transport) (cluster.Backend, error) {
+	if cfg.ReadFrom > conn.ReadNearest {
+		return nil, fmt.Errorf("%w: ReadFrom %d is not ReadPrimary, ReadReplicaPreferred nor ReadNearest", conn.ErrInvalidArgument, cfg.ReadFrom)
+	}
+	if cfg.Sentinel == nil {
+		return cluster.Open(ctx, cfg, t)
+	}
+	b, err := Open(ctx, cfg, t)
+	if err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
 // Open asks the sentinels of cfg.Sentinel for the master, opens t's node
 // for it, and starts watching the sentinels. A master in cluster mode is
 // refused: a Redis Cluster fails over by itself.
