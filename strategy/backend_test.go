@@ -9,7 +9,8 @@ import (
 )
 
 // TestBackendContract runs the Backend-level suite, fault scenarios (R5)
-// included, for each transport on a standalone server.
+// included, for each transport on a standalone server, alone and under
+// SlotGrouped.
 func TestBackendContract(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -17,6 +18,8 @@ func TestBackendContract(t *testing.T) {
 	}{
 		{"multiplexed", strategy.Multiplexed{}},
 		{"pool-size=4", strategy.Pool{Size: 4}},
+		{"slot-grouped", strategy.SlotGrouped{}},
+		{"slot-grouped-pool", strategy.SlotGrouped{Transport: strategy.Pool{Size: 4}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) { strategytest.RunBackend(t, tc.s.Open) })
 	}

@@ -72,7 +72,7 @@ func (g Strategy) Open(ctx context.Context, cfg strategy.Config) (strategy.Backe
 		return nil, fmt.Errorf("%w: goredis.Strategy with ReadFrom: the go-redis client is configured on its own (ReadOnly, RouteByLatency)", strategy.ErrInvalidArgument)
 	}
 	if err := g.Client.Ping(ctx).Err(); err != nil {
-		return nil, goRedisError("ping", err)
+		return nil, goRedisError(ctx, "ping", err)
 	}
 	return &goRedisBackend{rdb: g.Client, closeClient: g.CloseClient}, nil
 }
@@ -88,8 +88,11 @@ type goRedisBackend struct {
 func (g *goRedisBackend) RetriesCalls() bool { return true }
 
 // goRedisError maps go-redis errors onto the redisx sentinels: a server
-// error reply stays a reply error; anything else is a connection error.
-func goRedisError(cmd string, err error) error {
+// error reply stays a reply error; a failure once ctx is done is ctx's
+// error, as on every transport (with ContextTimeoutEnabled, go-redis
+// reports a deadline that passed mid-read as the socket's i/o timeout);
+// anything else is a connection error.
+func goRedisError(ctx context.Context, cmd string, err error) error {
 	var re redis.Error
 	switch {
 	case err == nil:
@@ -101,6 +104,13 @@ func goRedisError(cmd string, err error) error {
 	case errors.As(err, &re):
 		// Present server errors as redigo's type, as the other strategies do.
 		return fmt.Errorf("redisx: %s: %w", cmd, redigo.Error(re.Error()))
+	case ctx.Err() != nil:
+		return ctx.Err()
+	}
+	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+		// The socket's deadline, set to ctx's, can pass before ctx's own
+		// timer has ended it.
+		return context.DeadlineExceeded
 	}
 	return fmt.Errorf("%w: %s: %w", strategy.ErrConnection, cmd, err)
 }
@@ -124,7 +134,7 @@ func (g *goRedisBackend) Get(ctx context.Context, key string) ([]byte, error) {
 		return nil, strategy.ErrNotFound
 	}
 	if err != nil {
-		return nil, goRedisError("get", err)
+		return nil, goRedisError(ctx, "get", err)
 	}
 	return v, nil
 }
@@ -136,7 +146,7 @@ func (g *goRedisBackend) Set(ctx context.Context, key string, value []byte, ttl 
 	if ttl > 0 {
 		ttl = time.Duration(conn.TTLMillis(ttl)) * time.Millisecond
 	}
-	return goRedisError("set", g.rdb.Set(ctx, key, value, ttl).Err())
+	return goRedisError(ctx, "set", g.rdb.Set(ctx, key, value, ttl).Err())
 }
 
 func (g *goRedisBackend) Del(ctx context.Context, keys ...string) (int64, error) {
@@ -147,7 +157,7 @@ func (g *goRedisBackend) Del(ctx context.Context, keys ...string) (int64, error)
 		return 0, err
 	}
 	n, err := g.rdb.Del(ctx, keys...).Result()
-	return n, goRedisError("del", err)
+	return n, goRedisError(ctx, "del", err)
 }
 
 func (g *goRedisBackend) MGet(ctx context.Context, keys []string) ([][]byte, error) {
@@ -159,7 +169,7 @@ func (g *goRedisBackend) MGet(ctx context.Context, keys []string) ([][]byte, err
 	}
 	vs, err := g.rdb.MGet(ctx, keys...).Result()
 	if err != nil {
-		return nil, goRedisError("mget", err)
+		return nil, goRedisError(ctx, "mget", err)
 	}
 	out := make([][]byte, len(vs))
 	for i, v := range vs {
@@ -182,7 +192,7 @@ func (g *goRedisBackend) MSet(ctx context.Context, kv map[string][]byte, ttl tim
 		for k, v := range kv {
 			pairs = append(pairs, k, v)
 		}
-		return goRedisError("mset", g.rdb.MSet(ctx, pairs...).Err())
+		return goRedisError(ctx, "mset", g.rdb.MSet(ctx, pairs...).Err())
 	}
 	ttl = time.Duration(conn.TTLMillis(ttl)) * time.Millisecond
 	_, err := g.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -191,7 +201,7 @@ func (g *goRedisBackend) MSet(ctx context.Context, kv map[string][]byte, ttl tim
 		}
 		return nil
 	})
-	return goRedisError("mset", err)
+	return goRedisError(ctx, "mset", err)
 }
 
 func (g *goRedisBackend) Do(ctx context.Context, args ...any) (any, error) {
@@ -202,16 +212,16 @@ func (g *goRedisBackend) Do(ctx context.Context, args ...any) (any, error) {
 		return nil, err
 	}
 	v, err := g.rdb.Do(ctx, textArgs(args)...).Result()
-	return doReply(args, v, err)
+	return doReply(ctx, args, v, err)
 }
 
 // doReply is Do's reply to args, from go-redis's.
-func doReply(args []any, v any, err error) (any, error) {
+func doReply(ctx context.Context, args []any, v any, err error) (any, error) {
 	switch {
 	case errors.Is(err, redis.Nil):
 		return nil, nil
 	case err != nil:
-		return nil, goRedisError(conn.ArgName(args, 0), err)
+		return nil, goRedisError(ctx, conn.ArgName(args, 0), err)
 	}
 	if s, ok := v.(string); ok && statusReply(args, s) {
 		return s, nil
@@ -340,7 +350,7 @@ func (g *goRedisBackend) GetWithTTL(ctx context.Context, key string) ([]byte, ti
 	case errors.Is(err, redis.Nil):
 		return nil, 0, strategy.ErrNotFound
 	case err != nil:
-		return nil, 0, goRedisReadError(ctx, "get", err)
+		return nil, 0, goRedisError(ctx, "get", err)
 	}
 	return v, goRedisTTL(ttl), nil
 }
@@ -374,24 +384,13 @@ func (g *goRedisBackend) MGetWithTTL(ctx context.Context, keys []string) ([][]by
 		switch {
 		case errors.Is(err, redis.Nil):
 		case err != nil:
-			return nil, nil, goRedisReadError(ctx, "mget", err)
+			return nil, nil, goRedisError(ctx, "mget", err)
 		default:
 			vs[i] = v
 		}
 		ds[i] = goRedisTTL(ttls[i])
 	}
 	return vs, ds, nil
-}
-
-// goRedisReadError is goRedisError for one command of a pipeline: when
-// ctx is done its error is the call's, as it is for a single command —
-// a deadline that passes mid-read reaches the pipeline's commands as the
-// socket's i/o timeout.
-func goRedisReadError(ctx context.Context, cmd string, err error) error {
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	return goRedisError(cmd, err)
 }
 
 func goRedisTTL(c *redis.DurationCmd) time.Duration {

@@ -2,7 +2,6 @@ package goredis
 
 import (
 	"context"
-	"errors"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redisx-go/kit/internal/conn"
@@ -30,19 +29,11 @@ func (g *goRedisBackend) DoMulti(ctx context.Context, cmds ...[]any) []strategy.
 	for i, args := range cmds {
 		out[i] = pipe.Do(ctx, textArgs(args)...)
 	}
-	pipe.Exec(ctx) // each command's error is its own
+	pipe.Exec(ctx) // each command's error is its own (ctx's once it is done: goRedisError)
 	res := make([]strategy.Result, len(cmds))
 	for i, c := range out {
 		v, err := c.Result()
-		var re redis.Error
-		if err != nil && err != redis.Nil && !errors.As(err, &re) && ctx.Err() != nil {
-			// A deadline that passes mid-read reaches the pipeline's
-			// commands as the socket's i/o timeout: the call's error is
-			// the context's, as for one command.
-			res[i].Err = ctx.Err()
-			continue
-		}
-		res[i].Value, res[i].Err = doReply(cmds[i], v, err)
+		res[i].Value, res[i].Err = doReply(ctx, cmds[i], v, err)
 	}
 	return res
 }
