@@ -24,10 +24,10 @@ func TestNearConformance(t *testing.T) {
 		name string
 		s    localcache.Near
 	}{
-		{"multiplexed", localcache.Near{}},
-		{"pool", localcache.Near{Inner: strategy.Pool{Size: 16}}},
-		{"slot-grouped", localcache.Near{Inner: strategy.SlotGrouped{}, NegativeTTL: 0}},
-		{"go-redis", localcache.Near{Inner: goredis.Strategy{Client: rdb}}},
+		{"multiplexed", localcache.Near{MaxBytes: testMaxBytes}},
+		{"pool", localcache.Near{MaxBytes: testMaxBytes, Inner: strategy.Pool{Size: 16}}},
+		{"slot-grouped", localcache.Near{MaxBytes: testMaxBytes, Inner: strategy.SlotGrouped{}, NegativeTTL: 0}},
+		{"go-redis", localcache.Near{MaxBytes: testMaxBytes, Inner: goredis.Strategy{Client: rdb}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			redisxtest.RunConformance(t, redisx.Options{Addrs: []string{srv.Addr()}, Strategy: tc.s})
@@ -41,8 +41,8 @@ func TestNearClusterConformance(t *testing.T) {
 		name string
 		s    localcache.Near
 	}{
-		{"multiplexed", localcache.Near{}},
-		{"slot-grouped-pool", localcache.Near{Inner: strategy.SlotGrouped{Transport: strategy.Pool{Size: 16}}}},
+		{"multiplexed", localcache.Near{MaxBytes: testMaxBytes}},
+		{"slot-grouped-pool", localcache.Near{MaxBytes: testMaxBytes, Inner: strategy.SlotGrouped{Transport: strategy.Pool{Size: 16}}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			redisxtest.RunConformance(t, redisx.Options{Addrs: cl.Addrs(), Strategy: tc.s})

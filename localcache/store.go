@@ -174,9 +174,10 @@ func newStore(maxBytes int64, ttl, negTTL time.Duration, jitter float64) (*store
 		s.res[i].pending = map[string]*reservation{}
 	}
 	c, err := ristretto.NewCache(&ristretto.Config[string, *entry]{
-		// Ristretto's rule of thumb: 10 counters per item; assume items
-		// of about 100 bytes.
-		NumCounters:        max(maxBytes/100*10, 1000),
+		// Ristretto's rule of thumb: 10 counters per item the cache holds
+		// when full, at most maxBytes/entryOverhead items. (More would
+		// only cost memory, and time: Close clears every counter.)
+		NumCounters:        max(maxBytes/entryOverhead*10, 1000),
 		MaxCost:            maxBytes,
 		BufferItems:        64,
 		IgnoreInternalCost: true,
