@@ -8,29 +8,31 @@ import (
 	"time"
 
 	"github.com/redisx-go/kit/internal/faultproxy"
-	"github.com/redisx-go/kit/redisx"
-	"github.com/redisx-go/kit/redisxtest"
+	"github.com/redisx-go/kit/internal/launcher"
+	"github.com/redisx-go/kit/strategy"
 )
 
-// A test points its client at the proxy instead of the server, then
-// switches faults on and off while the client runs.
+// A test points its backend at the proxy instead of the server, then
+// switches faults on and off while the backend runs. (A backend, not a
+// redisx.Client: nothing under internal/ imports the facade; and a
+// backend does not retry, so each fault's first effect shows.)
 func ExampleStart() {
 	ctx := context.Background()
-	srv, err := redisxtest.NewServer(ctx, redisxtest.Options{})
+	srv, err := launcher.Start(ctx, launcher.Options{})
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer srv.Close()
+	defer srv.Stop()
 	p, err := faultproxy.Start(ctx, srv.Addr())
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer p.Close()
 
-	c, err := redisx.New(ctx, redisx.Options{
+	c, err := strategy.Multiplexed{}.Open(ctx, strategy.Config{
 		Addrs:       []string{p.Addr()}, // the proxy, not the server
+		DialTimeout: time.Second,
 		ReadTimeout: 200 * time.Millisecond,
-		Retry:       redisx.Retry{MaxAttempts: 1}, // each fault's first effect, not hidden by a retry
 	})
 	if err != nil {
 		log.Fatal(err)
@@ -39,7 +41,7 @@ func ExampleStart() {
 
 	// get reads a key; a miss is a success.
 	get := func(ctx context.Context) error {
-		if _, err := c.Get(ctx, "k"); err != nil && !errors.Is(err, redisx.ErrNotFound) {
+		if _, err := c.Get(ctx, "k"); err != nil && !errors.Is(err, strategy.ErrNotFound) {
 			return err
 		}
 		return nil
@@ -55,7 +57,7 @@ func ExampleStart() {
 
 	p.Blackhole(true) // a half-open connection
 	err = get(ctx)    // no deadline: ReadTimeout bounds the wait
-	fmt.Println("half-open, past the read timeout:", errors.Is(err, redisx.ErrConnection))
+	fmt.Println("half-open, past the read timeout:", errors.Is(err, strategy.ErrConnection))
 
 	p.Heal()
 	fmt.Println("healed:", get(ctx))

@@ -1,4 +1,4 @@
-package sentinel_test
+package redisx_test
 
 import (
 	"context"
