@@ -1,6 +1,7 @@
 package strategy_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -37,5 +38,22 @@ func TestPoolIdleConnectionsClosedByServer(t *testing.T) {
 	}
 	if got := c.Stats().BrokenConns; got < 1 {
 		t.Errorf("BrokenConns = %d, want the closed idle connections counted", got)
+	}
+}
+
+// TestPoolOpenWithMinIdleEqualToSize: with MinIdle = Size the health
+// check's first top-up can fill the pool before Open dials its own
+// connection; Open must then wait for one of those, not fail with
+// puddle's "resource not available" (a suite run met it).
+func TestPoolOpenWithMinIdleEqualToSize(t *testing.T) {
+	srv := launcher.Standalone(t, launcher.Options{})
+	for i := range 200 {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		b, err := strategy.Pool{Size: 1, MinIdle: 1}.Open(ctx, strategy.Config{Addrs: []string{srv.Addr()}})
+		cancel()
+		if err != nil {
+			t.Fatalf("Open %d of Pool{Size: 1, MinIdle: 1}: %v", i, err)
+		}
+		b.Close()
 	}
 }

@@ -73,7 +73,16 @@ func Open(ctx context.Context, cfg conn.Config, addr string, o Options) (*Node, 
 	if err != nil {
 		return nil, err
 	}
-	if err := n.p.CreateResource(ctx); err != nil {
+	err = n.p.CreateResource(ctx)
+	if errors.Is(err, puddle.ErrNotAvailable) {
+		// The health check's first top-up has already filled the pool
+		// (MinIdle = Size): wait for one of its connections instead.
+		var res *puddle.Resource[*pconn]
+		if res, err = n.p.Acquire(ctx); err == nil {
+			res.ReleaseUnused()
+		}
+	}
+	if err != nil {
 		n.Close()
 		if ctx.Err() == nil && !errors.Is(err, conn.ErrConnection) && !errors.Is(err, conn.ErrAuth) {
 			err = conn.ConnError(addr, err)
