@@ -28,7 +28,9 @@ import (
 // Close does not close the client unless CloseClient is set: whoever made
 // it owns it. go-redis applies a context's deadline to a call only when
 // the client was made with ContextTimeoutEnabled; without it the client's
-// own ReadTimeout bounds a call.
+// own ReadTimeout bounds a call. A call that fails once its context is
+// done (or past its deadline) returns the context's error, as on every
+// strategy, not ErrConnection.
 //
 // Do returns redigo's types, as every strategy does, converted from
 // go-redis's (RESP2 or RESP3) replies: bulk strings as []byte; integers
