@@ -387,7 +387,10 @@ func (g *Grouped) Del(ctx context.Context, keys ...string) (int64, error) {
 		},
 		func(_ batchGroup, rp *conn.Reply) { total.Add(rp.Num) },
 		func(bg batchGroup) error {
-			n, err := g.Del(ctx, bg.keys...)
+			// Through the router, which follows redirects a bounded
+			// number of times; g.Del here recursed without end on a
+			// failure that keeps coming back (a closed backend's).
+			n, err := g.cluster.Del(ctx, bg.keys...)
 			total.Add(n)
 			return err
 		})
