@@ -2,6 +2,7 @@ package redisx_test
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/redisx-go/kit/localcache"
 	"github.com/redisx-go/kit/redisx"
 	"github.com/redisx-go/kit/strategy"
+	"github.com/redisx-go/kit/strategy/strategytest"
 )
 
 // TestOpenOverSentinel checks what New does with Options.Sentinel: the
@@ -151,4 +153,17 @@ func TestOpenOverSentinel(t *testing.T) {
 			}
 		}
 	})
+
+	// The Backend contract (strategytest), on each strategy's Backend
+	// opened over the sentinels, without the facade's checks in front.
+	for _, st := range []strategy.Strategy{strategy.Multiplexed{}, strategy.Pool{Size: 4}, localcache.Near{Inner: strategy.Multiplexed{}, MaxBytes: 1 << 20}} {
+		t.Run(fmt.Sprintf("Backend/%T", st), func(t *testing.T) {
+			strategytest.RunContractOn(t, st.Open, strategy.Config{
+				Sentinel:    &strategy.SentinelConfig{Master: g.Name(), Addrs: g.SentinelAddrs(), Password: "sentinel-secret"},
+				Password:    "data-secret",
+				DialTimeout: 500 * time.Millisecond,
+				ReadTimeout: 3 * time.Second,
+			})
+		})
+	}
 }

@@ -7,6 +7,8 @@
 // the Backend's: its handling of a closed backend, of a context that
 // ends, of a server that stalls or a connection cut under it. (The
 // facade-level suite for users is redisxtest.RunConformance.)
+// [RunContractOn] runs the checks that need no proxy on servers of the
+// caller's own: a Redis Cluster, a master behind Sentinel.
 //
 // The fault scenarios (bar R5 of the design) run through an
 // internal/faultproxy proxy between the backend and the server: a slow
@@ -31,6 +33,7 @@ import (
 
 	"github.com/redisx-go/kit/internal/faultproxy"
 	"github.com/redisx-go/kit/strategy"
+	"go.uber.org/goleak"
 )
 
 // Opener opens a backend with cfg: a strategy's Open method value, as
@@ -66,6 +69,38 @@ func RunContract(t *testing.T, open Opener) {
 		t.Run(c.Name, func(t *testing.T) {
 			e := setup(t, open, strategy.Config{ReadTimeout: 3 * time.Second})
 			c.Run(t, Fixture{Backend: e.c, Key: func(name string) string { return name }, Close: e.close})
+		})
+	}
+}
+
+// RunContractOn runs RunContract's checks on backends open opens with
+// cfg, on servers cfg names — a cluster's seeds, Sentinel's — rather
+// than on a server of the suite's own behind its fault proxy, for
+// deployments a proxy cannot stand in front of. Keys are prefixed with
+// the subtest's name; Close checks that the backend left no goroutine
+// behind.
+func RunContractOn(t *testing.T, open Opener, cfg strategy.Config) {
+	for _, c := range ContractCases() {
+		t.Run(c.Name, func(t *testing.T) {
+			before := goleak.IgnoreCurrent()
+			ctx, cancel := bounded(10 * time.Second)
+			defer cancel()
+			b, err := open(ctx, cfg)
+			if err != nil {
+				t.Fatalf("open: %v", err)
+			}
+			c.Run(t, Fixture{
+				Backend: b,
+				Key:     func(name string) string { return "contract:" + t.Name() + ":" + name },
+				Close: func() {
+					if err := b.Close(); err != nil {
+						t.Errorf("Close: %v", err)
+					}
+					if err := goleak.Find(before); err != nil {
+						t.Errorf("goroutines left after Close: %v", err)
+					}
+				},
+			})
 		})
 	}
 }
