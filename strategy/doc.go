@@ -23,9 +23,10 @@
 // # Choosing
 //
 // [Multiplexed] shares a few auto-pipelined connections per node among
-// all goroutines: a caller that finds one with nothing in flight uses it
-// as a pooled connection would, and callers join a pipeline when every
-// one is busy (the Jedis model when callers are few,
+// all goroutines: while callers are fewer than connections, a caller
+// that finds one with nothing in flight uses it as a pooled connection
+// would, and under load callers join a pipeline (the Jedis model when
+// callers are few,
 // the Lettuce model under load; Conns fixes one connection per key, the
 // Lettuce model throughout); [Pool] lends each call a connection of its
 // own (the Jedis model); [SlotGrouped] wraps either and sends

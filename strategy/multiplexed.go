@@ -36,12 +36,15 @@ import (
 // cannot be dialled leaves the old connection in use, and is tried again
 // a second later (or after MaxConnAge, when shorter).
 //
-// The zero value adapts to the load: a caller that finds a shared
-// connection (a lane) with nothing in flight writes and reads its own
-// reply on it, woken by the network poller as a pooled connection's
-// caller is; only when every lane is busy does it join a pipeline — the
-// busiest one still shallower than what the server reads and writes of
-// one connection per turn — so batching grows with load. Lanes are dialled
+// The zero value adapts to the load: while fewer calls are in flight
+// than it has lanes (shared connections), a caller that finds a lane with
+// nothing in flight writes and reads its own reply on it, woken by the
+// network poller as a pooled connection's caller is; under load it joins
+// a pipeline — the busiest one still shallower than what the server reads
+// and writes of one connection per turn, an idle lane only when every
+// busy one is that deep — so batching grows with load (the brief dips of
+// a loaded node, between a batch of replies and their callers' next
+// commands, do not count as calm). Lanes are dialled
 // when every open one is busy, up to Lanes per node, and closed after
 // 30 s without a command (one always stays): one goroutine uses one
 // connection per node. Conns instead fixes the number of connections and

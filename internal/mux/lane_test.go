@@ -187,3 +187,104 @@ func TestMuxLanesClosingRacesCallers(t *testing.T) {
 		t.Errorf("Dials %d, BrokenConns %d: want lanes closed and opened again (6 dials or more), none failed", s.Dials, s.BrokenConns)
 	}
 }
+
+// lanePushes returns the calls queued so far on each of n's open lanes
+// (0 for one not open).
+func lanePushes(n *Node) []uint64 {
+	out := make([]uint64, n.lanes)
+	for i := range out {
+		if c := n.slots[i].cur.Load(); c != nil {
+			c.mu.Lock()
+			out[i] = c.pushes
+			c.mu.Unlock()
+		}
+	}
+	return out
+}
+
+// loadLanes runs goroutines callers of Get(key) on n, checking each reply
+// against want, and returns the calls each lane queued during window,
+// after a warm-up.
+func loadLanes(t *testing.T, n *Node, goroutines int, key, want string, window time.Duration) []uint64 {
+	t.Helper()
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for range goroutines {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if v, err := n.Get(ctx, key); err != nil || string(v) != want {
+					t.Errorf("Get(%s) = %d bytes, %v; want %d", key, len(v), err, len(want))
+					return
+				}
+			}
+		})
+	}
+	time.Sleep(200 * time.Millisecond) // the lanes open
+	before := lanePushes(n)
+	time.Sleep(window)
+	after := lanePushes(n)
+	close(stop)
+	wg.Wait()
+	for i := range after {
+		after[i] -= min(before[i], after[i]) // a lane replaced meanwhile counts from 0
+	}
+	return after
+}
+
+// TestMuxLanesUnderLoadKeepToOnePipeline: under load, the calls in flight
+// dip each time a batch of replies is read, before their callers send
+// again; callers then join the busy lane's pipeline rather than take an
+// idle lane for one command each (a write and a read of its own, for the
+// client and the server). Small replies: the lanes beside the busiest
+// carry under 1% of the calls, in the best of three windows (a stall of
+// the test's goroutines on a shared machine can make a window calm).
+func TestMuxLanesUnderLoadKeepToOnePipeline(t *testing.T) {
+	srv := launcher.Standalone(t, launcher.Options{})
+	n := openMuxNode(t, srv.Addr(), Options{Lanes: 4})
+	if err := n.Set(context.Background(), "pipeline:k", []byte("v"), time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	var seen [][]uint64
+	for range 3 {
+		pushes := loadLanes(t, n, 64, "pipeline:k", "v", 300*time.Millisecond)
+		var total, busiest uint64
+		for _, p := range pushes {
+			total += p
+			busiest = max(busiest, p)
+		}
+		if total > 0 && (total-busiest)*100 <= total {
+			return
+		}
+		seen = append(seen, pushes)
+	}
+	t.Errorf("64 goroutines, small replies: calls per lane %v in three windows; want under 1%% of them beside the busiest lane", seen)
+}
+
+// TestMuxLanesSpillWhenTheServerWouldMakeCallsWait: replies so big that
+// the server writes one per connection per turn of its event loop
+// (depthCap 1) spread over every lane, each carrying a share.
+func TestMuxLanesSpillWhenTheServerWouldMakeCallsWait(t *testing.T) {
+	srv := launcher.Standalone(t, launcher.Options{})
+	n := openMuxNode(t, srv.Addr(), Options{Lanes: 4})
+	big := strings.Repeat("b", 40<<10)
+	if err := n.Set(context.Background(), "spill:k", []byte(big), time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	pushes := loadLanes(t, n, 12, "spill:k", big, 300*time.Millisecond)
+	var total uint64
+	for _, p := range pushes {
+		total += p
+	}
+	for _, p := range pushes {
+		if total == 0 || p*20 < total {
+			t.Errorf("12 goroutines, 40 KiB replies: calls per lane %v; want each of the 4 lanes to carry 5%% or more", pushes)
+			break
+		}
+	}
+}

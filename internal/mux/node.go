@@ -105,6 +105,9 @@ type Node struct {
 	// The adaptive lanes' life: a lane is being dialled for room
 	// (growing), not before growAfter (Unix ns) after a failed dial; one
 	// idle for laneIdle is closed.
+	// calmPicks counts the picks in a row that found the node calm (see
+	// Node.calm), up to calmPicks.
+	calmPicks atomic.Int64
 	growing   atomic.Bool
 	growAfter atomic.Int64
 	laneIdle  time.Duration
@@ -149,6 +152,7 @@ func newMuxNode(cfg conn.Config, addr string, opts Options) *Node {
 	for i := range n.slots {
 		n.slots[i].i = i
 	}
+	n.calmPicks.Store(calmPicks)
 	n.life, n.cancel = context.WithCancel(context.Background())
 	n.wg.Add(1)
 	go n.watchdog(cfg.ReadTimeout)

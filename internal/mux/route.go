@@ -12,12 +12,13 @@ import (
 // The shared connections of a node are its lanes. With Options.Conns set,
 // there are that many, and a key's commands take its own (FNV-1a of the
 // key), so that they stay in order. Otherwise (adaptive) there are up to
-// Options.Lanes of them, dialled when every open one is busy: a command
+// Options.Lanes of them, dialled when every open one is busy. While the
+// node is calm (fewer calls in flight than lanes, for a while), a command
 // takes the first lane with nothing in flight, whose caller then writes
-// and reads its own reply as a pooled connection's would; only when every
-// lane is busy does it join a pipeline (pickLane: the busiest below its
-// depth cap), so that batching grows with load. A lane left idle for
-// laneIdle is closed (lane 0 stays).
+// and reads its own reply as a pooled connection's would; under load it
+// joins a pipeline (pickLane: the busiest below its depth cap, an idle
+// lane only when every busy one is that deep), so that batching grows
+// with load. A lane left idle for laneIdle is closed (lane 0 stays).
 //
 // A SET of a big value takes one of bulkConns connections of their own,
 // after the lanes, dialled on first use: the server reads a connection's
@@ -124,18 +125,18 @@ func (n *Node) waitPinned(ctx context.Context, cl *call) error {
 }
 
 // pickLane returns the lane for a command free to take any (adaptive).
-// While fewer calls are in flight on the node than it has lanes, the
-// first open lane with nothing in flight, claimed (its pending count
-// raised from 0 to 1, which enqueue then does not do again): a caller
-// of its own there writes and reads its reply as a pooled connection's
-// would. Beyond that load, pipelining costs the server and the client
-// fewer system calls per command than a connection per caller, so the
-// caller joins the busiest lane whose pipeline is not as deep as its
-// depthCap, unclaimed, so that batches grow with load as on one
-// connection, and spill onto the next lane only where the server would
-// make the next calls wait a turn; when every lane is that deep, the
-// least loaded. Another lane is dialled in the background when every
-// open one is busy and there is room for one.
+// While the node is calm (see calm), the first open lane with nothing in
+// flight, claimed (its pending count raised from 0 to 1, which enqueue
+// then does not do again): a caller of its own there writes and reads
+// its reply as a pooled connection's would. Under load, pipelining costs
+// the server and the client fewer system calls per command than a
+// connection per caller, so the caller joins the busiest lane whose
+// pipeline is not as deep as its depthCap, unclaimed, so that batches
+// grow with load as on one connection; it takes an idle lane (claimed)
+// only when every busy one is that deep, where the server would make the
+// next calls wait a turn; when every lane is that deep, the least loaded.
+// Another lane is dialled in the background when every open one is busy
+// and there is room for one.
 func (n *Node) pickLane() (int, *muxConn) {
 	fill, fillLoad := -1, int64(-1)
 	least, leastLoad := 0, int64(-1)
@@ -163,7 +164,7 @@ func (n *Node) pickLane() (int, *muxConn) {
 			least, leastLoad = i, p
 		}
 	}
-	if idle >= 0 && (inFlight < int64(n.lanes) || fill < 0 && leastLoad < 0) {
+	if calm := n.calm(inFlight); idle >= 0 && (calm || fill < 0) {
 		if idleConn.pending.CompareAndSwap(0, 1) {
 			return idle, idleConn
 		}
@@ -181,6 +182,32 @@ func (n *Node) pickLane() (int, *muxConn) {
 	}
 	return 0, nil
 }
+
+// calm reports whether the node's load is a pool's, for pickLane: fewer
+// calls in flight than it has lanes (inFlight, the others'), and so for
+// the last calmPicks picks. Under load, the calls in flight dip whenever
+// a batch of replies is read and before their callers send again; a
+// caller taking an idle lane then would pay a write and a read of its own
+// (with the server's) for one command, where joining the busy lane's
+// pipeline costs nearly nothing. Writes the shared count only when the
+// load changes sides and on the calmPicks picks after.
+func (n *Node) calm(inFlight int64) bool {
+	if inFlight >= int64(n.lanes) {
+		if n.calmPicks.Load() != 0 {
+			n.calmPicks.Store(0)
+		}
+		return false
+	}
+	if c := n.calmPicks.Load(); c < calmPicks {
+		n.calmPicks.Add(1)
+		return false
+	}
+	return true
+}
+
+// calmPicks is how many picks in a row must find fewer calls in flight
+// than lanes for the node to be used as a pool again (see calm).
+const calmPicks = 64
 
 // sharedRoute is key's lane when lanes are fixed (Options.Conns).
 func (n *Node) sharedRoute(key string) int {
