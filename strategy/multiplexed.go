@@ -42,22 +42,22 @@ import (
 // network poller as a pooled connection's caller is; under load it joins
 // a pipeline — the busiest one still shallower than what the server reads
 // and writes of one connection per turn, an idle lane only when every
-// busy one is that deep — so batching grows with load (the brief dips of
-// a loaded node, between a batch of replies and their callers' next
-// commands, do not count as calm). Lanes are dialled
-// when every open one is busy, up to Lanes per node, and closed after
-// 30 s without a command (one always stays): one goroutine uses one
-// connection per node. Conns instead fixes the number of connections and
+// busy one is that deep — so batching grows with load (under load, the
+// brief dips between a batch of replies and their callers' next commands
+// do not count). Lanes are dialled when every open one is
+// busy, up to Lanes per node, and closed after 30 s without a command
+// (one always stays): one goroutine uses one connection per node. Conns instead fixes the number of connections and
 // routes a key to its own.
 //
 // Whichever lane a key takes, its commands stay in order after a call
 // whose context ended before its reply: the server may still apply that
 // one, and whatever the caller sends next on that key — by any API,
 // multi-key calls, Do and DoMulti included — goes behind it, on the same
-// connection. (SETs of values from 16 KiB travel on 4 connections of
-// their own, under the same rule. Not covered: a connection failed or
-// replaced for its age while such a call was on its way, and a command
-// whose keys cannot be told, such as a script that declares none.)
+// connection. (SETs of values from 16 KiB travel on up to 4 connections
+// of their own, the first free one, under the same rule. Not covered: a
+// connection failed or replaced for its age while such a call was on its
+// way, and a command whose keys cannot be told, such as a script that
+// declares none.)
 type Multiplexed struct {
 	// Conns, when set, is the fixed number of shared connections per
 	// node, all dialled by Open, and a key always takes the same one, so

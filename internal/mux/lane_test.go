@@ -288,3 +288,55 @@ func TestMuxLanesSpillWhenTheServerWouldMakeCallsWait(t *testing.T) {
 		}
 	}
 }
+
+// TestMuxBigSetsTakeTheirConnectionsAsAPoolWould: SETs of big values use
+// one of their connections while one goroutine sends them, whatever the
+// keys, and all of them, evenly, under load; every value is stored whole.
+func TestMuxBigSetsTakeTheirConnectionsAsAPoolWould(t *testing.T) {
+	srv := launcher.Standalone(t, launcher.Options{})
+	n := openMuxNode(t, srv.Addr(), Options{Lanes: 2})
+	ctx := context.Background()
+	big := func(k string) []byte { return []byte(strings.Repeat(k, bigValue/len(k)+1)) }
+	for i := range 40 {
+		k := fmt.Sprint("bulk:one:", i)
+		if err := n.Set(ctx, k, big(k), time.Minute); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s := n.Stats(); s.Conns != 2 {
+		t.Errorf("40 big SETs from one goroutine: %d connections; want 2 (lane 0 and one for big values)", s.Conns)
+	}
+	var wg sync.WaitGroup
+	for g := range 12 {
+		wg.Go(func() {
+			for i := range 60 {
+				k := fmt.Sprint("bulk:many:", g, ":", i%5)
+				if err := n.Set(ctx, k, big(k), time.Minute); err != nil {
+					t.Error(err)
+					return
+				}
+				if v, err := n.Get(ctx, k); err != nil || string(v) != string(big(k)) {
+					t.Errorf("Get(%s) = %d bytes, %v; want its own %d", k, len(v), err, len(big(k)))
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	var calls []uint64
+	for i := n.lanes; i < len(n.slots); i++ {
+		var p uint64
+		if c := n.slots[i].cur.Load(); c != nil {
+			c.mu.Lock()
+			p = c.pushes
+			c.mu.Unlock()
+		}
+		calls = append(calls, p)
+	}
+	for _, p := range calls {
+		if p < 720/bulkConns/4 {
+			t.Errorf("12 goroutines' 720 big SETs over the %d connections for big values: %v each; want every one to carry a share", bulkConns, calls)
+			break
+		}
+	}
+}

@@ -13,7 +13,7 @@ import (
 // there are that many, and a key's commands take its own (FNV-1a of the
 // key), so that they stay in order. Otherwise (adaptive) there are up to
 // Options.Lanes of them, dialled when every open one is busy. While the
-// node is calm (fewer calls in flight than lanes, for a while), a command
+// node is calm (fewer calls in flight than lanes; see calm), a command
 // takes the first lane with nothing in flight, whose caller then writes
 // and reads its own reply as a pooled connection's would; under load it
 // joins a pipeline (pickLane: the busiest below its depth cap, an idle
@@ -21,11 +21,11 @@ import (
 // with load. A lane left idle for laneIdle is closed (lane 0 stays).
 //
 // A SET of a big value takes one of bulkConns connections of their own,
-// after the lanes, dialled on first use: the server reads a connection's
-// requests 16 KiB at a time, once per turn of its event loop, so big
-// values queued on one connection wait for each other and delay the small
-// commands behind them; spread over a few connections they are read side
-// by side.
+// after the lanes, dialled as the load needs them (pickBulk): the server
+// reads a connection's requests 16 KiB at a time, once per turn of its
+// event loop, so big values queued on one connection wait for each other
+// and delay the small commands behind them; spread over a few connections
+// they are read side by side.
 //
 // A caller's command returns once its reply is read, before its next one
 // is sent, so a caller's commands stay in order — unless one returns
@@ -88,8 +88,7 @@ func (n *Node) pinned(cl *call) (int, bool) {
 func (n *Node) free(cl *call, big bool) (int, *muxConn) {
 	switch {
 	case big:
-		k, _ := cl.firstKey()
-		return n.bulkRoute(k), nil
+		return n.pickBulk()
 	case n.adaptive:
 		return n.pickLane()
 	case n.lanes == 1:
@@ -217,9 +216,34 @@ func (n *Node) sharedRoute(key string) int {
 	return int(fnv(key) % uint32(n.lanes))
 }
 
-// bulkRoute is key's connection for SETs of big values.
-func (n *Node) bulkRoute(key string) int {
-	return n.lanes + int(fnv(key)%bulkConns)
+// pickBulk returns the connection for a SET of a big value, as a pool
+// would lend one: the first with nothing in flight, claimed (as pickLane
+// claims a lane); else one not dialled yet, which the caller dials, so
+// that they open as the load needs them; else the least loaded. (A key
+// needs no connection of its own: a caller's commands return in turn,
+// and the pins hold a key's commands behind an abandoned call.)
+func (n *Node) pickBulk() (int, *muxConn) {
+	least, leastLoad, undialled := -1, int64(0), -1
+	for i := n.lanes; i < len(n.slots); i++ {
+		c := n.slots[i].cur.Load()
+		if c == nil || c.broken.Load() {
+			if undialled < 0 {
+				undialled = i
+			}
+			continue
+		}
+		p := c.pending.Load()
+		if p == 0 && c.pending.CompareAndSwap(0, 1) {
+			return i, c
+		}
+		if least < 0 || p < leastLoad {
+			least, leastLoad = i, p
+		}
+	}
+	if undialled >= 0 {
+		return undialled, nil
+	}
+	return least, nil
 }
 
 // bulkConns is the number of connections per node for big values; bigValue
