@@ -3,6 +3,7 @@ package mux
 import (
 	"context"
 	"fmt"
+	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -338,5 +339,46 @@ func TestMuxBigSetsTakeTheirConnectionsAsAPoolWould(t *testing.T) {
 			t.Errorf("12 goroutines' 720 big SETs over the %d connections for big values: %v each; want every one to carry a share", bulkConns, calls)
 			break
 		}
+	}
+}
+
+// TestMuxBulkDialFailureBacksOff: a connection for big values that cannot
+// be dialled is not dialled again by every big SET that finds the open
+// ones busy: for growBackoff they share the open ones instead.
+func TestMuxBulkDialFailureBacksOff(t *testing.T) {
+	srv := launcher.Standalone(t, launcher.Options{})
+	n := openMuxNode(t, srv.Addr(), Options{Lanes: 1})
+	ctx := context.Background()
+	if err := n.Set(ctx, "backoff:big", make([]byte, bigValue), time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	first := n.slots[n.lanes].cur.Load()
+	if first == nil {
+		t.Fatal("a big SET dialled no connection for big values")
+	}
+	first.pending.Add(1) // busy, as if a call were in flight
+	defer first.pending.Add(-1)
+	if i, _ := n.pickBulk(); i != n.lanes+1 {
+		t.Fatalf("pickBulk with the open connection busy = %d; want %d, the next one, to be dialled", i, n.lanes+1)
+	}
+	// The next dial fails: nobody listens at the address any more.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := n.addr
+	n.addr = l.Addr().String()
+	l.Close()
+	_, err = n.conn(ctx, n.lanes+1)
+	n.addr = live
+	if err == nil {
+		t.Fatal("a dial to a closed port succeeded")
+	}
+	if i, _ := n.pickBulk(); i != n.lanes {
+		t.Errorf("pickBulk just after a failed dial = %d; want %d, the busy open connection", i, n.lanes)
+	}
+	n.bulkAfter.Store(time.Now().UnixNano())
+	if i, _ := n.pickBulk(); i != n.lanes+1 {
+		t.Errorf("pickBulk after the backoff = %d; want %d, dialled again", i, n.lanes+1)
 	}
 }

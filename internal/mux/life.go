@@ -71,6 +71,9 @@ func (n *Node) redial(s *muxSlot, d *muxDial) {
 		err = conn.ErrClosed
 	case err != nil:
 		n.dialErrors.Add(1)
+		if s.i >= n.lanes {
+			n.bulkAfter.Store(time.Now().Add(growBackoff).UnixNano())
+		}
 		if c := s.cur.Load(); c != nil && !c.broken.Load() {
 			// A replacement for age failed: the old connection serves on.
 			n.age(s, c, min(n.cfg.MaxConnAge, time.Second))

@@ -110,6 +110,9 @@ type Node struct {
 	calmPicks atomic.Int64
 	growing   atomic.Bool
 	growAfter atomic.Int64
+	// bulkAfter (Unix ns): after a failed dial of a connection for big
+	// values, none is dialled for room before then (see pickBulk).
+	bulkAfter atomic.Int64
 	laneIdle  time.Duration
 
 	closed   atomic.Bool

@@ -219,9 +219,10 @@ func (n *Node) sharedRoute(key string) int {
 // pickBulk returns the connection for a SET of a big value, as a pool
 // would lend one: the first with nothing in flight, claimed (as pickLane
 // claims a lane); else one not dialled yet, which the caller dials, so
-// that they open as the load needs them; else the least loaded. (A key
-// needs no connection of its own: a caller's commands return in turn,
-// and the pins hold a key's commands behind an abandoned call.)
+// that they open as the load needs them (but for growBackoff after such
+// a dial failed, when one is open); else the least loaded. (A key needs
+// no connection of its own: a caller's commands return in turn, and the
+// pins hold a key's commands behind an abandoned call.)
 func (n *Node) pickBulk() (int, *muxConn) {
 	least, leastLoad, undialled := -1, int64(0), -1
 	for i := n.lanes; i < len(n.slots); i++ {
@@ -240,7 +241,7 @@ func (n *Node) pickBulk() (int, *muxConn) {
 			least, leastLoad = i, p
 		}
 	}
-	if undialled >= 0 {
+	if undialled >= 0 && (least < 0 || time.Now().UnixNano() >= n.bulkAfter.Load()) {
 		return undialled, nil
 	}
 	return least, nil
