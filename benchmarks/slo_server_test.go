@@ -56,9 +56,12 @@ func TestSLOHoldsWhereItSaysOnRealServers(t *testing.T) {
 	slo, _ := benchmarks.ParseSLO("p99=50ms")
 	p := sloPlan(plain, slow)
 	// From 1% of the plain pool's closed-loop peak (about 1,000/s on this
-	// kind of machine), doubling 5 times: far below what the plain pool
-	// can do on loopback, far above the delayed one.
-	p.SLO, p.SLOSteps, p.SLOBisects = &slo, 6, 4
+	// kind of machine), doubling 4 times, to 8,000/s: far above the
+	// delayed pool's capacity, and, for the plain pool (which holds to the
+	// end of the ramp), a rate its re-runs hold on a shared machine too. (At
+	// 16,000/s, 4,000/s a connection, a burst of the host's CPU steal made
+	// 2 re-runs of 3 miss the bound: p99 125 and 112 ms.)
+	p.SLO, p.SLOSteps, p.SLOBisects = &slo, 5, 4
 	servers := benchmarks.Servers{Standalone: srv.Addr()}
 	rep, err := benchmarks.Run(ctx, p, servers, testWriter{t})
 	if err != nil {
