@@ -189,14 +189,14 @@ func TestMuxLanesClosingRacesCallers(t *testing.T) {
 	}
 }
 
-// lanePushes returns the calls queued so far on each of n's open lanes
-// (0 for one not open).
-func lanePushes(n *Node) []uint64 {
-	out := make([]uint64, n.lanes)
-	for i := range out {
-		if c := n.slots[i].cur.Load(); c != nil {
+// slotPushes returns the calls queued so far on each of n's connections
+// from slot i to slot j, exclusive (0 for one not open).
+func slotPushes(n *Node, i, j int) []uint64 {
+	out := make([]uint64, j-i)
+	for k := range out {
+		if c := n.slots[i+k].cur.Load(); c != nil {
 			c.mu.Lock()
-			out[i] = c.pushes
+			out[k] = c.pushes
 			c.mu.Unlock()
 		}
 	}
@@ -227,9 +227,9 @@ func loadLanes(t *testing.T, n *Node, goroutines int, key, want string, window t
 		})
 	}
 	time.Sleep(200 * time.Millisecond) // the lanes open
-	before := lanePushes(n)
+	before := slotPushes(n, 0, n.lanes)
 	time.Sleep(window)
-	after := lanePushes(n)
+	after := slotPushes(n, 0, n.lanes)
 	close(stop)
 	wg.Wait()
 	for i := range after {
@@ -324,16 +324,7 @@ func TestMuxBigSetsTakeTheirConnectionsAsAPoolWould(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	var calls []uint64
-	for i := n.lanes; i < len(n.slots); i++ {
-		var p uint64
-		if c := n.slots[i].cur.Load(); c != nil {
-			c.mu.Lock()
-			p = c.pushes
-			c.mu.Unlock()
-		}
-		calls = append(calls, p)
-	}
+	calls := slotPushes(n, n.lanes, len(n.slots))
 	for _, p := range calls {
 		if p < 720/bulkConns/4 {
 			t.Errorf("12 goroutines' 720 big SETs over the %d connections for big values: %v each; want every one to carry a share", bulkConns, calls)
