@@ -267,6 +267,55 @@ func TestMuxLanesUnderLoadKeepToOnePipeline(t *testing.T) {
 	t.Errorf("64 goroutines, small replies: calls per lane %v in three windows; want under 1%% of them beside the busiest lane", seen)
 }
 
+// TestMuxLanesSpreadAtModerateLoad: at a moderate load (5 callers per
+// lane), calls spread over the lanes, shallow pipelines side by side,
+// rather than one pipeline twice as deep: each lane carries a fair share
+// (a fifth or more), in the best of three windows.
+func TestMuxLanesSpreadAtModerateLoad(t *testing.T) {
+	srv := launcher.Standalone(t, launcher.Options{})
+	n := openMuxNode(t, srv.Addr(), Options{Lanes: 2})
+	if err := n.Set(context.Background(), "spread:k", []byte("v"), time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	var seen [][]uint64
+	for range 3 {
+		pushes := loadLanes(t, n, 10, "spread:k", "v", 300*time.Millisecond)
+		total := pushes[0] + pushes[1]
+		if total > 0 && min(pushes[0], pushes[1])*5 >= total {
+			return
+		}
+		seen = append(seen, pushes)
+	}
+	t.Errorf("10 goroutines on 2 lanes: calls per lane %v in three windows; want each lane to carry a fifth or more", seen)
+}
+
+// TestMuxLoadDecidesHowLanesAreUsed: the load (callers per lane) at which
+// commands spread over the lanes and the writer stops gathering batches;
+// a node of fixed connections always gathers and never spreads.
+func TestMuxLoadDecidesHowLanesAreUsed(t *testing.T) {
+	n := &Node{lanes: 2, adaptive: true}
+	for _, tc := range []struct {
+		callers          int64
+		spreads, gathers bool
+	}{
+		{0, false, false}, {1, false, false}, {4, false, false}, // up to poolLoad
+		{5, true, false}, {10, true, false}, {16, true, false}, // up to streamLoad
+		{17, false, true}, {64, false, true}, {1000, false, true},
+	} {
+		n.callers.Store(tc.callers)
+		if got := n.spreads(); got != tc.spreads {
+			t.Errorf("%d callers on 2 lanes: spreads() = %v; want %v", tc.callers, got, tc.spreads)
+		}
+		if got := n.gathers(); got != tc.gathers {
+			t.Errorf("%d callers on 2 lanes: gathers() = %v; want %v", tc.callers, got, tc.gathers)
+		}
+	}
+	fixed := &Node{lanes: 2}
+	if !fixed.gathers() || fixed.spreads() {
+		t.Errorf("fixed connections: gathers() = %v, spreads() = %v; want true, false", fixed.gathers(), fixed.spreads())
+	}
+}
+
 // TestMuxLanesSpillWhenTheServerWouldMakeCallsWait: replies so big that
 // the server writes one per connection per turn of its event loop
 // (depthCap 1) spread over every lane, each carrying a share.

@@ -48,6 +48,10 @@ func (n *Node) DoMulti(ctx context.Context, cmds ...[]any) []conn.Result {
 // the connection's write buffer (size: their size when big, else 0): one
 // call awaiting len(rps) replies.
 func (n *Node) pipeline(ctx context.Context, cmds [][]any, size int, rps []conn.Reply, enc func([]byte) []byte) error {
+	if n.adaptive {
+		n.callers.Add(1)
+		defer n.callers.Add(-1)
+	}
 	cl := n.calls.get(ctx)
 	cl.cmds = cmds
 	c, err := n.enqueue(ctx, cl, false)

@@ -108,6 +108,9 @@ type Node struct {
 	// calmPicks counts the picks in a row that found the node calm (see
 	// Node.calm), up to calmPicks.
 	calmPicks atomic.Int64
+	// callers counts the callers inside a call on an adaptive node, from
+	// routing to return (see loadOf): how its lanes are used.
+	callers   atomic.Int64
 	growing   atomic.Bool
 	growAfter atomic.Int64
 	// bulkAfter (Unix ns): after a failed dial of a connection for big
@@ -255,6 +258,10 @@ func (n *Node) roundTrip(ctx context.Context, cl *call, cmd string, rp *conn.Rep
 // is big: it is encoded into a chunk of its own size, and, a SET, sent on
 // a connection for big values.
 func (n *Node) roundTripSized(ctx context.Context, cl *call, cmd string, rp *conn.Reply, size int, enc func([]byte) []byte) error {
+	if n.adaptive {
+		n.callers.Add(1)
+		defer n.callers.Add(-1)
+	}
 	c, err := n.enqueue(ctx, cl, size > 0)
 	if err != nil {
 		return err
@@ -445,6 +452,10 @@ func (n *Node) Close() error {
 // rps, in order. Only a connection or context failure is returned; each
 // command's own error is in its reply.
 func (n *Node) Exec(ctx context.Context, keys []string, buf []byte, rps []conn.Reply) error {
+	if n.adaptive {
+		n.callers.Add(1)
+		defer n.callers.Add(-1)
+	}
 	cl := n.keysCall(ctx, keys)
 	c, err := n.enqueue(ctx, cl, false)
 	if err != nil {

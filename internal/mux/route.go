@@ -12,13 +12,18 @@ import (
 // The shared connections of a node are its lanes. With Options.Conns set,
 // there are that many, and a key's commands take its own (FNV-1a of the
 // key), so that they stay in order. Otherwise (adaptive) there are up to
-// Options.Lanes of them, dialled when every open one is busy. While the
-// node is calm (fewer calls in flight than lanes; see calm), a command
-// takes the first lane with nothing in flight, whose caller then writes
-// and reads its own reply as a pooled connection's would; under load it
-// joins a pipeline (pickLane: the busiest below its depth cap, an idle
-// lane only when every busy one is that deep), so that batching grows
-// with load. A lane left idle for laneIdle is closed (lane 0 stays).
+// Options.Lanes of them, dialled when every open one is busy, and used
+// by the load: the callers inside a call on the node, per lane (see
+// loadOf). Up to poolLoad, while the node is calm (fewer calls in flight
+// than lanes; see calm), a command takes the first lane with nothing in
+// flight, whose caller then writes and reads its own reply as a pooled
+// connection's would. Up to streamLoad, commands spread over the lanes,
+// and each lane's are written as they come: the server works on one
+// lane's commands while the client hands out another's replies. Beyond,
+// and at low load when not calm, a command joins a pipeline (the busiest
+// lane below its depth cap, an idle lane only when every busy one is that
+// deep), whose writer gathers batches, so that batching grows with load.
+// A lane left idle for laneIdle is closed (lane 0 stays).
 //
 // A SET of a big value takes one of bulkConns connections of their own,
 // after the lanes, dialled as the load needs them (pickBulk): the server
@@ -127,15 +132,17 @@ func (n *Node) waitPinned(ctx context.Context, cl *call) error {
 // While the node is calm (see calm), the first open lane with nothing in
 // flight, claimed (its pending count raised from 0 to 1, which enqueue
 // then does not do again): a caller of its own there writes and reads
-// its reply as a pooled connection's would. Under load, pipelining costs
-// the server and the client fewer system calls per command than a
-// connection per caller, so the caller joins the busiest lane whose
-// pipeline is not as deep as its depthCap, unclaimed, so that batches
-// grow with load as on one connection; it takes an idle lane (claimed)
-// only when every busy one is that deep, where the server would make the
-// next calls wait a turn; when every lane is that deep, the least loaded.
-// Another lane is dialled in the background when every open one is busy
-// and there is room for one.
+// its reply as a pooled connection's would. At a moderate load (see
+// spreads), an idle lane, claimed, else the least loaded: shallow
+// pipelines side by side, which the server and the client work on in
+// turn. Under load, pipelining costs the server and the client fewer
+// system calls per command than a connection per caller, so the caller
+// joins the busiest lane whose pipeline is not as deep as its depthCap,
+// unclaimed, so that batches grow with load as on one connection; it
+// takes an idle lane (claimed) only when every busy one is that deep,
+// where the server would make the next calls wait a turn; when every
+// lane is that deep, the least loaded. Another lane is dialled in the
+// background when every open one is busy and there is room for one.
 func (n *Node) pickLane() (int, *muxConn) {
 	fill, fillLoad := -1, int64(-1)
 	least, leastLoad := 0, int64(-1)
@@ -163,13 +170,21 @@ func (n *Node) pickLane() (int, *muxConn) {
 			least, leastLoad = i, p
 		}
 	}
+	if idle < 0 && open < n.lanes {
+		n.grow()
+	}
+	if open > 1 && n.spreads() {
+		if idle >= 0 && idleConn.pending.CompareAndSwap(0, 1) {
+			return idle, idleConn
+		}
+		if leastLoad >= 0 {
+			return least, nil
+		}
+	}
 	if calm := n.calm(inFlight); idle >= 0 && (calm || fill < 0) {
 		if idleConn.pending.CompareAndSwap(0, 1) {
 			return idle, idleConn
 		}
-	}
-	if idle < 0 && open < n.lanes {
-		n.grow()
 	}
 	switch {
 	case fill >= 0:
@@ -207,6 +222,43 @@ func (n *Node) calm(inFlight int64) bool {
 // calmPicks is how many picks in a row must find fewer calls in flight
 // than lanes for the node to be used as a pool again (see calm).
 const calmPicks = 64
+
+// loadOf returns the load of an adaptive node: its callers inside a call
+// (from routing to return), per lane, rounded up. Unlike the calls in
+// flight, it counts the callers whose replies were read and who have not
+// run yet: on a busy machine, most of them.
+func (n *Node) loadOf() int64 {
+	l := int64(n.lanes)
+	return (n.callers.Load() + l - 1) / l
+}
+
+// spreads reports whether commands spread over an adaptive node's lanes:
+// its load (see loadOf) is above poolLoad and at most streamLoad.
+func (n *Node) spreads() bool {
+	l := n.loadOf()
+	return l > poolLoad && l <= streamLoad
+}
+
+// gathers reports whether a lane's writer waits for the callers about to
+// enqueue before it writes (see writeLoop): on a node of fixed
+// connections always, on an adaptive one above streamLoad. Below it, the
+// server has time to spare: a wait leaves it idle while the client hands
+// out the last replies, and writing each command as it comes keeps the
+// server busy; under load, a write per batch spares system calls the
+// client and the server are short of.
+func (n *Node) gathers() bool {
+	return !n.adaptive || n.loadOf() > streamLoad
+}
+
+// The loads (callers per lane, see loadOf) at which an adaptive node's
+// use of its lanes changes (see route.go). Measured on two cores shared
+// with the server (docs/PERFORMANCE.md): spreading hurt at 2 callers per
+// lane (0.6–0.8x) and helped from 5 (1.3x); writing each command as it
+// came helped up to 8 per lane and hurt at 25 (0.8x, with spreading).
+const (
+	poolLoad   = 2
+	streamLoad = 8
+)
 
 // sharedRoute is key's lane when lanes are fixed (Options.Conns).
 func (n *Node) sharedRoute(key string) int {

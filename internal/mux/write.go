@@ -165,12 +165,13 @@ func (c *muxConn) writeLoop() {
 		}
 		for {
 			// When more commands are in flight than queued for this write,
-			// callers woken by the reader are about to enqueue again: let
-			// them run first, so one write system call carries them all.
+			// callers woken by the reader are about to enqueue again: under
+			// load, let them run first, so one write system call carries
+			// them all (see Node.gathers).
 			c.mu.Lock()
 			queued := c.out.count
 			c.mu.Unlock()
-			if c.pending.Load() > 2*queued {
+			if c.pending.Load() > 2*queued && c.node.gathers() {
 				runtime.Gosched()
 			}
 			c.mu.Lock()
