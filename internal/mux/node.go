@@ -110,9 +110,12 @@ type Node struct {
 	calmPicks atomic.Int64
 	// callers counts the callers inside a call on an adaptive node, from
 	// routing to return (see loadOf): how its lanes are used.
-	callers   atomic.Int64
-	growing   atomic.Bool
-	growAfter atomic.Int64
+	callers atomic.Int64
+	// noLoadRule turns the load rule off (spreads never, gathers always),
+	// for BenchmarkMuxLoadRule's side-by-side measure; tests set it.
+	noLoadRule bool
+	growing    atomic.Bool
+	growAfter  atomic.Int64
 	// bulkAfter (Unix ns): after a failed dial of a connection for big
 	// values, none is dialled for room before then (see pickBulk).
 	bulkAfter atomic.Int64

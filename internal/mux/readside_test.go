@@ -23,7 +23,7 @@ import (
 // end, that are cancelled at a random moment, or that have a deadline —
 // and check every reply against the key it was asked for.
 
-func openMuxNode(t *testing.T, addr string, m Options) *Node {
+func openMuxNode(t testing.TB, addr string, m Options) *Node {
 	t.Helper()
 	cfg := conn.Config{Addrs: []string{addr}, DialTimeout: 2 * time.Second, ReadTimeout: 3 * time.Second, WriteTimeout: 3 * time.Second}
 	n, err := Open(context.Background(), cfg, addr, m)

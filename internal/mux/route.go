@@ -235,6 +235,9 @@ func (n *Node) loadOf() int64 {
 // spreads reports whether commands spread over an adaptive node's lanes:
 // its load (see loadOf) is above poolLoad and at most streamLoad.
 func (n *Node) spreads() bool {
+	if n.noLoadRule {
+		return false
+	}
 	l := n.loadOf()
 	return l > poolLoad && l <= streamLoad
 }
@@ -247,17 +250,18 @@ func (n *Node) spreads() bool {
 // server busy; under load, a write per batch spares system calls the
 // client and the server are short of.
 func (n *Node) gathers() bool {
-	return !n.adaptive || n.loadOf() > streamLoad
+	return n.noLoadRule || !n.adaptive || n.loadOf() > streamLoad
 }
 
 // The loads (callers per lane, see loadOf) at which an adaptive node's
 // use of its lanes changes (see route.go). Measured on two cores shared
-// with the server (docs/PERFORMANCE.md): spreading hurt at 2 callers per
-// lane (0.6–0.8x) and helped from 5 (1.3x); writing each command as it
-// came helped up to 8 per lane and hurt at 25 (0.8x, with spreading).
+// with the server, with the default 4 lanes (docs/PERFORMANCE.md):
+// spreading hurt at 1 caller per lane (4 goroutines, 0.6–0.8x) and helped
+// at 2.5 (10 goroutines, 1.15–1.26x); up to 8 per lane, it cost 0.81x and
+// 0.97x at 32 goroutines, and with the bound at 4 per lane, nothing.
 const (
 	poolLoad   = 2
-	streamLoad = 8
+	streamLoad = 4
 )
 
 // sharedRoute is key's lane when lanes are fixed (Options.Conns).

@@ -1,0 +1,78 @@
+package mux
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redisx-go/kit/internal/launcher"
+)
+
+// BenchmarkMuxLoadRule measures the load rule (see spreads and gathers)
+// side by side with the same node's use of its lanes without it, in one
+// process against one server: each iteration is a round of GETs from the
+// given goroutines for 100 ms on a node with the rule and for 100 ms on
+// one without, in alternating order, and the median of the rounds'
+// ratios is reported as with/without (GET/s). On a shared machine, run
+// many rounds: -benchtime 30x.
+func BenchmarkMuxLoadRule(b *testing.B) {
+	srv := launcher.Standalone(b, launcher.Options{})
+	with := openMuxNode(b, srv.Addr(), Options{})
+	without := openMuxNode(b, srv.Addr(), Options{})
+	without.noLoadRule = true
+	ctx := context.Background()
+	if err := with.Set(ctx, "loadrule:k", make([]byte, 64), time.Hour); err != nil {
+		b.Fatal(err)
+	}
+	for _, g := range []int{1, 4, 10, 20, 32, 50, 100, 1000} {
+		b.Run(fmt.Sprintf("goroutines=%d", g), func(b *testing.B) {
+			var ratios []float64
+			for r := range b.N {
+				first, second := with, without
+				if r%2 == 1 {
+					first, second = without, with
+				}
+				x, y := getRate(b, first, g), getRate(b, second, g)
+				if r%2 == 1 {
+					x, y = y, x
+				}
+				ratios = append(ratios, x/y)
+			}
+			slices.Sort(ratios)
+			b.ReportMetric(ratios[len(ratios)/2], "with/without")
+			b.ReportMetric(ratios[0], "min")
+			b.ReportMetric(ratios[len(ratios)-1], "max")
+		})
+	}
+}
+
+// getRate returns the GETs per second of goroutines goroutines on n over
+// 100 ms, after 25 ms of warm-up.
+func getRate(b *testing.B, n *Node, goroutines int) float64 {
+	var done atomic.Int64
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	ctx := context.Background()
+	for range goroutines {
+		wg.Go(func() {
+			for !stop.Load() {
+				if _, err := n.Get(ctx, "loadrule:k"); err != nil {
+					b.Error(err)
+					return
+				}
+				done.Add(1)
+			}
+		})
+	}
+	time.Sleep(25 * time.Millisecond)
+	start, t0 := done.Load(), time.Now()
+	time.Sleep(100 * time.Millisecond)
+	end, elapsed := done.Load(), time.Since(t0)
+	stop.Store(true)
+	wg.Wait()
+	return float64(end-start) / elapsed.Seconds()
+}
