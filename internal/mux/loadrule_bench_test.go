@@ -3,7 +3,11 @@ package mux
 import (
 	"context"
 	"fmt"
+	"os/exec"
+	"regexp"
+	"runtime"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -17,10 +21,12 @@ import (
 // process against one server: each iteration is a round of GETs from the
 // given goroutines for 100 ms on a node with the rule and for 100 ms on
 // one without, in alternating order, and the median of the rounds'
-// ratios is reported as with/without (GET/s). On a shared machine, run
-// many rounds: -benchtime 30x.
+// ratios is reported as with/without (GET/s). The server is pinned to
+// the last CPU, as the harness pins its own (when taskset exists). On a
+// shared machine, run many rounds: -benchtime 24x.
 func BenchmarkMuxLoadRule(b *testing.B) {
 	srv := launcher.Standalone(b, launcher.Options{})
+	pinLast(b, srv)
 	with := openMuxNode(b, srv.Addr(), Options{})
 	without := openMuxNode(b, srv.Addr(), Options{})
 	without.noLoadRule = true
@@ -75,4 +81,20 @@ func getRate(b *testing.B, n *Node, goroutines int) float64 {
 	stop.Store(true)
 	wg.Wait()
 	return float64(end-start) / elapsed.Seconds()
+}
+
+// pinLast moves srv's process, all its threads, to the last CPU with
+// taskset, so that the client does not compete with it for the others;
+// it only logs when it cannot.
+func pinLast(b *testing.B, srv *launcher.Server) {
+	info, err := srv.CLI(context.Background(), "INFO", "server")
+	pid := regexp.MustCompile(`process_id:(\d+)`).FindStringSubmatch(info)
+	if err != nil || pid == nil || runtime.NumCPU() < 2 {
+		b.Logf("server not pinned (%d CPUs, INFO: %v)", runtime.NumCPU(), err)
+		return
+	}
+	cpu := strconv.Itoa(runtime.NumCPU() - 1)
+	if out, err := exec.Command("taskset", "-a", "-p", "-c", cpu, pid[1]).CombinedOutput(); err != nil {
+		b.Logf("server not pinned: taskset: %v: %s", err, out)
+	}
 }
