@@ -102,20 +102,22 @@ type Node struct {
 	lanes    int
 	adaptive bool
 	pins     pins
-	// The adaptive lanes' life: a lane is being dialled for room
-	// (growing), not before growAfter (Unix ns) after a failed dial; one
-	// idle for laneIdle is closed.
 	// calmPicks counts the picks in a row that found the node calm (see
 	// Node.calm), up to calmPicks.
 	calmPicks atomic.Int64
 	// callers counts the callers inside a call on an adaptive node, from
-	// routing to return (see loadOf): how its lanes are used.
+	// routing to return (see loadOf): how its lanes are used. Pipelines
+	// sent and awaited apart (send, Send) are not counted.
 	callers atomic.Int64
 	// noLoadRule turns the load rule off (spreads never, gathers always),
-	// for BenchmarkMuxLoadRule's side-by-side measure; tests set it.
+	// for BenchmarkMuxLoadRule's side-by-side measure; tests set it before
+	// the node is used.
 	noLoadRule bool
-	growing    atomic.Bool
-	growAfter  atomic.Int64
+	// The adaptive lanes' life: a lane is being dialled for room
+	// (growing), not before growAfter (Unix ns) after a failed dial; one
+	// idle for laneIdle is closed.
+	growing   atomic.Bool
+	growAfter atomic.Int64
 	// bulkAfter (Unix ns): after a failed dial of a connection for big
 	// values, none is dialled for room before then (see pickBulk).
 	bulkAfter atomic.Int64

@@ -13,17 +13,18 @@ import (
 // there are that many, and a key's commands take its own (FNV-1a of the
 // key), so that they stay in order. Otherwise (adaptive) there are up to
 // Options.Lanes of them, dialled when every open one is busy, and used
-// by the load: the callers inside a call on the node, per lane (see
-// loadOf). Up to poolLoad, while the node is calm (fewer calls in flight
-// than lanes; see calm), a command takes the first lane with nothing in
-// flight, whose caller then writes and reads its own reply as a pooled
-// connection's would. Up to streamLoad, commands spread over the lanes,
-// and each lane's are written as they come: the server works on one
-// lane's commands while the client hands out another's replies. Beyond,
-// and at low load when not calm, a command joins a pipeline (the busiest
+// by the load: the callers inside a call on the node, per lane it may
+// have (Options.Lanes, open or not; see loadOf). Up to poolLoad, while
+// the node is calm (fewer calls in flight than lanes; see calm), a
+// command takes the first lane with nothing in flight, whose caller then
+// writes and reads its own reply as a pooled connection's would. Up to
+// streamLoad, with two lanes open or more, commands spread over them. Up
+// to streamLoad, too, each lane's commands are written as they come: the
+// server works on one lane's commands while the client hands out
+// another's replies. Otherwise a command joins a pipeline (the busiest
 // lane below its depth cap, an idle lane only when every busy one is that
-// deep), whose writer gathers batches, so that batching grows with load.
-// A lane left idle for laneIdle is closed (lane 0 stays).
+// deep), whose writer gathers batches above streamLoad, so that batching
+// grows with load. A lane left idle for laneIdle is closed (lane 0 stays).
 //
 // A SET of a big value takes one of bulkConns connections of their own,
 // after the lanes, dialled as the load needs them (pickBulk): the server
@@ -133,9 +134,9 @@ func (n *Node) waitPinned(ctx context.Context, cl *call) error {
 // flight, claimed (its pending count raised from 0 to 1, which enqueue
 // then does not do again): a caller of its own there writes and reads
 // its reply as a pooled connection's would. At a moderate load (see
-// spreads), an idle lane, claimed, else the least loaded: shallow
-// pipelines side by side, which the server and the client work on in
-// turn. Under load, pipelining costs the server and the client fewer
+// spreads) with two lanes open or more, the first idle lane, claimed,
+// else the least loaded, whatever its depth cap: shallow pipelines side
+// by side, which the server and the client work on in turn. Under load, pipelining costs the server and the client fewer
 // system calls per command than a connection per caller, so the caller
 // joins the busiest lane whose pipeline is not as deep as its depthCap,
 // unclaimed, so that batches grow with load as on one connection; it
