@@ -52,11 +52,19 @@ func TestNearDoInvalidatesKeysOfEveryArgumentType(t *testing.T) {
 			ctx := testCtx(t, 60*time.Second)
 			for _, k := range keys {
 				stale := 0
+				var prev []byte // the value the last trial's Do wrote
 				for i := range trials {
 					old := fmt.Appendf(nil, "old-%d", i)
 					h.otherSetSeen(ctx, k.text, string(old))
+					if prev != nil {
+						// otherSetSeen saw an invalidation, perhaps a late one of
+						// the last trial's write, not yet this one: the other
+						// client's write may still be on its way.
+						h.awaitServed(ctx, k.text, prev, old, time.Now(), 2*time.Second)
+					}
 					h.warm(ctx, k.text, old)
 					want := fmt.Appendf(nil, "new-%d", i)
+					prev = want
 					if _, err := h.c.Do(ctx, "SET", k.arg, want); err != nil {
 						t.Fatalf("Do(SET %T(%v) %q): %v", k.arg, k.arg, want, err)
 					}
@@ -88,12 +96,19 @@ func TestNearDoOfAScriptWithoutKeysFlushes(t *testing.T) {
 			key := "near:eval0:" + v.name
 			script := fmt.Sprintf("return redis.call('SET', '%s', ARGV[1])", key)
 			stale, unflushed := 0, 0
+			var prev []byte // the value the last iteration's script wrote
 			for i := range iterations {
 				old := fmt.Appendf(nil, "old-%d", i)
 				h.otherSetSeen(ctx, key, string(old))
+				if prev != nil {
+					// As in TestNearDoInvalidatesKeysOfEveryArgumentType: the
+					// invalidation seen may be a late one of the last write.
+					h.awaitServed(ctx, key, prev, old, time.Now(), 2*time.Second)
+				}
 				h.warm(ctx, key, old)
 				flushes := h.stats().LocalFlushes
 				want := fmt.Appendf(nil, "new-%d", i)
+				prev = want
 				if _, err := h.c.Do(ctx, "EVAL", script, 0, want); err != nil {
 					t.Fatalf("Do(EVAL … 0 %q): %v", want, err)
 				}
