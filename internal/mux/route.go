@@ -136,14 +136,15 @@ func (n *Node) waitPinned(ctx context.Context, cl *call) error {
 // its reply as a pooled connection's would. At a moderate load (see
 // spreads) with two lanes open or more, the first idle lane, claimed,
 // else the least loaded, whatever its depth cap: shallow pipelines side
-// by side, which the server and the client work on in turn. Under load, pipelining costs the server and the client fewer
-// system calls per command than a connection per caller, so the caller
-// joins the busiest lane whose pipeline is not as deep as its depthCap,
-// unclaimed, so that batches grow with load as on one connection; it
-// takes an idle lane (claimed) only when every busy one is that deep,
-// where the server would make the next calls wait a turn; when every
-// lane is that deep, the least loaded. Another lane is dialled in the
-// background when every open one is busy and there is room for one.
+// by side, which the server and the client work on in turn. Under load,
+// pipelining costs the server and the client fewer system calls per
+// command than a connection per caller, so the caller joins the busiest
+// lane whose pipeline is not as deep as its depthCap, unclaimed, so that
+// batches grow with load as on one connection; it takes an idle lane
+// (claimed) only when every busy one is that deep, where the server would
+// make the next calls wait a turn; when every lane is that deep, the
+// least loaded. Another lane is dialled in the background when every
+// open one is busy and there is room for one.
 func (n *Node) pickLane() (int, *muxConn) {
 	fill, fillLoad := -1, int64(-1)
 	least, leastLoad := 0, int64(-1)
