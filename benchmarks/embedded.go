@@ -3,11 +3,6 @@ package benchmarks
 import (
 	"context"
 	"errors"
-	"fmt"
-	"os/exec"
-	"runtime"
-	"strconv"
-	"strings"
 
 	"github.com/redisx-go/kit/internal/launcher"
 )
@@ -42,7 +37,7 @@ func StartEmbedded(ctx context.Context, standalone, cluster, pin bool) (*Embedde
 	}
 	e := &Embedded{}
 	fail := func(err error) (*Embedded, error) { _ = e.Stop(); return nil, err }
-	var pids []string
+	var servers []*launcher.Server
 	if standalone {
 		s, err := launcher.Start(ctx, launcher.Options{})
 		if err != nil {
@@ -50,11 +45,7 @@ func StartEmbedded(ctx context.Context, standalone, cluster, pin bool) (*Embedde
 		}
 		e.standalone = s
 		e.Servers.Standalone = s.Addr()
-		pid, err := s.CLI(ctx, "INFO", "server")
-		if err != nil {
-			return fail(err)
-		}
-		pids = append(pids, processID(pid))
+		servers = append(servers, s)
 	}
 	if cluster {
 		c, err := launcher.StartCluster(ctx, launcher.ClusterOptions{Masters: 3})
@@ -63,59 +54,16 @@ func StartEmbedded(ctx context.Context, standalone, cluster, pin bool) (*Embedde
 		}
 		e.cluster = c
 		e.Servers.Cluster = c.Addrs()
-		for _, n := range c.Nodes() {
-			info, err := n.CLI(ctx, "INFO", "server")
-			if err != nil {
-				return fail(err)
-			}
-			pids = append(pids, processID(info))
-		}
+		servers = append(servers, c.Nodes()...)
 	}
-	e.Pinned, e.PinNote = pinServers(ctx, pids, pin)
-	return e, nil
-}
-
-// processID reads process_id from an INFO server reply.
-func processID(info string) string {
-	for _, line := range strings.Split(info, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "process_id:"); ok {
-			return v
-		}
-	}
-	return ""
-}
-
-// pinServers moves the processes pids to the last CPU with taskset -a -p
-// (the launcher starts redis-server itself, so the servers are pinned
-// after they start, all threads included).
-func pinServers(ctx context.Context, pids []string, pin bool) (bool, string) {
-	cpus := runtime.NumCPU()
-	taskset, err := exec.LookPath("taskset")
 	switch {
-	case len(pids) == 0:
-		return false, ""
-	case !pin:
-		return false, "not pinned (pinning switched off)"
-	case cpus < 2:
-		return false, "not pinned: 1 CPU"
-	case err != nil:
-		return false, "not pinned: taskset not found (util-linux)"
+	case len(servers) == 0:
+	case pin:
+		e.Pinned, e.PinNote = launcher.PinLast(ctx, servers...)
+	default:
+		e.PinNote = "pinning switched off"
 	}
-	cpu := strconv.Itoa(cpus - 1)
-	var errs []error
-	for _, pid := range pids {
-		if pid == "" {
-			errs = append(errs, errors.New("no process_id in INFO server"))
-			continue
-		}
-		if out, err := exec.CommandContext(ctx, taskset, "-a", "-p", "-c", cpu, pid).CombinedOutput(); err != nil {
-			errs = append(errs, fmt.Errorf("taskset %s: %v: %s", pid, err, strings.TrimSpace(string(out))))
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
-		return false, "not pinned: " + err.Error()
-	}
-	return true, fmt.Sprintf("%d redis-server processes pinned to CPU %s of %d (taskset -a -p -c %s); the client is not pinned", len(pids), cpu, cpus, cpu)
+	return e, nil
 }
 
 // Stop stops every server started; it is idempotent.

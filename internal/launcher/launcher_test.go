@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -326,5 +327,45 @@ func TestStandaloneExternal(t *testing.T) {
 	}
 	if !dialable(backing.Addr()) {
 		t.Error("Stop of the external handle stopped the real server")
+	}
+}
+
+func TestPinLast(t *testing.T) {
+	t.Parallel()
+	s := start(t, launcher.Options{})
+	ok, note := launcher.PinLast(ctx(t), s)
+	_, tasksetErr := exec.LookPath("taskset")
+	if runtime.NumCPU() < 2 || tasksetErr != nil {
+		if ok || note == "" {
+			t.Fatalf("PinLast on %d CPUs (taskset: %v) = %v, %q; want false and why", runtime.NumCPU(), tasksetErr, ok, note)
+		}
+		t.Skipf("cannot pin here: %s", note)
+	}
+	if !ok {
+		t.Fatalf("PinLast = false, %q", note)
+	}
+	last := strconv.Itoa(runtime.NumCPU() - 1)
+	if !strings.Contains(note, "1 redis-server process on CPU "+last+" ") {
+		t.Errorf("note %q does not say where", note)
+	}
+	// Every thread of the server, not only its main one.
+	var pid string
+	for _, line := range strings.Split(mustCLI(t, s, "INFO", "server"), "\n") {
+		if v, found := strings.CutPrefix(strings.TrimSpace(line), "process_id:"); found {
+			pid = v
+		}
+	}
+	out, err := exec.Command("taskset", "-a", "-p", pid).CombinedOutput()
+	if err != nil {
+		t.Fatalf("taskset -a -p %s: %v: %s", pid, err, out)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		mask, _ := strconv.ParseUint(strings.TrimSpace(line[strings.LastIndex(line, ":")+1:]), 16, 64)
+		if mask != 1<<(runtime.NumCPU()-1) {
+			t.Errorf("after PinLast: %s; want only CPU %s in the mask", line, last)
+		}
+	}
+	if ok, note := launcher.PinLast(ctx(t)); ok || note == "" {
+		t.Errorf("PinLast() of no server = %v, %q; want false and why", ok, note)
 	}
 }
