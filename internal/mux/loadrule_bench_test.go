@@ -3,11 +3,7 @@ package mux
 import (
 	"context"
 	"fmt"
-	"os/exec"
-	"regexp"
-	"runtime"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -23,19 +19,30 @@ import (
 // one without, in alternating order, and the median of the rounds'
 // ratios is reported as with/without (GET/s). The server is pinned to
 // the last CPU, as the harness pins its own (when taskset exists). On a
-// shared machine, run many rounds: -benchtime 24x.
+// shared machine, run many rounds: -benchtime 24x. It runs with the
+// default lanes and with one (Lanes: 1, where the rule cannot spread and
+// only decides whether the writer gathers).
 func BenchmarkMuxLoadRule(b *testing.B) {
 	srv := launcher.Standalone(b, launcher.Options{})
-	pinLast(b, srv)
-	with := openMuxNode(b, srv.Addr(), Options{})
-	without := openMuxNode(b, srv.Addr(), Options{})
-	without.noLoadRule = true
-	ctx := context.Background()
-	if err := with.Set(ctx, "loadrule:k", make([]byte, 64), time.Hour); err != nil {
-		b.Fatal(err)
+	if ok, note := launcher.PinLast(context.Background(), srv); !ok {
+		b.Logf("server not pinned: %s", note)
 	}
+	ctx := context.Background()
+	for _, lanes := range []int{0, 1} {
+		with := openMuxNode(b, srv.Addr(), Options{Lanes: lanes})
+		without := openMuxNode(b, srv.Addr(), Options{Lanes: lanes})
+		without.noLoadRule = true
+		if err := with.Set(ctx, "loadrule:k", make([]byte, 64), time.Hour); err != nil {
+			b.Fatal(err)
+		}
+		loadRuleRounds(b, fmt.Sprintf("lanes=%d", lanes), with, without)
+	}
+}
+
+// loadRuleRounds runs BenchmarkMuxLoadRule's rounds on with and without.
+func loadRuleRounds(b *testing.B, name string, with, without *Node) {
 	for _, g := range []int{1, 4, 10, 20, 32, 50, 100, 1000} {
-		b.Run(fmt.Sprintf("goroutines=%d", g), func(b *testing.B) {
+		b.Run(fmt.Sprintf("%s/goroutines=%d", name, g), func(b *testing.B) {
 			var ratios []float64
 			for r := range b.N {
 				first, second := with, without
@@ -81,20 +88,4 @@ func getRate(b *testing.B, n *Node, goroutines int) float64 {
 	stop.Store(true)
 	wg.Wait()
 	return float64(end-start) / elapsed.Seconds()
-}
-
-// pinLast moves srv's process, all its threads, to the last CPU with
-// taskset, so that the client does not compete with it for the others;
-// it only logs when it cannot.
-func pinLast(b *testing.B, srv *launcher.Server) {
-	info, err := srv.CLI(context.Background(), "INFO", "server")
-	pid := regexp.MustCompile(`process_id:(\d+)`).FindStringSubmatch(info)
-	if err != nil || pid == nil || runtime.NumCPU() < 2 {
-		b.Logf("server not pinned (%d CPUs, INFO: %v)", runtime.NumCPU(), err)
-		return
-	}
-	cpu := strconv.Itoa(runtime.NumCPU() - 1)
-	if out, err := exec.Command("taskset", "-a", "-p", "-c", cpu, pid[1]).CombinedOutput(); err != nil {
-		b.Logf("server not pinned: taskset: %v: %s", err, out)
-	}
 }
