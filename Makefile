@@ -21,6 +21,11 @@ ensure-redis:
 test:
 	bash scripts/ensure-redis.sh
 	$(MAKE) lint
+	# The test binaries are built first, side by side (-exec true runs
+	# none of them): -p 1 below would build them one at a time too, which
+	# costs over a minute on a machine with a cold build cache (2m20s
+	# against 3m34s on 2 cores). Build errors are shown by the run below.
+	$(GO) test -race -count=1 -exec true ./... >/dev/null 2>&1 || true
 	# -p 1: one package at a time. Each starts real servers (a 6-node
 	# cluster among them) on a 2-core machine; running packages side by side
 	# only adds scheduling noise to tests that check deadlines.
