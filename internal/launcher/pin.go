@@ -15,8 +15,7 @@ import (
 // compete with them for the other CPUs (the client is not pinned). It
 // reports whether every one was pinned, and a note saying where, or why
 // not: one CPU, taskset missing (util-linux), a server not started here,
-// or taskset's error. Servers started by the launcher outlive nothing:
-// the pinning ends with them.
+// or taskset's error.
 func PinLast(ctx context.Context, servers ...*Server) (pinned bool, note string) {
 	cpus := runtime.NumCPU()
 	taskset, err := exec.LookPath("taskset")

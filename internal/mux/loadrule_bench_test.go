@@ -24,10 +24,10 @@ import (
 // only decides whether the writer gathers).
 func BenchmarkMuxLoadRule(b *testing.B) {
 	srv := launcher.Standalone(b, launcher.Options{})
-	if ok, note := launcher.PinLast(context.Background(), srv); !ok {
+	ctx := context.Background()
+	if ok, note := launcher.PinLast(ctx, srv); !ok {
 		b.Logf("server not pinned: %s", note)
 	}
-	ctx := context.Background()
 	for _, lanes := range []int{0, 1} {
 		with := openMuxNode(b, srv.Addr(), Options{Lanes: lanes})
 		without := openMuxNode(b, srv.Addr(), Options{Lanes: lanes})
