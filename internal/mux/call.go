@@ -199,10 +199,15 @@ func (c *call) firstKey() (key string, ok bool) {
 // done. On a context error the call is abandoned: its reply will be read
 // and dropped.
 func wait(ctx context.Context, c *call) error {
+	done := ctx.Done()
+	if done == nil {
+		<-c.done // a context that cannot end: no select (see await)
+		return c.fail
+	}
 	select {
 	case <-c.done:
 		return c.fail
-	case <-ctx.Done():
+	case <-done:
 		if c.abandon() {
 			return ctx.Err()
 		}

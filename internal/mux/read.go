@@ -20,14 +20,20 @@ func (c *muxConn) await(ctx context.Context, cl *call, leads bool) error {
 	if !leads {
 		// A token on done, and only one: delivered, or handed the read
 		// side. (The state alone would not do: a hand-off may come before
-		// this caller gets here, and its token must still be taken.)
-		select {
-		case <-cl.done:
-		case <-ctx.Done():
-			if cl.abandon() {
-				return ctx.Err()
-			}
+		// this caller gets here, and its token must still be taken.) A
+		// context that cannot end needs no select, which costs a busy
+		// node about twice a plain receive.
+		if done := ctx.Done(); done == nil {
 			<-cl.done
+		} else {
+			select {
+			case <-cl.done:
+			case <-done:
+				if cl.abandon() {
+					return ctx.Err()
+				}
+				<-cl.done
+			}
 		}
 		if cl.state.Load() != callLeading {
 			return cl.fail
