@@ -12,7 +12,7 @@ import (
 	"github.com/redisx-go/kit/internal/launcher"
 )
 
-// BenchmarkMuxLoadRule measures the load rule (see spreads and gathers)
+// BenchmarkMuxLoadRule measures the load rule (see gathers)
 // side by side with the same node's use of its lanes without it, in one
 // process against one server: each iteration is a round of GETs from the
 // given goroutines for 100 ms on a node with the rule and for 100 ms on
@@ -20,8 +20,9 @@ import (
 // ratios is reported as with/without (GET/s). The server is pinned to
 // the last CPU, as the harness pins its own (when taskset exists). On a
 // shared machine, run many rounds: -benchtime 24x. It runs with the
-// default lanes and with one (Lanes: 1, where the rule cannot spread and
-// only decides whether the writer gathers).
+// default lanes and with one (Lanes: 1). The rule decides whether a
+// lane's writer gathers batches (see gathers); without it, it always
+// does.
 func BenchmarkMuxLoadRule(b *testing.B) {
 	srv := launcher.Standalone(b, launcher.Options{})
 	ctx := context.Background()

@@ -109,7 +109,7 @@ type Node struct {
 	// routing to return (see loadOf): how its lanes are used. Pipelines
 	// sent and awaited apart (send, Send) are not counted.
 	callers atomic.Int64
-	// noLoadRule turns the load rule off (spreads never, gathers always),
+	// noLoadRule turns the load rule off (gathers always),
 	// for BenchmarkMuxLoadRule's side-by-side measure; tests set it before
 	// the node is used.
 	noLoadRule bool

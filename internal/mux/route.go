@@ -17,14 +17,12 @@ import (
 // have (Options.Lanes, open or not; see loadOf). Up to poolLoad, while
 // the node is calm (fewer calls in flight than lanes; see calm), a
 // command takes the first lane with nothing in flight, whose caller then
-// writes and reads its own reply as a pooled connection's would. Up to
-// streamLoad, with two lanes open or more, commands spread over them. Up
-// to streamLoad, too, each lane's commands are written as they come: the
-// server works on one lane's commands while the client hands out
-// another's replies. Otherwise a command joins a pipeline (the busiest
-// lane below its depth cap, an idle lane only when every busy one is that
-// deep), whose writer gathers batches above streamLoad, so that batching
-// grows with load. A lane left idle for laneIdle is closed (lane 0 stays).
+// writes and reads its own reply as a pooled connection's would; up to
+// poolLoad, too, each lane's commands are written as they come.
+// Otherwise a command joins a pipeline (the busiest lane below its depth
+// cap, an idle lane only when every busy one is that deep), whose writer
+// gathers batches above poolLoad, so that batching grows with load. A
+// lane left idle for laneIdle is closed (lane 0 stays).
 //
 // A SET of a big value takes one of bulkConns connections of their own,
 // after the lanes, dialled as the load needs them (pickBulk): the server
@@ -133,11 +131,7 @@ func (n *Node) waitPinned(ctx context.Context, cl *call) error {
 // While the node is calm (see calm), the first open lane with nothing in
 // flight, claimed (its pending count raised from 0 to 1, which enqueue
 // then does not do again): a caller of its own there writes and reads
-// its reply as a pooled connection's would. At a moderate load (see
-// spreads) with two lanes open or more, the first idle lane, claimed,
-// else the least loaded, whatever its depth cap: shallow pipelines side
-// by side, which the server and the client work on in turn. Under load,
-// pipelining costs the server and the client fewer system calls per
+// its reply as a pooled connection's would. Under load, pipelining costs the server and the client fewer system calls per
 // command than a connection per caller, so the caller joins the busiest
 // lane whose pipeline is not as deep as its depthCap, unclaimed, so that
 // batches grow with load as on one connection; it takes an idle lane
@@ -174,14 +168,6 @@ func (n *Node) pickLane() (int, *muxConn) {
 	}
 	if idle < 0 && open < n.lanes {
 		n.grow()
-	}
-	if open > 1 && n.spreads() {
-		if idle >= 0 && idleConn.pending.CompareAndSwap(0, 1) {
-			return idle, idleConn
-		}
-		if leastLoad >= 0 {
-			return least, nil
-		}
 	}
 	if calm := n.calm(inFlight); idle >= 0 && (calm || fill < 0) {
 		if idleConn.pending.CompareAndSwap(0, 1) {
@@ -234,37 +220,26 @@ func (n *Node) loadOf() int64 {
 	return (n.callers.Load() + l - 1) / l
 }
 
-// spreads reports whether commands spread over an adaptive node's lanes:
-// its load (see loadOf) is above poolLoad and at most streamLoad.
-func (n *Node) spreads() bool {
-	if n.noLoadRule {
-		return false
-	}
-	l := n.loadOf()
-	return l > poolLoad && l <= streamLoad
-}
-
 // gathers reports whether a lane's writer waits for the callers about to
 // enqueue before it writes (see writeLoop): on a node of fixed
-// connections always, on an adaptive one above streamLoad. Below it, the
+// connections always, on an adaptive one above poolLoad. Below it, the
 // server has time to spare: a wait leaves it idle while the client hands
 // out the last replies, and writing each command as it comes keeps the
 // server busy; under load, a write per batch spares system calls the
 // client and the server are short of.
 func (n *Node) gathers() bool {
-	return n.noLoadRule || !n.adaptive || n.loadOf() > streamLoad
+	return n.noLoadRule || !n.adaptive || n.loadOf() > poolLoad
 }
 
-// The loads (callers per lane, see loadOf) at which an adaptive node's
-// use of its lanes changes (see route.go). Measured on two cores shared
-// with the server, with the default 4 lanes (docs/PERFORMANCE.md):
-// spreading hurt at 1 caller per lane (4 goroutines, 0.6–0.8x) and helped
-// at 2.5 (10 goroutines, 1.15–1.26x); up to 8 per lane, it cost 0.81x and
-// 0.97x at 32 goroutines, and with the bound at 4 per lane, nothing.
-const (
-	poolLoad   = 2
-	streamLoad = 4
-)
+// poolLoad is the load (callers per lane, see loadOf) above which an
+// adaptive node's callers join pipelines whose writers gather batches
+// (see route.go). Spreading the callers over the lanes, each command
+// written as it came, up to 4 per lane (2026-12-03, e5d26f1) measured
+// 1.15–1.26x at 10 goroutines on a machine whose host stole up to a
+// third of its CPU, and 0.45–0.5x on a quiet one (2026-12-05: a write
+// and a read per GET, against a quarter of each, and 2.5 times the
+// client's CPU per GET; docs/PERFORMANCE.md), so it went.
+const poolLoad = 2
 
 // sharedRoute is key's lane when lanes are fixed (Options.Conns).
 func (n *Node) sharedRoute(key string) int {
