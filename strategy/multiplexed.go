@@ -39,11 +39,8 @@ import (
 // The zero value adapts to the load: while fewer calls are in flight
 // than it has lanes (shared connections), a caller that finds a lane with
 // nothing in flight writes and reads its own reply on it, woken by the
-// network poller as a pooled connection's caller is; at a moderate load
-// (3 to 4 callers inside a call per lane) commands spread over the lanes,
-// shallow pipelines written as commands come, which the server works on
-// while the client hands out another lane's replies; under load a caller
-// joins a pipeline — the busiest one still shallower than what the server reads
+// network poller as a pooled connection's caller is; from 3 callers
+// inside a call per lane on, a caller joins a pipeline — the busiest one still shallower than what the server reads
 // and writes of one connection per turn, an idle lane only when every
 // busy one is that deep — so batching grows with load (under load, the
 // brief dips between a batch of replies and their callers' next commands
