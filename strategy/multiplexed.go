@@ -39,10 +39,11 @@ import (
 // The zero value adapts to the load: while fewer calls are in flight
 // than it has lanes (shared connections), a caller that finds a lane with
 // nothing in flight writes and reads its own reply on it, woken by the
-// network poller as a pooled connection's caller is; from 3 callers
-// inside a call per lane on, a caller joins a pipeline — the busiest one still shallower than what the server reads
-// and writes of one connection per turn, an idle lane only when every
-// busy one is that deep — so batching grows with load (under load, the
+// network poller as a pooled connection's caller is; otherwise a caller
+// joins a pipeline — the busiest one still shallower than what the
+// server reads and writes of one connection per turn, an idle lane only
+// when every busy one is that deep — whose writer, from 3 callers inside
+// a call per lane on, gathers batches, so batching grows with load (the
 // brief dips between a batch of replies and their callers' next commands
 // do not count). Lanes are dialled when every open one is
 // busy, up to Lanes per node, and closed after 30 s without a command

@@ -293,10 +293,10 @@ func TestMuxLanesPipelineAtModerateLoad(t *testing.T) {
 	t.Errorf("10 goroutines on 4 lanes: calls per lane %v in three windows; want three quarters or more on the busiest lane", seen)
 }
 
-// TestMuxLoadDecidesHowLanesAreUsed: the load (callers per lane) above
+// TestMuxLoadDecidesWhenWritersGather: the load (callers per lane) above
 // which the writer gathers batches; a node of fixed connections always
 // gathers.
-func TestMuxLoadDecidesHowLanesAreUsed(t *testing.T) {
+func TestMuxLoadDecidesWhenWritersGather(t *testing.T) {
 	n := &Node{lanes: 2, adaptive: true}
 	for _, tc := range []struct {
 		callers int64

@@ -106,7 +106,8 @@ type Node struct {
 	// Node.calm), up to calmPicks.
 	calmPicks atomic.Int64
 	// callers counts the callers inside a call on an adaptive node, from
-	// routing to return (see loadOf): how its lanes are used. Pipelines
+	// routing to return (see loadOf): whether its lanes' writers gather
+	// batches (see gathers). Pipelines
 	// sent and awaited apart (send, Send) are not counted.
 	callers atomic.Int64
 	// noLoadRule turns the load rule off (gathers always),

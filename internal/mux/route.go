@@ -12,17 +12,16 @@ import (
 // The shared connections of a node are its lanes. With Options.Conns set,
 // there are that many, and a key's commands take its own (FNV-1a of the
 // key), so that they stay in order. Otherwise (adaptive) there are up to
-// Options.Lanes of them, dialled when every open one is busy, and used
-// by the load: the callers inside a call on the node, per lane it may
-// have (Options.Lanes, open or not; see loadOf). Up to poolLoad, while
-// the node is calm (fewer calls in flight than lanes; see calm), a
-// command takes the first lane with nothing in flight, whose caller then
-// writes and reads its own reply as a pooled connection's would; up to
-// poolLoad, too, each lane's commands are written as they come.
-// Otherwise a command joins a pipeline (the busiest lane below its depth
-// cap, an idle lane only when every busy one is that deep), whose writer
-// gathers batches above poolLoad, so that batching grows with load. A
-// lane left idle for laneIdle is closed (lane 0 stays).
+// Options.Lanes of them, dialled when every open one is busy. While the
+// node is calm (fewer calls in flight than lanes; see calm), a command
+// takes the first lane with nothing in flight, whose caller then writes
+// and reads its own reply as a pooled connection's would; otherwise it
+// joins a pipeline (the busiest lane below its depth cap, an idle lane
+// only when every busy one is that deep). The load — the callers inside a
+// call on the node, per lane it may have (Options.Lanes, open or not; see
+// loadOf) — decides how a lane's writer writes: up to poolLoad, commands
+// as they come; above it, gathered batches, so that batching grows with
+// load. A lane left idle for laneIdle is closed (lane 0 stays).
 //
 // A SET of a big value takes one of bulkConns connections of their own,
 // after the lanes, dialled as the load needs them (pickBulk): the server
@@ -131,13 +130,14 @@ func (n *Node) waitPinned(ctx context.Context, cl *call) error {
 // While the node is calm (see calm), the first open lane with nothing in
 // flight, claimed (its pending count raised from 0 to 1, which enqueue
 // then does not do again): a caller of its own there writes and reads
-// its reply as a pooled connection's would. Under load, pipelining costs the server and the client fewer system calls per
-// command than a connection per caller, so the caller joins the busiest
-// lane whose pipeline is not as deep as its depthCap, unclaimed, so that
-// batches grow with load as on one connection; it takes an idle lane
-// (claimed) only when every busy one is that deep, where the server would
-// make the next calls wait a turn; when every lane is that deep, the
-// least loaded. Another lane is dialled in the background when every
+// its reply as a pooled connection's would. Under load, pipelining
+// costs the server and the client fewer system calls per command than a
+// connection per caller, so the caller joins the busiest lane whose
+// pipeline is not as deep as its depthCap, unclaimed, so that batches
+// grow with load as on one connection; it takes an idle lane (claimed)
+// only when every busy one is that deep, where the server would make the
+// next calls wait a turn; when every lane is that deep, the least
+// loaded. Another lane is dialled in the background when every
 // open one is busy and there is room for one.
 func (n *Node) pickLane() (int, *muxConn) {
 	fill, fillLoad := -1, int64(-1)
@@ -236,7 +236,7 @@ func (n *Node) gathers() bool {
 // (see route.go). Spreading the callers over the lanes, each command
 // written as it came, up to 4 per lane (2026-12-03, e5d26f1) measured
 // 1.15–1.26x at 10 goroutines on a machine whose host stole up to a
-// third of its CPU, and 0.45–0.5x on a quiet one (2026-12-05: a write
+// third of its CPU, and 0.45–0.63x on a quiet one (2026-12-05: a write
 // and a read per GET, against a quarter of each, and 2.5 times the
 // client's CPU per GET; docs/PERFORMANCE.md), so it went.
 const poolLoad = 2
