@@ -12,9 +12,8 @@ import (
 	"github.com/redisx-go/kit/internal/launcher"
 )
 
-// BenchmarkMuxLoadRule measures the load rule (see gathers)
-// side by side with the same node without it (its writers always
-// gather), in one
+// BenchmarkMuxLoadRule measures the load rule (see gathers) side by
+// side with the same node without it (its writers always gather), in one
 // process against one server: each iteration is a round of GETs from the
 // given goroutines for 100 ms on a node with the rule and for 100 ms on
 // one without, in alternating order, and the median of the rounds'

@@ -107,8 +107,8 @@ type Node struct {
 	calmPicks atomic.Int64
 	// callers counts the callers inside a call on an adaptive node, from
 	// routing to return (see loadOf): whether its lanes' writers gather
-	// batches (see gathers). Pipelines
-	// sent and awaited apart (send, Send) are not counted.
+	// batches (see gathers). Pipelines sent and awaited apart (send,
+	// Send) are not counted.
 	callers atomic.Int64
 	// noLoadRule turns the load rule off (gathers always),
 	// for BenchmarkMuxLoadRule's side-by-side measure; tests set it before
