@@ -21,6 +21,9 @@ ensure-redis:
 test:
 	bash scripts/ensure-redis.sh
 	$(MAKE) lint
+	# What a user does from a module of their own: build the README's quick
+	# start, run redisx-bench as a tool of the module.
+	bash scripts/user-module.sh
 	# The test binaries are built first, side by side (-exec true runs
 	# none of them): -p 1 below would build them one at a time too, which
 	# costs over a minute on a machine with a cold build cache (2m20s

@@ -8,11 +8,12 @@ import (
 
 // ReadFrom says which node serves reads, for Options.ReadFrom: the master
 // (ReadPrimary, the zero value), a replica (ReadReplicaPreferred) or the
-// nearest node (ReadNearest). Reads are Get (and AppendGet), MGet, the
-// reads of GetWithTTL and MGetWithTTL, and Do of a command the server's
-// command table flags read-only (GET, MGET, EXISTS, HGETALL, EVAL_RO…),
-// except the SCAN family, whose cursor belongs to one server, and
-// blocking commands. Everything else goes to the master.
+// nearest node (ReadNearest). Reads are Get (and AppendGet), MGet,
+// GetOrLoad's read of the cached value (a GET with the key's time to
+// live), and Do of a command the server's command table flags read-only
+// (GET, MGET, EXISTS, HGETALL, EVAL_RO…), except the SCAN family, whose
+// cursor belongs to one server, and blocking commands. Everything else
+// goes to the master.
 //
 // Over Sentinel (Options.Sentinel) the replicas are those a
 // sentinel lists (SENTINEL REPLICAS, every 5 s and after a failover),

@@ -38,6 +38,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -87,7 +88,7 @@ func (o Options) launcherOptions() (launcher.Options, error) {
 		// the default user: give it a secret of its own.
 		var secret [16]byte
 		if _, err := rand.Read(secret[:]); err != nil {
-			return lo, fmt.Errorf("redisxtest: %w", err)
+			return lo, wrap(err)
 		}
 		lo.Password = hex.EncodeToString(secret[:])
 		lo.Args = append(lo.Args, "--user", o.Username, "on", ">"+o.Password, "~*", "&*", "+@all")
@@ -124,21 +125,39 @@ func NewServer(ctx context.Context, o Options) (*Server, error) {
 	defer cancel()
 	if s.srv, err = launcher.Start(ctx, lo); err != nil {
 		os.RemoveAll(s.dir)
-		return nil, fmt.Errorf("redisxtest: %w", err)
+		return nil, wrap(err)
 	}
 	return s, nil
 }
+
+// wrap makes err, from the package that runs the servers, an error of
+// this package: one "redisxtest:" prefix and no internal package's name,
+// while errors.Is and errors.As still reach the cause. A nil err stays nil.
+func wrap(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &wrapped{msg: "redisxtest: " + strings.ReplaceAll(err.Error(), "launcher: ", ""), err: err}
+}
+
+type wrapped struct {
+	msg string
+	err error
+}
+
+func (e *wrapped) Error() string { return e.msg }
+func (e *wrapped) Unwrap() error { return e.err }
 
 // newTLS makes a CA and a server certificate in a new directory.
 func newTLS() (string, *launcher.TLS, error) {
 	dir, err := os.MkdirTemp("", "redisxtest-tls-")
 	if err != nil {
-		return "", nil, fmt.Errorf("redisxtest: %w", err)
+		return "", nil, wrap(err)
 	}
 	t, err := launcher.NewTLS(dir)
 	if err != nil {
 		os.RemoveAll(dir)
-		return "", nil, fmt.Errorf("redisxtest: %w", err)
+		return "", nil, wrap(err)
 	}
 	return dir, t, nil
 }
@@ -186,12 +205,28 @@ func (s *Server) Options() redisx.Options {
 	return o
 }
 
-// Kill kills the server abruptly, as a crash would; Restart brings it back
-// on the same port.
-func (s *Server) Kill() error { return s.srv.Kill() }
+// Kill kills the server abruptly (SIGKILL), as a crash would: clients see
+// their connections reset. Restart brings it back on the same address.
+// Kill is idempotent.
+func (s *Server) Kill() error { return wrap(s.srv.Kill()) }
 
-// Restart starts a killed server again on the same address.
-func (s *Server) Restart(ctx context.Context) error { return s.srv.Restart(ctx) }
+// Stop stops the server gracefully (SIGTERM, as a shutdown by an operator:
+// the server closes its clients' connections), waiting up to 5 s before
+// it kills it. Restart brings it back on the same address; Close after
+// Stop only removes the server's files. Stop is idempotent.
+func (s *Server) Stop() error { return wrap(s.srv.Stop()) }
+
+// Restart restarts the server on the same address, with the same options,
+// and returns once it answers, within ctx: a running server is stopped
+// first (as Stop does); a killed or stopped one is started again. The
+// server keeps no data on disk, so it comes back empty. Clients opened on
+// it reconnect on their own.
+func (s *Server) Restart(ctx context.Context) error {
+	if err := s.srv.Stop(); err != nil {
+		return wrap(err)
+	}
+	return wrap(s.srv.Restart(ctx))
+}
 
 // Close stops the server and removes its files. It is idempotent.
 func (s *Server) Close() error {
@@ -199,7 +234,7 @@ func (s *Server) Close() error {
 	if s.dir != "" {
 		os.RemoveAll(s.dir)
 	}
-	return err
+	return wrap(err)
 }
 
 // ClusterOptions configures a cluster. The zero value is 3 masters
@@ -245,7 +280,7 @@ func NewCluster(ctx context.Context, o ClusterOptions) (*Cluster, error) {
 	c, err := launcher.StartCluster(ctx, lo)
 	if err != nil {
 		os.RemoveAll(cl.dir)
-		return nil, fmt.Errorf("redisxtest: %w", err)
+		return nil, wrap(err)
 	}
 	cl.c = c
 	return cl, nil
@@ -289,5 +324,5 @@ func (c *Cluster) Close() error {
 	if c.dir != "" {
 		os.RemoveAll(c.dir)
 	}
-	return err
+	return wrap(err)
 }

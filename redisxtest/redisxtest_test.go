@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -106,6 +107,69 @@ func TestKillRestart(t *testing.T) {
 	}
 	if _, err := c.Get(context.Background(), "before"); !errors.Is(err, redisx.ErrNotFound) {
 		t.Fatalf("Get(before) after a restart without persistence: %v, want ErrNotFound", err)
+	}
+}
+
+// waitServing retries a SET until the server behind c answers, for 5 s.
+func waitServing(t *testing.T, c *redisx.Client, key string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		err := c.Set(ctx, key, []byte("v"), 0)
+		cancel()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no recovery 5 s after the server came back: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestRestartRestartsARunningServer(t *testing.T) {
+	srv := redisxtest.Start(t, redisxtest.Options{Password: "pw"})
+	c := newClient(t, srv.Options())
+	setGet(t, c, "before")
+	if err := srv.Restart(context.Background()); err != nil {
+		t.Fatalf("Restart of a running server: %v", err)
+	}
+	waitServing(t, c, "after")
+	if _, err := c.Get(context.Background(), "before"); !errors.Is(err, redisx.ErrNotFound) {
+		t.Fatalf("Get(before) after a restart without persistence: %v, want ErrNotFound", err)
+	}
+}
+
+func TestStopThenRestart(t *testing.T) {
+	srv := redisxtest.Start(t, redisxtest.Options{})
+	c := newClient(t, srv.Options())
+	setGet(t, c, "before")
+	if err := srv.Stop(); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	if err := srv.Stop(); err != nil {
+		t.Fatalf("a second Stop: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	_, err := c.Get(ctx, "before")
+	cancel()
+	if err == nil {
+		t.Fatal("Get from a stopped server succeeded")
+	}
+	if err := srv.Restart(context.Background()); err != nil {
+		t.Fatalf("Restart after Stop: %v", err)
+	}
+	waitServing(t, c, "after")
+}
+
+func TestErrorsNameRedisxtestOnly(t *testing.T) {
+	_, err := redisxtest.NewServer(context.Background(), redisxtest.Options{Args: []string{"--no-such-directive", "1"}})
+	if err == nil {
+		t.Fatal("NewServer with an unknown directive succeeded")
+	}
+	if msg := err.Error(); !strings.HasPrefix(msg, "redisxtest: ") || strings.Contains(msg, "launcher:") {
+		t.Fatalf("error %q: want one redisxtest: prefix and no internal package's name", msg)
 	}
 }
 

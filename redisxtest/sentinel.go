@@ -54,7 +54,7 @@ func NewSentinel(ctx context.Context, o Options) (*Sentinel, error) {
 		Args:      append([]string(nil), o.Args...),
 	})
 	if err != nil {
-		return nil, fmt.Errorf("redisxtest: %w", err)
+		return nil, wrap(err)
 	}
 	return &Sentinel{g: g, opts: o}, nil
 }
@@ -113,7 +113,7 @@ func (s *Sentinel) Master() (string, error) {
 	defer cancel()
 	m, err := s.g.Master(ctx)
 	if err != nil {
-		return "", fmt.Errorf("redisxtest: %w", err)
+		return "", wrap(err)
 	}
 	return m.Addr(), nil
 }
@@ -126,7 +126,7 @@ func (s *Sentinel) KillMaster() (string, error) {
 	defer cancel()
 	m, err := s.g.KillMaster(ctx)
 	if err != nil {
-		return "", fmt.Errorf("redisxtest: %w", err)
+		return "", wrap(err)
 	}
 	s.mu.Lock()
 	s.killed = append(s.killed, m)
@@ -149,7 +149,7 @@ func (s *Sentinel) WaitFailover(ctx context.Context, from string) (string, error
 	defer cancel()
 	m, err := s.g.WaitMaster(ctx, not)
 	if err != nil {
-		return "", fmt.Errorf("redisxtest: %w", err)
+		return "", wrap(err)
 	}
 	return m.Addr(), nil
 }
@@ -166,7 +166,7 @@ func (s *Sentinel) Failover(ctx context.Context) (string, error) {
 	defer cancel()
 	m, err := s.g.Failover(ctx)
 	if err != nil {
-		return "", fmt.Errorf("redisxtest: %w", err)
+		return "", wrap(err)
 	}
 	return m.Addr(), nil
 }
@@ -186,7 +186,7 @@ func (s *Sentinel) RestartKilled(ctx context.Context) error {
 			s.mu.Lock()
 			s.killed = append(s.killed, killed[i:]...)
 			s.mu.Unlock()
-			return fmt.Errorf("redisxtest: %w", err)
+			return wrap(err)
 		}
 	}
 	return nil
@@ -197,7 +197,7 @@ func (s *Sentinel) RestartKilled(ctx context.Context) error {
 func (s *Sentinel) Kill(addr string) error {
 	for _, n := range s.g.Sentinels() {
 		if n.Addr() == addr {
-			return n.Kill()
+			return wrap(n.Kill())
 		}
 	}
 	for _, n := range s.g.Nodes() {
@@ -208,7 +208,7 @@ func (s *Sentinel) Kill(addr string) error {
 			return fmt.Errorf("redisxtest: %s is the master: use KillMaster", addr)
 		}
 		if err := n.Kill(); err != nil {
-			return err
+			return wrap(err)
 		}
 		s.mu.Lock()
 		if !slices.Contains(s.killed, n) {
@@ -222,4 +222,4 @@ func (s *Sentinel) Kill(addr string) error {
 
 // Close stops every process of the group and removes their files. It is
 // idempotent.
-func (s *Sentinel) Close() error { return s.g.Stop() }
+func (s *Sentinel) Close() error { return wrap(s.g.Stop()) }
