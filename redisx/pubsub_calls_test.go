@@ -71,7 +71,7 @@ func TestSubscribeTimeoutKeepsEarlierChannels(t *testing.T) {
 	}
 	defer sub.Close()
 
-	pauseServer(t, srv, 300*time.Millisecond)
+	pauseServer(t, srv, time.Second)
 	short, cancelShort := context.WithTimeout(ctx, 100*time.Millisecond)
 	err = sub.Subscribe(short, "news", "sports")
 	cancelShort()
@@ -105,7 +105,7 @@ func TestSubscribeTimeoutKeepsConcurrentSubscribe(t *testing.T) {
 	}
 	defer sub.Close()
 
-	pauseServer(t, srv, 300*time.Millisecond)
+	pauseServer(t, srv, time.Second)
 	patient := make(chan error, 1)
 	go func() { patient <- sub.Subscribe(ctx, "x") }()
 	time.Sleep(20 * time.Millisecond) // the patient call's SUBSCRIBE goes first
@@ -152,7 +152,7 @@ func TestSubscribeRefusedFailsOnlyItsCall(t *testing.T) {
 	// The server checks permissions before it holds a command: the first
 	// SUBSCRIBE is held, and the connection's next commands wait behind
 	// it, in order — the refusal is read while the last call waits.
-	pauseServer(t, srv, 300*time.Millisecond)
+	pauseServer(t, srv, time.Second)
 	first, refused := make(chan error, 1), make(chan error, 1)
 	go func() { first <- sub.Subscribe(ctx, "allowed:c") }()
 	time.Sleep(50 * time.Millisecond)

@@ -392,7 +392,7 @@ func TestSSubscribeFollowsSlotMoveAfterUnsubscribeWhileReconnecting(t *testing.T
 	}
 	admin.Send("MULTI")
 	admin.Send("CLIENT", "KILL", "TYPE", "pubsub")
-	admin.Send("CLIENT", "PAUSE", 500, "ALL")
+	admin.Send("CLIENT", "PAUSE", 1000, "ALL")
 	if _, err := admin.Do("EXEC"); err != nil {
 		t.Fatalf("CLIENT KILL, CLIENT PAUSE: %v", err)
 	}
