@@ -15,7 +15,10 @@
 // to itself and subscribes to __redis__:invalidate, so the server sends it
 // the name of every key written, expired or evicted — optionally only
 // under Near.Prefixes. A FLUSHALL or FLUSHDB arrives as a null message and
-// flushes the local cache.
+// flushes the local cache. An ACL user needs CLIENT TRACKING and the
+// channel (&__redis__:invalidate): when the server refuses either
+// (NOPERM), redisx.New fails at once with redisx.ErrAuth; should it refuse
+// them later, nothing is served locally until it accepts again.
 //
 // Broadcasting mode is chosen over the default (per-connection) mode on
 // purpose: in the default mode the server remembers which connection read

@@ -54,8 +54,14 @@ func startInvalidator(ctx context.Context, cfg strategy.Config, follow sentinel.
 	}
 	inv.cluster = isCluster
 	inv.reconcile(masters)
-	// Serve nothing locally before every listener is subscribed.
+	// Serve nothing locally before every listener is subscribed. A
+	// refusal (the user may not track or subscribe) is final: waiting for
+	// the context's end would only hide it.
 	for !inv.allUp() {
+		if err := inv.refused(); err != nil {
+			inv.close()
+			return nil, err
+		}
 		select {
 		case <-ctx.Done():
 			inv.close()
@@ -147,6 +153,21 @@ func (inv *invalidator) reconcile(masters []string) {
 	if changed {
 		inv.updateLocked()
 	}
+}
+
+// refused returns the refusal a listener met at its last connect, if any.
+func (inv *invalidator) refused() error {
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	for _, l := range inv.listeners {
+		l.mu.Lock()
+		err := l.refused
+		l.mu.Unlock()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (inv *invalidator) allUp() bool {
@@ -241,8 +262,9 @@ type listener struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	mu sync.Mutex
-	up bool
+	mu      sync.Mutex
+	up      bool
+	refused error // the last connect's failure, when the server refused it (ErrAuth)
 }
 
 func (l *listener) isUp() bool {
@@ -262,6 +284,15 @@ func (l *listener) run() {
 		c, err := next, error(nil)
 		if c == nil {
 			c, err = l.connect()
+			l.mu.Lock()
+			l.refused = nil
+			if errors.Is(err, strategy.ErrAuth) {
+				// Tried again all the same, at the backoff's pace: an
+				// operator may grant the permission; meanwhile nothing is
+				// served locally.
+				l.refused = err
+			}
+			l.mu.Unlock()
 		}
 		if err == nil {
 			if next, err = l.session(c); next != nil {
@@ -312,7 +343,12 @@ func (l *listener) connect() (redis.Conn, error) {
 	}
 	if err != nil {
 		c.Close()
-		return nil, fmt.Errorf("%w: invalidation connection to %s: %w", strategy.ErrConnection, l.addr, err)
+		kind := strategy.ErrConnection
+		var re redis.Error
+		if errors.As(err, &re) && strings.HasPrefix(string(re), "NOPERM") {
+			kind = strategy.ErrAuth // the user may not track, or subscribe to the channel
+		}
+		return nil, fmt.Errorf("%w: invalidation connection to %s: %w", kind, l.addr, err)
 	}
 	return c, nil
 }

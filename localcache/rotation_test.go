@@ -2,6 +2,7 @@ package localcache_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -112,5 +113,32 @@ func TestInvalidationConnectionRotates(t *testing.T) {
 				t.Errorf("Stats().Invalidations = %d; want at least one per write of another client", st.Invalidations)
 			}
 		})
+	}
+}
+
+// TestNearRefusedInvalidationChannelFailsNew: a user the server does not
+// let subscribe to the invalidation channel (no &__redis__:invalidate)
+// makes New fail at once with ErrAuth and the server's NOPERM, rather
+// than wait for invalidations that never come until its context ends.
+func TestNearRefusedInvalidationChannelFailsNew(t *testing.T) {
+	srv := launcher.Private(t, launcher.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if out, err := srv.CLI(ctx, "ACL", "SETUSER", "u", "reset", "on", ">pw-u", "~*", "resetchannels", "+@all"); err != nil {
+		t.Fatalf("ACL SETUSER: %v (%s)", err, out)
+	}
+	open, cancelOpen := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancelOpen()
+	start := time.Now()
+	c, err := redisx.New(open, redisx.Options{Addrs: []string{srv.Addr()}, Username: "u", Password: "pw-u", Strategy: localcache.Near{}})
+	took := time.Since(start)
+	if c != nil {
+		c.Close()
+	}
+	if !errors.Is(err, redisx.ErrAuth) || !strings.Contains(fmt.Sprint(err), "NOPERM") || errors.Is(err, redisx.ErrConnection) {
+		t.Errorf("New with a user refused the invalidation channel = %v; want ErrAuth with the server's NOPERM, not ErrConnection", err)
+	}
+	if took > 2*time.Second {
+		t.Errorf("New returned after %v; want at once, not at its context's end", took)
 	}
 }

@@ -98,6 +98,23 @@ func (p *pubsubs) closeAll() {
 // message is dropped for each new one, and counted in Dropped and in the
 // client's Stats.PubSubDropped. A Reconnected marker is never dropped
 // while a message can be.
+//
+// Refusals: a Subscribe of a channel the server refuses (NOPERM: the ACL
+// user may not use it) fails with ErrAuth and changes nothing else. A
+// subscription the server refuses to restore on a new connection — a
+// channel or pattern it had is refused, the user having lost the
+// permission, or the connection itself is (ErrAuth: the password
+// changed) — cannot keep its promise, and ends rather than go quiet:
+// Messages is closed once the messages received before are read, Err
+// says why, and later calls return the same error. Close must still be
+// called. A reader that ranges over Messages checks Err after the loop:
+//
+//	for m := range sub.Messages() {
+//		// m.Kind == redisx.Reconnected: messages may have been missed
+//	}
+//	if err := sub.Err(); err != nil {
+//		// the server refused to restore the subscription
+//	}
 type Subscription struct {
 	c      *Client
 	dialer strategy.SessionDialer
@@ -107,9 +124,14 @@ type Subscription struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // the sessions and the forwarder
 
+	// mu guards sessions, closed and err. It is held while a call changes
+	// the names of a session, so that none is ended meanwhile (lock order:
+	// mu, then the session's, see session).
 	mu       sync.Mutex
 	sessions map[int]*session // classicKey, or a slot (0 on a standalone server)
 	closed   bool
+	err      error         // why the subscription ended by itself (Err)
+	ended    chan struct{} // closed when err is set
 
 	q       msgQueue
 	out     chan Message
@@ -156,7 +178,7 @@ func (c *Client) subscribe(ctx context.Context, kind subKind, names []string) (*
 	if !ok {
 		return nil, fmt.Errorf("%w: Pub/Sub on a %T backend", ErrUnsupported, c.b)
 	}
-	s := &Subscription{c: c, dialer: d, shards: onCluster(c.b), sessions: map[int]*session{}, out: make(chan Message)}
+	s := &Subscription{c: c, dialer: d, shards: onCluster(c.b), sessions: map[int]*session{}, ended: make(chan struct{}), out: make(chan Message)}
 	s.life, s.cancel = context.WithCancel(context.Background())
 	size := c.ps.buffer
 	if size <= 0 {
@@ -217,8 +239,9 @@ func onCluster(b strategy.Backend) bool {
 }
 
 // Messages returns the channel the subscription delivers on, the same at
-// every call. It is closed by Close. Messages of a channel unsubscribed
-// may still come if they were received before Unsubscribe.
+// every call. It is closed by Close, or when the subscription ends by
+// itself (see Err). Messages of a channel unsubscribed may still come if
+// they were received before Unsubscribe.
 func (s *Subscription) Messages() <-chan Message { return s.out }
 
 // Dropped returns the number of messages dropped so far because the
@@ -226,8 +249,10 @@ func (s *Subscription) Messages() <-chan Message { return s.out }
 func (s *Subscription) Dropped() int64 { return s.dropped.Load() }
 
 // Subscribe adds channels to the subscription and returns once the server
-// has confirmed them, or when ctx ends (the channels are then
-// unsubscribed again).
+// has confirmed them, or fails when ctx ends or the server refuses them
+// (ErrAuth for NOPERM). A failed call undoes what it added: the channels
+// it named are unsubscribed again, except those an earlier Subscribe
+// added or another one still running is adding.
 func (s *Subscription) Subscribe(ctx context.Context, channels ...string) error {
 	return s.addChecked(ctx, kindChannel, channels)
 }
@@ -246,6 +271,8 @@ func (s *Subscription) SSubscribe(ctx context.Context, channels ...string) error
 // none is named — and returns once UNSUBSCRIBE is written (or the
 // channels forgotten, while the connection is being replaced): no message
 // of them is delivered after it returns, except those already received.
+// A Subscribe of them still waiting for the server returns nil: it took
+// effect first.
 func (s *Subscription) Unsubscribe(ctx context.Context, channels ...string) error {
 	return s.remove(ctx, kindChannel, channels)
 }
@@ -271,18 +298,22 @@ func (s *Subscription) addChecked(ctx context.Context, kind subKind, names []str
 }
 
 // add subscribes to names, each in its session, and waits for every
-// confirmation within ctx.
+// confirmation within ctx. A failure undoes what the call added.
 func (s *Subscription) add(ctx context.Context, kind subKind, names []string) error {
 	bySession := map[int][]string{}
+	seen := make(map[string]bool, len(names))
 	for _, n := range names {
-		bySession[s.keyOf(kind, n)] = append(bySession[s.keyOf(kind, n)], n)
+		if !seen[n] {
+			seen[n] = true
+			key := s.keyOf(kind, n)
+			bySession[key] = append(bySession[key], n)
+		}
 	}
-	var waits []<-chan error
-	var added []func()
+	var parts []part
 	s.mu.Lock()
-	if s.closed {
+	if err := s.usableLocked(); err != nil {
 		s.mu.Unlock()
-		return ErrClosed
+		return err
 	}
 	for key, ns := range bySession {
 		ss := s.sessions[key]
@@ -291,33 +322,91 @@ func (s *Subscription) add(ctx context.Context, kind subKind, names []string) er
 			ss = s.newSession(key)
 			s.sessions[key] = ss
 		}
-		waits = append(waits, ss.add(kind, ns)...)
+		parts = append(parts, part{key, ss, ss.add(kind, ns)})
 		if fresh {
 			ss.start()
 		}
-		added = append(added, func() { s.drop(key, kind, ns) })
 	}
 	s.mu.Unlock()
-	for _, w := range waits {
+	var err error
+	for _, p := range parts {
 		select {
-		case err := <-w:
-			if err == nil {
-				continue
-			}
-			for _, undo := range added {
-				undo()
-			}
-			return err
+		case err = <-p.cl.done:
 		case <-ctx.Done():
-			for _, undo := range added {
-				undo()
-			}
-			return ctx.Err()
+			err = ctx.Err()
+		case <-s.ended:
+			return s.Err()
 		case <-s.life.Done():
 			return ErrClosed
 		}
+		if err != nil {
+			break
+		}
+	}
+	s.release(parts, err == nil)
+	return err
+}
+
+// part is a call of add in one session.
+type part struct {
+	key int
+	ss  *session
+	cl  *call
+}
+
+// release ends the calls of parts (see session.release), and the
+// sessions left with nothing.
+func (s *Subscription) release(parts []part, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, p := range parts {
+		if s.sessions[p.key] != p.ss {
+			continue // ended since
+		}
+		if p.ss.release(p.cl, ok) {
+			delete(s.sessions, p.key)
+			p.ss.cancel()
+		}
+	}
+}
+
+// usableLocked returns the error of a call on a subscription closed or
+// ended. The caller holds s.mu.
+func (s *Subscription) usableLocked() error {
+	switch {
+	case s.closed:
+		return ErrClosed
+	case s.err != nil:
+		return s.err
 	}
 	return nil
+}
+
+// end ends the subscription with err (see Err): its sessions stop, the
+// calls waiting return err, and Messages is closed once the messages
+// received before are read.
+func (s *Subscription) end(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || s.err != nil {
+		return
+	}
+	s.err = &endedError{err}
+	for key, ss := range s.sessions {
+		delete(s.sessions, key)
+		ss.cancel()
+	}
+	close(s.ended)
+}
+
+// Err returns why the subscription ended by itself — the server refused
+// to restore it: an error wrapping ErrAuth (NOPERM, WRONGPASS) or the
+// refusal's sentinel, and the server's reply — or nil while it runs, or
+// if Close ended it. See Subscription.
+func (s *Subscription) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
 }
 
 // keyOf is the session of a channel or pattern of kind.
@@ -338,8 +427,8 @@ func (s *Subscription) remove(ctx context.Context, kind subKind, names []string)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed {
-		return ErrClosed
+	if err := s.usableLocked(); err != nil {
+		return err
 	}
 	for key := range s.sessions {
 		if (kind == kindShard) != (key != classicKey) {
@@ -362,14 +451,9 @@ func (s *Subscription) remove(ctx context.Context, kind subKind, names []string)
 	return nil
 }
 
-// drop unsubscribes the session of key from names (all of kind when nil),
-// and ends the session when it is left with nothing.
-func (s *Subscription) drop(key int, kind subKind, names []string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.dropLocked(key, kind, names)
-}
-
+// dropLocked unsubscribes the session of key from names (all of kind
+// when nil), and ends the session when it is left with nothing. The
+// caller holds s.mu.
 func (s *Subscription) dropLocked(key int, kind subKind, names []string) {
 	ss := s.sessions[key]
 	if ss == nil {
@@ -394,8 +478,7 @@ func (s *Subscription) Close() error {
 	s.closed = true
 	s.mu.Unlock()
 	s.cancel()
-	s.wg.Wait()
-	close(s.out)
+	s.wg.Wait() // the forwarder has closed Messages
 	s.c.ps.mu.Lock()
 	delete(s.c.ps.live, s)
 	s.c.ps.mu.Unlock()
@@ -411,15 +494,21 @@ func (s *Subscription) deliver(m Message) {
 }
 
 // forward hands the queued messages to the reader, one at a time, until
-// Close.
+// Close, or until the queue is empty once the subscription ended; then
+// it closes Messages.
 func (s *Subscription) forward() {
 	defer s.wg.Done()
+	defer close(s.out)
 	for {
 		m, ok := s.q.pop()
 		if !ok {
 			select {
 			case <-s.q.ready:
 				continue
+			case <-s.ended:
+				if m, ok = s.q.pop(); !ok {
+					return
+				}
 			case <-s.life.Done():
 				return
 			}
@@ -430,68 +519,6 @@ func (s *Subscription) forward() {
 			return
 		}
 	}
-}
-
-// msgQueue is the bounded buffer between the connections and the reader:
-// when full, the oldest Data message makes room.
-type msgQueue struct {
-	mu    sync.Mutex
-	items []Message
-	start int
-	size  int
-	ready chan struct{} // capacity 1: something was pushed
-}
-
-func (q *msgQueue) init(size int) {
-	q.size = size
-	q.ready = make(chan struct{}, 1)
-}
-
-// push queues m and reports whether a message was dropped for it. A
-// marker right behind another is not queued: one says it all.
-func (q *msgQueue) push(m Message) (dropped bool) {
-	q.mu.Lock()
-	live := q.items[q.start:]
-	switch {
-	case m.Kind == Reconnected && len(live) > 0 && live[len(live)-1].Kind == Reconnected:
-		q.mu.Unlock()
-		return false
-	case len(live) >= q.size:
-		drop := 0
-		for drop < len(live)-1 && live[drop].Kind != Data {
-			drop++ // markers are kept while a message can go instead
-		}
-		copy(live[1:drop+1], live[:drop])
-		live[0] = Message{}
-		q.start++
-		dropped = true
-	}
-	if q.start > q.size {
-		n := copy(q.items, q.items[q.start:])
-		clear(q.items[n:])
-		q.items, q.start = q.items[:n], 0
-	}
-	q.items = append(q.items, m)
-	q.mu.Unlock()
-	select {
-	case q.ready <- struct{}{}:
-	default:
-	}
-	return dropped
-}
-
-// pop takes the oldest message, if any.
-func (q *msgQueue) pop() (Message, bool) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.start == len(q.items) {
-		q.items, q.start = q.items[:0], 0
-		return Message{}, false
-	}
-	m := q.items[q.start]
-	q.items[q.start] = Message{}
-	q.start++
-	return m, true
 }
 
 // Publish posts message on channel (PUBLISH) and returns the number of

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -47,36 +48,35 @@ const (
 	maxBackoff     = 500 * time.Millisecond
 )
 
-// waitKey names a confirmation awaited.
-type waitKey struct {
-	kind subKind
-	name string
-}
-
+// session is one connection of a Subscription and what it wants. Its
+// state is described in pubsub_state.go. Locks, in this order:
+// Subscription.mu (sessions made and ended), sendMu, mu.
 type session struct {
 	sub  *Subscription
 	slot int // DialSession's: -1 for any node
 
-	ctx    context.Context // ends when the session is dropped or the subscription closed
+	ctx    context.Context // ends when the session is dropped or the subscription ends
 	cancel context.CancelFunc
 
-	mu      sync.Mutex
-	want    [numKinds]map[string]bool
-	waiters map[waitKey][]chan error
-	pending map[string]int // SUNSUBSCRIBE sent, confirmation not yet read
-	rc      redis.Conn     // the connection while subscribed; nil otherwise
+	// sendMu is held across a change that must be told to the server and
+	// the write that tells it, and by the pinger: one writer at a time
+	// (redigo), and commands in the order of the changes.
+	sendMu sync.Mutex
 
-	sendMu sync.Mutex // redigo: one sender at a time
+	mu      sync.Mutex // the reader takes only this one
+	want    [numKinds]map[string]*entry
+	rc      redis.Conn // the connection while subscribed; nil otherwise
+	pending []*subCmd  // written on rc, replies awaited, in order
 }
 
 // newSession makes the session of key; start runs it.
 func (s *Subscription) newSession(key int) *session {
-	ss := &session{sub: s, slot: key, waiters: map[waitKey][]chan error{}, pending: map[string]int{}}
+	ss := &session{sub: s, slot: key}
 	if key == classicKey || !s.shards {
 		ss.slot = -1
 	}
 	for k := range ss.want {
-		ss.want[k] = map[string]bool{}
+		ss.want[k] = map[string]*entry{}
 	}
 	ss.ctx, ss.cancel = context.WithCancel(s.life)
 	return ss
@@ -87,69 +87,6 @@ func (ss *session) start() {
 	go ss.run()
 }
 
-// add wants names and returns the confirmations to wait for: sent now on
-// the connection, or by the next connection's subscription.
-func (ss *session) add(kind subKind, names []string) []<-chan error {
-	waits := make([]<-chan error, len(names))
-	ss.mu.Lock()
-	for i, n := range names {
-		ss.want[kind][n] = true
-		w := make(chan error, 1)
-		ss.waiters[waitKey{kind, n}] = append(ss.waiters[waitKey{kind, n}], w)
-		waits[i] = w
-	}
-	rc := ss.rc
-	ss.mu.Unlock()
-	if rc != nil {
-		ss.send(rc, kind.subscribe(), names)
-	}
-	return waits
-}
-
-// remove stops wanting names (every name of kind when nil) and reports
-// whether the session wants nothing any more.
-func (ss *session) remove(kind subKind, names []string) (empty bool) {
-	ss.mu.Lock()
-	if names == nil {
-		for n := range ss.want[kind] {
-			names = append(names, n)
-		}
-	}
-	var gone []string
-	for _, n := range names {
-		if ss.want[kind][n] {
-			delete(ss.want[kind], n)
-			gone = append(gone, n)
-			if kind == kindShard {
-				ss.pending[n]++
-			}
-		}
-	}
-	rc := ss.rc
-	empty = true
-	for k := range ss.want {
-		empty = empty && len(ss.want[k]) == 0
-	}
-	ss.mu.Unlock()
-	if rc != nil && len(gone) > 0 && !empty {
-		ss.send(rc, kind.unsubscribe(), gone)
-	}
-	return empty
-}
-
-// send writes one command naming names.
-func (ss *session) send(rc redis.Conn, cmd string, names []string) {
-	args := make([]any, len(names))
-	for i, n := range names {
-		args[i] = n
-	}
-	ss.sendMu.Lock()
-	defer ss.sendMu.Unlock()
-	if rc.Send(cmd, args...) == nil {
-		rc.Flush() // a failure shows on the reading side, which reconnects
-	}
-}
-
 // run keeps the session's connection subscribed until the session ends.
 func (ss *session) run() {
 	defer ss.sub.wg.Done()
@@ -158,8 +95,16 @@ func (ss *session) run() {
 	for ss.ctx.Err() == nil {
 		rc, early, err := ss.connect()
 		if err != nil {
-			if !strategy.Temporary(err) {
-				ss.failWaiters(err) // the callers waiting should know; the session tries on
+			if permanent(err) {
+				// The calls running learn it; a subscription that relies
+				// on something here cannot be restored, and ends.
+				ss.mu.Lock()
+				relied := ss.refuseAllLocked(err)
+				ss.mu.Unlock()
+				if relied {
+					ss.sub.end(err)
+					return
+				}
 			}
 			select {
 			case <-ss.ctx.Done():
@@ -178,39 +123,53 @@ func (ss *session) run() {
 	}
 }
 
+// permanent reports a failure to connect that dialling again does not
+// cure: the server refused the credentials or the configuration.
+func permanent(err error) bool {
+	return errors.Is(err, ErrAuth) || errors.Is(err, ErrInvalidArgument)
+}
+
 // connect dials the session's node, subscribes the connection to
-// everything wanted, and returns it with the messages read meanwhile.
+// everything wanted, and returns it with the messages read meanwhile. A
+// name the server refuses fails the calls naming it, and ends the
+// subscription if it relies on the name: connect then returns ErrClosed.
 func (ss *session) connect() (redis.Conn, []any, error) {
 	ctx, cancel := context.WithTimeout(ss.ctx, sessionTimeout)
 	defer cancel()
 	var rc redis.Conn
 	var early []any
-	var snap [numKinds][]string
+	var snap []waitKey
+	var refused map[waitKey]redis.Error
 	_, err := ss.sub.dialer.DialSession(ctx, ss.slot, func(nc net.Conn) error {
 		c := redis.NewConn(nc, 0, writeTimeout)
-		snap, early = ss.snapshot(), early[:0] // hello runs again after a redirect
-		expect := 0
-		for k, names := range snap {
-			if len(names) > 0 {
-				c.Send(subKind(k).subscribe(), strArgs(names)...)
-				expect += len(names)
-			}
+		// Hello runs again after a redirect.
+		snap, early, refused = ss.snapshot(), early[:0], map[waitKey]redis.Error{}
+		// One command per name: the server refuses a command as a whole
+		// (its NOPERM names no channel), and a refusal must be pinned on
+		// its name.
+		for _, w := range snap {
+			c.Send(w.kind.subscribe(), w.name)
 		}
-		if expect == 0 {
+		if len(snap) == 0 {
 			c.Send("PING")
-			expect = 1
 		}
 		if err := c.Flush(); err != nil {
 			return err
 		}
-		for expect > 0 {
+		for i := 0; i < max(len(snap), 1); {
 			v, err := c.Receive()
-			if err != nil {
-				return err // MOVED and ASK are followed by DialSession
-			}
-			if isConfirmation(v) {
-				expect--
-			} else {
+			var re redis.Error
+			switch {
+			case errors.As(err, &re) && len(snap) > 0 && !isRedirect(re) && !strategy.Temporary(re):
+				refused[snap[i]] = re
+				i++
+			case err != nil:
+				// MOVED and ASK are followed by DialSession; "not now"
+				// is tried again after a backoff.
+				return err
+			case isConfirmation(v):
+				i++
+			default:
 				early = append(early, v)
 			}
 		}
@@ -220,52 +179,80 @@ func (ss *session) connect() (redis.Conn, []any, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	// What changed during the handshake is sent now; the waiters of what
-	// the handshake subscribed are answered.
-	var add, drop [numKinds][]string
+	// What changed during the handshake is sent now; the calls waiting
+	// for what it subscribed are answered.
+	ss.sendMu.Lock()
 	ss.mu.Lock()
 	if ss.ctx.Err() != nil {
 		ss.mu.Unlock()
+		ss.sendMu.Unlock()
 		rc.Close()
 		return nil, nil, ErrClosed
 	}
-	ss.rc = rc
-	for k := range snap {
-		had := map[string]bool{}
-		for _, n := range snap[k] {
-			had[n] = true
-			if ss.want[k][n] {
-				ss.confirmLocked(subKind(k), n)
-			} else {
-				drop[k] = append(drop[k], n)
+	var cmds []*subCmd
+	var drop [numKinds][]string
+	var end error
+	had := map[waitKey]bool{}
+	for _, w := range snap {
+		had[w] = true
+		e := ss.want[w.kind][w.name]
+		re, no := refused[w]
+		switch {
+		case e == nil && !no:
+			drop[w.kind] = append(drop[w.kind], w.name)
+		case e == nil:
+		case no:
+			err := refusal(w.kind, []string{w.name}, " again on a new connection", re)
+			if e.refuseLocked(err) && end == nil {
+				end = err
 			}
-		}
-		for n := range ss.want[k] {
-			if !had[n] {
-				add[k] = append(add[k], n)
+		default:
+			for _, cl := range slices.Clone(e.waiting) {
+				cl.answerLocked(e)
 			}
 		}
 	}
-	ss.mu.Unlock()
-	for k := range add {
-		if len(add[k]) > 0 {
-			ss.send(rc, subKind(k).subscribe(), add[k])
+	for k := range ss.want {
+		for n, e := range ss.want[k] {
+			if !had[waitKey{subKind(k), n}] {
+				cmds = append(cmds, &subCmd{kind: subKind(k), sub: true, names: []string{n}, calls: [][]*call{slices.Clone(e.waiting)}})
+			}
 		}
 		if len(drop[k]) > 0 {
-			ss.send(rc, subKind(k).unsubscribe(), drop[k])
+			cmds = append(cmds, &subCmd{kind: subKind(k), names: drop[k]})
 		}
+	}
+	if end == nil {
+		ss.rc, ss.pending = rc, nil
+		ss.queueLocked(cmds...)
+	}
+	ss.mu.Unlock()
+	if end == nil {
+		ss.write(rc, cmds...)
+	}
+	ss.sendMu.Unlock()
+	if end != nil {
+		rc.Close()
+		ss.sub.end(end) // takes Subscription.mu: after sendMu is unlocked
+		return nil, nil, ErrClosed
 	}
 	return rc, early, nil
 }
 
+// waitKey is a name of a kind.
+type waitKey struct {
+	kind subKind
+	name string
+}
+
 // snapshot lists what the session wants.
-func (ss *session) snapshot() [numKinds][]string {
+func (ss *session) snapshot() []waitKey {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	var out [numKinds][]string
+	var out []waitKey
 	for k, m := range ss.want {
 		for n := range m {
-			out[k] = append(out[k], n)
+			out = append(out, waitKey{subKind(k), n})
 		}
 	}
 	return out
@@ -303,7 +290,7 @@ func (ss *session) serve(rc redis.Conn, early []any) {
 	defer func() {
 		ss.mu.Lock()
 		if ss.rc == rc {
-			ss.rc = nil
+			ss.rc, ss.pending = nil, nil
 		}
 		ss.mu.Unlock()
 		stopClose()
@@ -326,7 +313,9 @@ func (ss *session) serve(rc redis.Conn, early []any) {
 			if isRedirect(re) {
 				return // dial the slot's master again
 			}
-			ss.failWaiters(err)
+			ss.mu.Lock()
+			ss.refusedLocked(re)
+			ss.mu.Unlock()
 			continue
 		case err != nil:
 			return
@@ -366,18 +355,14 @@ func (ss *session) handle(v any) bool {
 		}
 	case "subscribe", "psubscribe", "ssubscribe":
 		ss.mu.Lock()
-		ss.confirmLocked(confirmKind(kind), name)
+		ss.replyLocked(replyKind(kind), true, name)
 		ss.mu.Unlock()
-	case "sunsubscribe":
+	case "unsubscribe", "punsubscribe", "sunsubscribe":
 		ss.mu.Lock()
 		defer ss.mu.Unlock()
-		switch {
-		case ss.pending[name] > 0:
-			if ss.pending[name]--; ss.pending[name] == 0 {
-				delete(ss.pending, name)
-			}
-		case ss.want[kindShard][name]:
-			// Not asked for: the server no longer serves the channel's
+		k := replyKind(kind)
+		if !ss.replyLocked(k, false, name) && k == kindShard && ss.want[k][name] != nil {
+			// Not a reply: the server no longer serves the channel's
 			// slot (resharding, failover). Follow it to its new master.
 			return false
 		}
@@ -385,11 +370,12 @@ func (ss *session) handle(v any) bool {
 	return true
 }
 
-func confirmKind(kind string) subKind {
+// replyKind is the kind of a (un)subscribe reply.
+func replyKind(kind string) subKind {
 	switch kind {
-	case "psubscribe":
+	case "psubscribe", "punsubscribe":
 		return kindPattern
-	case "ssubscribe":
+	case "ssubscribe", "sunsubscribe":
 		return kindShard
 	}
 	return kindChannel
@@ -416,28 +402,7 @@ func isRedirect(re redis.Error) bool {
 func (ss *session) wants(kind subKind, name string) bool {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	return ss.want[kind][name]
-}
-
-// confirmLocked answers the waiters of name. ss.mu must be held.
-func (ss *session) confirmLocked(kind subKind, name string) {
-	k := waitKey{kind, name}
-	for _, w := range ss.waiters[k] {
-		w <- nil
-	}
-	delete(ss.waiters, k)
-}
-
-// failWaiters answers every waiter with err.
-func (ss *session) failWaiters(err error) {
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	for k, ws := range ss.waiters {
-		for _, w := range ws {
-			w <- err
-		}
-		delete(ss.waiters, k)
-	}
+	return ss.want[kind][name] != nil
 }
 
 func strArgs(names []string) []any {

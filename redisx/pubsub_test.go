@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gomodule/redigo/redis"
 	"github.com/redisx-go/kit/internal/launcher"
 	"github.com/redisx-go/kit/localcache"
 	"github.com/redisx-go/kit/redisx"
@@ -348,5 +349,85 @@ func TestSubscribeOverGoRedisIsUnsupported(t *testing.T) {
 	c, _ := newFakeClient(t)
 	if _, err := c.Subscribe(t.Context(), "ch"); !errors.Is(err, redisx.ErrUnsupported) {
 		t.Fatalf("Subscribe without a SessionDialer = %v; want ErrUnsupported", err)
+	}
+}
+
+// TestSSubscribeFollowsSlotMoveAfterUnsubscribeWhileReconnecting: a
+// sharded channel unsubscribed while its connection is being replaced,
+// and subscribed again on the new one, still follows its slot when the
+// slot moves to another master: the server's own unsubscribe is not taken
+// for the reply to a command that was never sent on that connection.
+func TestSSubscribeFollowsSlotMoveAfterUnsubscribeWhileReconnecting(t *testing.T) {
+	cl := launcher.ClusterForTest(t, launcher.ClusterOptions{})
+	if cl.External() {
+		t.Skip("moves a slot, which REDISX_TEST_CLUSTER's external cluster does not allow")
+	}
+	before := goleak.IgnoreCurrent()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	// A client name: the new connection's handshake (CLIENT SETNAME) is
+	// held by the pause below, before it subscribes to anything.
+	c, err := redisx.New(ctx, redisx.Options{Addrs: cl.Addrs(), Strategy: strategy.Multiplexed{}, ClientName: "redisx-ssub-move"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	x, y := "{move}x", "{move}y" // one slot, one connection
+	slot := redisx.Slot(x)
+	master, err := cl.MasterOf(ctx, slot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub, err := c.SSubscribe(ctx, x, y)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+
+	// The subscription's connection killed and the server paused at once:
+	// x is unsubscribed while the connection is being replaced.
+	admin, err := redis.Dial("tcp", master.Addr(), redis.DialReadTimeout(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin.Send("MULTI")
+	admin.Send("CLIENT", "KILL", "TYPE", "pubsub")
+	admin.Send("CLIENT", "PAUSE", 1000, "ALL")
+	if _, err := admin.Do("EXEC"); err != nil {
+		t.Fatalf("CLIENT KILL, CLIENT PAUSE: %v", err)
+	}
+	admin.Close()
+	if err := sub.SUnsubscribe(ctx, x); err != nil {
+		t.Fatal(err)
+	}
+	awaitMarker(t, sub, time.Now().Add(5*time.Second))
+	if err := sub.SSubscribe(ctx, x); err != nil {
+		t.Fatal(err)
+	}
+	if err := sub.SUnsubscribe(ctx, y); err != nil {
+		t.Fatal(err)
+	}
+	publishAndReceive(ctx, t, sub, c.SPublish, "before", 5, x)
+
+	var to *launcher.Server
+	masters, err := cl.Masters(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range masters {
+		if m != master {
+			to = m
+			break
+		}
+	}
+	if err := cl.MoveSlot(ctx, slot, to); err != nil {
+		t.Fatal(err)
+	}
+	awaitMarker(t, sub, time.Now().Add(5*time.Second))
+	publishAndReceive(ctx, t, sub, c.SPublish, "moved", 20, x)
+	sub.Close()
+	c.Close()
+	if err := goleak.Find(before, ignoreLauncher); err != nil {
+		t.Errorf("goroutines left after Close: %v", err)
 	}
 }
