@@ -95,7 +95,7 @@ func openCases(a, b string) []openCase {
 // the address and blames the context's deadline, not DialTimeout.
 func TestNewReturnsAtContextDeadlineAgainstStalledServer(t *testing.T) {
 	const (
-		deadline  = 150 * time.Millisecond
+		deadline  = 100 * time.Millisecond
 		openSlack = 20 * time.Millisecond
 		tries     = 5
 	)
