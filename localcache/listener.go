@@ -64,8 +64,13 @@ func startInvalidator(ctx context.Context, cfg strategy.Config, follow sentinel.
 		}
 		select {
 		case <-ctx.Done():
+			down := inv.notUp()
 			inv.close()
-			return nil, fmt.Errorf("%w: invalidation connections not subscribed: %w", strategy.ErrConnection, ctx.Err())
+			why := "cancelled by the context"
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				why = "no answer before the context's deadline"
+			}
+			return nil, fmt.Errorf("%w: invalidation connection to %s not subscribed: %s (%w)", strategy.ErrConnection, strings.Join(down, ", "), why, ctx.Err())
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
@@ -179,6 +184,20 @@ func (inv *invalidator) allUp() bool {
 		}
 	}
 	return len(inv.listeners) > 0
+}
+
+// notUp returns the addresses of the listeners not subscribed, sorted.
+func (inv *invalidator) notUp() []string {
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	var down []string
+	for addr, l := range inv.listeners {
+		if !l.isUp() {
+			down = append(down, addr)
+		}
+	}
+	slices.Sort(down)
+	return down
 }
 
 // update recomputes the store's health from the listeners.

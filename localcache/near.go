@@ -87,25 +87,30 @@ func (n Near) Open(ctx context.Context, cfg strategy.Config) (strategy.Backend, 
 	if n.PingInterval == 0 {
 		n.PingInterval = time.Second
 	}
-	s, err := newStore(n.MaxBytes, n.TTL, min(n.NegativeTTL, n.TTL), n.Jitter)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", strategy.ErrInvalidArgument, err)
-	}
 	inner, err := n.Inner.Open(ctx, cfg)
 	if err != nil {
-		s.close()
 		return nil, err
 	}
 	follow, err := followerOf(inner, cfg)
 	if err != nil {
 		inner.Close()
-		s.close()
 		return nil, err
+	}
+	// The store is made once the server has answered: closing one clears
+	// every counter of its admission policy, tens of milliseconds for the
+	// default MaxBytes, which an Open that failed at its context's
+	// deadline must not add.
+	s, err := newStore(n.MaxBytes, n.TTL, min(n.NegativeTTL, n.TTL), n.Jitter)
+	if err != nil {
+		inner.Close()
+		return nil, fmt.Errorf("%w: %w", strategy.ErrInvalidArgument, err)
 	}
 	inv, err := startInvalidator(ctx, cfg, follow, s, append([]string(nil), n.Prefixes...), n.PingInterval)
 	if err != nil {
 		inner.Close()
-		s.close()
+		// Nothing was stored, and nothing else holds s: it is closed
+		// without keeping the caller, whose context may have ended.
+		go s.close()
 		return nil, err
 	}
 	b := &near{inner: inner, s: s, inv: inv, prefixes: append([]string(nil), n.Prefixes...)}

@@ -36,7 +36,13 @@ type Client struct {
 }
 
 // New opens a Client with the strategy in o. It returns once the server
-// has answered, or with the error that prevented it.
+// has answered, or with the error that prevented it. ctx bounds the
+// whole of it, and each connection is bounded by Options.DialTimeout
+// too; the error says which ended a dial. When ctx ends first, New
+// returns at once with an error that wraps ErrConnection and ctx's error
+// (errors.Is finds context.DeadlineExceeded) and names the address it
+// waited for; a dial that ran out of DialTimeout fails with an error
+// wrapping ErrConnection alone.
 func New(ctx context.Context, o Options) (*Client, error) {
 	cfg, err := o.config()
 	if err != nil {

@@ -81,7 +81,10 @@ type NodeError = conn.NodeError
 // Strategy is implemented by the values users choose from (Multiplexed,
 // Pool, GoRedis, localcache.Near…). Open starts a running backend with
 // the shared connection settings. Open must not modify the receiver and
-// must verify that the server answers before it returns.
+// must verify that the server answers before it returns. When ctx ends
+// first, Open returns without delay an error that wraps ErrConnection and
+// ctx's error and names the address it waited for (the strategies of
+// this module do).
 type Strategy interface {
 	Open(ctx context.Context, cfg Config) (Backend, error)
 }

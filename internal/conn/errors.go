@@ -205,6 +205,22 @@ func CtxErr(addr string, sent bool, err error) error {
 	return err
 }
 
+// DialEnded is the error of a dial of addr, or of opening a backend on
+// it, that the caller's context ended before the server answered; err is
+// the context's error. It wraps both ErrConnection (no connection was
+// made) and err, so that errors.Is finds context.DeadlineExceeded or
+// context.Canceled, and reads "redisx: connection failed: dial
+// 127.0.0.1:6379: no answer before the context's deadline (context
+// deadline exceeded)". Temporary is false for it: the context's end
+// stops retries.
+func DialEnded(addr string, err error) error {
+	why := "cancelled by the context"
+	if errors.Is(err, context.DeadlineExceeded) {
+		why = "no answer before the context's deadline"
+	}
+	return fmt.Errorf("%w: dial %s: %s (%w)", ErrConnection, addr, why, err)
+}
+
 // ConnError wraps a network or protocol failure on addr.
 func ConnError(addr string, err error) error {
 	return fmt.Errorf("%w: %s: %w", ErrConnection, addr, err)

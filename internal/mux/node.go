@@ -83,6 +83,11 @@ func Open(ctx context.Context, cfg conn.Config, addr string, o Options) (*Node, 
 	for i := range open {
 		if _, err := n.conn(ctx, i); err != nil {
 			n.Close()
+			if err == ctx.Err() {
+				// The dial runs on under the node's life, whose Close
+				// just ended it: the caller is told whom it waited for.
+				err = conn.MarkUnsent(conn.DialEnded(addr, err))
+			}
 			return nil, err
 		}
 	}

@@ -84,7 +84,11 @@ func Open(ctx context.Context, cfg conn.Config, addr string, o Options) (*Node, 
 	}
 	if err != nil {
 		n.Close()
-		if ctx.Err() == nil && !errors.Is(err, conn.ErrConnection) && !errors.Is(err, conn.ErrAuth) {
+		switch {
+		case errors.Is(err, conn.ErrConnection) || errors.Is(err, conn.ErrAuth):
+		case ctx.Err() != nil: // puddle's wait for a connection ended with ctx
+			err = conn.MarkUnsent(conn.DialEnded(addr, ctx.Err()))
+		default:
 			err = conn.ConnError(addr, err)
 		}
 		return nil, err

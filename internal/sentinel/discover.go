@@ -77,10 +77,13 @@ type answer struct {
 // SENTINEL MASTER.
 func ask(ctx context.Context, cfg *conn.Config, addr string) answer {
 	a := answer{sentinel: addr}
+	caller := ctx
 	ctx, cancel := context.WithTimeout(ctx, askTimeout(cfg))
 	defer cancel()
 	scfg := sentinelConfig(cfg)
-	nc, err := conn.Dial(ctx, &scfg, addr)
+	// Dialled under the caller's context: its DialTimeout is askTimeout,
+	// and the error says which of the two ended it.
+	nc, err := conn.Dial(caller, &scfg, addr)
 	if err != nil {
 		a.err = err
 		return a
@@ -100,7 +103,13 @@ func ask(ctx context.Context, cfg *conn.Config, addr string) answer {
 		err = fmt.Errorf("GET-MASTER-ADDR-BY-NAME: %d fields, want 2", len(hp))
 	}
 	if err != nil {
-		a.err = conn.ConnError(addr, err)
+		if caller.Err() != nil {
+			// The caller's end closed the connection under the question.
+			err = conn.DialEnded(addr, caller.Err())
+		} else {
+			err = conn.ConnError(addr, err)
+		}
+		a.err = err
 		return a
 	}
 	a.addr = net.JoinHostPort(hp[0], hp[1])
