@@ -292,7 +292,7 @@ func (tx *Tx) Exec(ctx context.Context, cmds ...[]any) ([]Result, error) {
 	for i, args := range cmds {
 		ks, err := tx.check(args)
 		if err != nil {
-			return nil, fmt.Errorf("command %d of the transaction: %w", i, err)
+			return nil, conn.Detail(conn.Position(i)+" of the transaction", err)
 		}
 		keys = append(keys, ks...)
 	}
