@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/gomodule/redigo/redis"
 	"github.com/redisx-go/kit/internal/cluster"
@@ -79,6 +80,10 @@ const maxWatchRedirects = 8
 // from another goroutine than fn's while a call of it runs. Strategies
 // without strategy.Dedicator (goredis.Strategy) return ErrUnsupported.
 // Watch is not retried nor measured by OpenTelemetry.
+//
+// Client.Close does not wait for a running fn: it closes the
+// transaction's connection, so that a call of tx in flight fails at once
+// and every later one returns ErrClosed; Watch returns when fn does.
 func (c *Client) Watch(ctx context.Context, fn func(*Tx) error, keys ...string) error {
 	if err := checkKeys(keys); err != nil {
 		return err
@@ -93,7 +98,7 @@ func (c *Client) Watch(ctx context.Context, fn func(*Tx) error, keys ...string) 
 	if !ok {
 		return fmt.Errorf("%w: Watch on a %T backend", ErrUnsupported, c.b)
 	}
-	tx := &Tx{dd: dd}
+	tx := &Tx{dd: dd, closed: &c.closed}
 	defer tx.finish(ctx) // on a panic too, which goes on after it
 	if len(keys) > 0 {
 		if err := tx.watch(ctx, keys); err != nil {
@@ -106,7 +111,8 @@ func (c *Client) Watch(ctx context.Context, fn func(*Tx) error, keys ...string) 
 // Tx is a transaction under way, on a connection of its own: see
 // Client.Watch. It is valid only inside Watch's fn.
 type Tx struct {
-	dd strategy.Dedicator
+	dd     strategy.Dedicator
+	closed *atomic.Bool // the Client's
 
 	mu       sync.Mutex
 	d        strategy.Dedicated // nil until a call needs it
@@ -260,8 +266,12 @@ func (tx *Tx) Do(ctx context.Context, args ...any) (any, error) {
 	return res[0].Value, res[0].Err
 }
 
-// ready checks ctx and gets the connection for keys. Called with mu held.
+// ready checks the client, ctx and the connection, and gets the
+// connection for keys. Called with mu held.
 func (tx *Tx) ready(ctx context.Context, keys []string) error {
+	if tx.closed.Load() {
+		return ErrClosed
+	}
 	if tx.doubt {
 		return conn.MarkUnsent(fmt.Errorf("%w: the transaction's connection failed earlier", ErrConnection))
 	}

@@ -75,6 +75,7 @@ func RunConformance(t *testing.T, opts redisx.Options) {
 		{"WatchIncrementsExactly", s.watchIncrementsExactly},
 		{"WatchConflictAndResults", s.watchConflictAndResults},
 		{"WatchLeavesConnectionClean", s.watchLeavesConnectionClean},
+		{"WatchCloseReturnsPromptly", s.watchCloseReturnsPromptly},
 		{"PubSubEveryMessageAfterSubscribe", s.pubsubEveryMessage},
 		{"PubSubPatternsAndShards", s.pubsubPatternsAndShards},
 		{"PubSubSlowReaderDropsOldest", s.pubsubSlowReader},

@@ -13,6 +13,7 @@ import (
 
 	"github.com/gomodule/redigo/redis"
 	"github.com/redisx-go/kit/redisx"
+	"go.uber.org/goleak"
 )
 
 // watchOrSkip skips t when the strategy provides no transactions.
@@ -195,5 +196,102 @@ func (s *suite) watchLeavesConnectionClean(t *testing.T) {
 		if err != nil {
 			t.Fatalf("round %d: a transaction after an abandoned one = %v; want success (a watch left on the connection?)", i, err)
 		}
+	}
+}
+
+// watchCloseReturnsPromptly: Close returns at once while Watch callbacks
+// run — one waiting for something that happens only after Close
+// returns, one blocked in a BLPOP 0 of its transaction — without waiting
+// for them: their connections are taken from them. Their calls after
+// Close fail with ErrClosed, nothing of them is applied, each Watch
+// returns, and nothing is left running.
+func (s *suite) watchCloseReturnsPromptly(t *testing.T) {
+	ctx := ctxT(t)
+	before := goleak.IgnoreCurrent()
+	c, err := redisx.New(ctx, s.opts)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	watchOrSkip(t, c)
+	k, list := s.key(t, "{close}k"), s.key(t, "{close}list")
+	t.Cleanup(func() { s.oracle.RPush(context.Background(), list, "release") })
+
+	type outcome struct{ do, exec, watch error }
+	waiting, blocked := make(chan outcome, 1), make(chan outcome, 1)
+	inside, closed := make(chan struct{}), make(chan struct{})
+	go func() {
+		var o outcome
+		o.watch = c.Watch(context.Background(), func(tx *redisx.Tx) error {
+			if _, err := tx.Do(context.Background(), "GET", k); err != nil {
+				return err
+			}
+			close(inside)
+			select { // what a callback may wait for: here, the end of Close
+			case <-closed:
+			case <-time.After(10 * time.Second):
+			}
+			_, o.do = tx.Do(context.Background(), "GET", k)
+			_, o.exec = tx.Exec(context.Background(), []any{"SET", k, "after close"})
+			return o.exec
+		}, k)
+		waiting <- o
+	}()
+	blockedBefore := s.blockedClients(ctx, t)
+	go func() {
+		var o outcome
+		o.watch = c.Watch(context.Background(), func(tx *redisx.Tx) error {
+			_, o.do = tx.Do(context.Background(), "BLPOP", list, 0)
+			_, o.exec = tx.Exec(context.Background(), []any{"SET", k, "after close"})
+			return o.exec
+		}, list)
+		blocked <- o
+	}()
+	select {
+	case <-inside:
+	case o := <-waiting:
+		t.Fatalf("Watch returned before Close: %v", o.watch)
+	case <-time.After(5 * time.Second):
+		t.Fatal("Watch's callback not called after 5s")
+	}
+	for deadline := time.Now().Add(5 * time.Second); s.blockedClients(ctx, t) <= blockedBefore; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("BLPOP %s 0 of a transaction not blocked on the server after 5s", list)
+		}
+	}
+
+	start := time.Now()
+	err = c.Close()
+	took := time.Since(start)
+	close(closed)
+	if err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	if took > 3*time.Second {
+		t.Errorf("Close with Watch callbacks running returned after %v; want it prompt, not waiting for the callbacks", took.Round(time.Millisecond))
+	}
+	for _, w := range []struct {
+		name string
+		ch   chan outcome
+	}{{"callback waiting after Close", waiting}, {"callback in BLPOP 0", blocked}} {
+		select {
+		case o := <-w.ch:
+			for call, err := range map[string]error{"tx.Do": o.do, "tx.Exec": o.exec, "Watch": o.watch} {
+				if !errors.Is(err, redisx.ErrClosed) {
+					t.Errorf("%s: %s after Close = %v; want ErrClosed", w.name, call, err)
+				}
+			}
+		case <-time.After(5 * time.Second):
+			t.Errorf("%s: Watch has not returned 5s after Close", w.name)
+		}
+	}
+	if n := s.oracle.Exists(ctx, k).Val(); n != 0 {
+		t.Errorf("a transaction's Exec after Close wrote %q", k)
+	}
+	if err := goleak.Find(before, goleak.IgnoreTopFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).reaper")); err != nil {
+		t.Errorf("goroutines left after Close and Watch returned: %v", err)
+	}
+	if err := c.Watch(ctx, func(*redisx.Tx) error { return nil }, k); !errors.Is(err, redisx.ErrClosed) {
+		t.Errorf("Watch after Close = %v; want ErrClosed", err)
 	}
 }
