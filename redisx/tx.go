@@ -83,8 +83,12 @@ const maxWatchRedirects = 8
 //
 // Client.Close does not wait for a running fn: it closes the
 // transaction's connection, so that a call of tx in flight fails at once
-// and every later one returns ErrClosed; Watch returns when fn does.
+// and every later one returns ErrClosed; Watch returns when fn does. A
+// nil fn is refused with ErrInvalidArgument before anything is sent.
 func (c *Client) Watch(ctx context.Context, fn func(*Tx) error, keys ...string) error {
+	if fn == nil {
+		return fmt.Errorf("%w: Watch without a function to run", ErrInvalidArgument)
+	}
 	if err := checkKeys(keys); err != nil {
 		return err
 	}
@@ -118,6 +122,7 @@ type Tx struct {
 	d        strategy.Dedicated // nil until a call needs it
 	pinned   bool               // d's slot was chosen by keys
 	watching bool               // WATCH sent, not yet ended by EXEC
+	execed   bool               // Exec sent its transaction: no other may follow
 	doubt    bool               // a call failed mid-way: close d, never reuse it
 	done     bool               // fn returned
 }
@@ -227,10 +232,13 @@ func (tx *Tx) finish(ctx context.Context) {
 	tx.release()
 }
 
+// errTxDone is the error of a Tx used after its Watch returned.
+var errTxDone = fmt.Errorf("%w: Tx used after its Watch returned", ErrInvalidArgument)
+
 // check validates a command of the transaction and returns its keys.
 func (tx *Tx) check(args []any) ([]string, error) {
 	if tx.done {
-		return nil, fmt.Errorf("%w: Tx used after its Watch returned", ErrInvalidArgument)
+		return nil, errTxDone
 	}
 	if _, err := conn.CheckCommand(args); err != nil {
 		return nil, err // WATCH, MULTI, EXEC… are Watch's and Exec's
@@ -295,9 +303,21 @@ func (tx *Tx) ready(ctx context.Context, keys []string) error {
 // No commands: an empty transaction, which still reports a conflict. A
 // failure of the connection or of ctx returns the error alone, the
 // outcome unknown: the connection is closed when Watch returns.
+//
+// Exec runs once per Watch: EXEC ends the watch, so a transaction after
+// it would run unguarded. A second Exec is refused with an error wrapping
+// ErrInvalidArgument, before anything is sent; call Watch again for
+// another transaction. An Exec refused before sending (a command refused,
+// ctx done) does not count.
 func (tx *Tx) Exec(ctx context.Context, cmds ...[]any) ([]Result, error) {
 	tx.mu.Lock()
 	defer tx.mu.Unlock()
+	switch {
+	case tx.done:
+		return nil, errTxDone
+	case tx.execed:
+		return nil, fmt.Errorf("%w: a second Exec in one Watch: EXEC ended the watch, and a transaction without it would run unguarded; call Watch again", ErrInvalidArgument)
+	}
 	var keys []string
 	for i, args := range cmds {
 		ks, err := tx.check(args)
@@ -309,6 +329,7 @@ func (tx *Tx) Exec(ctx context.Context, cmds ...[]any) ([]Result, error) {
 	if err := tx.ready(ctx, keys); err != nil {
 		return nil, err
 	}
+	tx.execed = true
 	batch := make([][]any, 0, len(cmds)+2)
 	batch = append(batch, []any{"MULTI"})
 	batch = append(batch, cmds...)

@@ -76,6 +76,7 @@ func RunConformance(t *testing.T, opts redisx.Options) {
 		{"WatchConflictAndResults", s.watchConflictAndResults},
 		{"WatchLeavesConnectionClean", s.watchLeavesConnectionClean},
 		{"WatchCloseReturnsPromptly", s.watchCloseReturnsPromptly},
+		{"WatchRefusesMisuse", s.watchRefusesMisuse},
 		{"PubSubEveryMessageAfterSubscribe", s.pubsubEveryMessage},
 		{"PubSubPatternsAndShards", s.pubsubPatternsAndShards},
 		{"PubSubSlowReaderDropsOldest", s.pubsubSlowReader},

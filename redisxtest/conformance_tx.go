@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -126,7 +127,14 @@ func (s *suite) watchConflictAndResults(t *testing.T) {
 		if res[0].Value != "OK" || !errors.As(res[1].Err, &re) || res[2].Value != int64(2) {
 			t.Errorf("Exec = %v; want OK, a WRONGTYPE error, 2", res)
 		}
-		res, err = tx.Exec(ctx, []any{"SET", other, "9"}, []any{"NOSUCHCOMMAND", k})
+		return nil
+	}, k)
+	if err != nil {
+		t.Fatalf("Watch: %v", err)
+	}
+	err = c.Watch(ctx, func(tx *redisx.Tx) error {
+		res, err := tx.Exec(ctx, []any{"SET", other, "9"}, []any{"NOSUCHCOMMAND", k})
+		var re redis.Error
 		if err == nil || !errors.As(res[1].Err, &re) || res[0].Err == nil {
 			t.Errorf("Exec with an unknown command = %v, %v; want EXECABORT", res, err)
 		}
@@ -293,5 +301,72 @@ func (s *suite) watchCloseReturnsPromptly(t *testing.T) {
 	}
 	if err := c.Watch(ctx, func(*redisx.Tx) error { return nil }, k); !errors.Is(err, redisx.ErrClosed) {
 		t.Errorf("Watch after Close = %v; want ErrClosed", err)
+	}
+}
+
+// watchRefusesMisuse: the mistakes of a transaction are refused with an
+// error wrapping ErrInvalidArgument (one "redisx:" prefix), before
+// anything of them is sent: Watch without fn (not even WATCH is sent), a
+// second Exec in one Watch (EXEC ended the watch: the second transaction
+// would run unguarded), an empty or nil command in tx.Do or tx.Exec.
+func (s *suite) watchRefusesMisuse(t *testing.T) {
+	c, ctx := s.client(t), ctxT(t)
+	watchOrSkip(t, c)
+	k := s.key(t, "{misuse}k")
+	invalid := func(what string, err error) {
+		t.Helper()
+		switch {
+		case !errors.Is(err, redisx.ErrInvalidArgument):
+			t.Errorf("%s = %v; want an error wrapping ErrInvalidArgument", what, err)
+		case !strings.HasPrefix(err.Error(), "redisx: ") || strings.Count(err.Error(), "redisx:") != 1:
+			t.Errorf("%s: error %q; want one \"redisx:\" prefix, at its start", what, err)
+		}
+	}
+	watches := s.commandCalls(ctx, t, "watch")
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				t.Errorf("Watch with a nil fn panicked: %v; want ErrInvalidArgument", r)
+			}
+		}()
+		invalid("Watch with a nil fn", c.Watch(ctx, nil, k))
+	}()
+	if n := s.commandCalls(ctx, t, "watch"); n != watches {
+		t.Errorf("WATCH calls went from %d to %d for a Watch with a nil fn; want none sent", watches, n)
+	}
+
+	execs := s.commandCalls(ctx, t, "exec")
+	var second error
+	err := c.Watch(ctx, func(tx *redisx.Tx) error {
+		if _, err := tx.Exec(ctx, []any{"SET", k, "1"}); err != nil {
+			return err
+		}
+		_, second = tx.Exec(ctx, []any{"SET", k, "2"})
+		return nil
+	}, k)
+	if err != nil {
+		t.Fatalf("Watch: %v", err)
+	}
+	invalid("a second Exec in one Watch", second)
+	if n := s.commandCalls(ctx, t, "exec"); n != execs+1 {
+		t.Errorf("EXEC calls went from %d to %d; want the first Exec's alone", execs, n)
+	}
+
+	err = c.Watch(ctx, func(tx *redisx.Tx) error {
+		_, err := tx.Do(ctx)
+		invalid("tx.Do with no command", err)
+		_, err = tx.Exec(ctx, []any{"SET", k, "3"}, nil)
+		invalid("tx.Exec with a nil command", err)
+		_, err = tx.Exec(ctx, []any{"SET", k, "3"}, []any{})
+		invalid("tx.Exec with an empty command", err)
+		_, err = tx.Exec(ctx, []any{"SET", k, "3"}, []any{"SET", k, struct{}{}})
+		invalid("tx.Exec with an argument of an unsupported type", err)
+		return nil
+	}, k)
+	if err != nil {
+		t.Fatalf("Watch: %v", err)
+	}
+	if v, err := c.Get(ctx, k); err != nil || string(v) != "1" {
+		t.Errorf("Get(%q) = %q, %v; want \"1\": only the first Exec ran", k, v, err)
 	}
 }
