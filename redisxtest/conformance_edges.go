@@ -23,7 +23,8 @@ import (
 
 // closeWithBlockedCommand checks that Close returns promptly while a BLPOP
 // with no timeout (block 0) waits on the server under a context without
-// deadline, and that the blocked call then fails with ErrClosed.
+// deadline — one sent by Do, one in a DoMulti batch — and that the
+// blocked calls then fail with ErrClosed.
 //
 // The GoRedis adapter runs over a client its user owns, which its Close
 // leaves open (unless CloseClient is set), so it cannot fail the call: for
@@ -38,18 +39,22 @@ func (s *suite) closeWithBlockedCommand(t *testing.T) {
 	t.Cleanup(func() { c.Close() })
 	overUserClient := strings.HasSuffix(c.Stats().Strategy, "go-redis")
 	list := s.key(t, "list")
-	// Whatever happens, release a BLPOP still blocked when the test ends.
-	t.Cleanup(func() { s.oracle.RPush(context.Background(), list, "release") })
+	// Whatever happens, release the BLPOPs still blocked when the test ends.
+	t.Cleanup(func() { s.oracle.RPush(context.Background(), list, "release", "release") })
 
 	before := s.blockedClients(ctx, t)
-	done := make(chan error, 1)
+	done := make(chan error, 2)
 	go func() {
 		_, err := c.Do(context.Background(), "BLPOP", list, 0)
 		done <- err
 	}()
-	for deadline := time.Now().Add(5 * time.Second); s.blockedClients(ctx, t) <= before; time.Sleep(5 * time.Millisecond) {
+	go func() {
+		res := c.DoMulti(context.Background(), []any{"GET", list + "x"}, []any{"BLPOP", list, 0})
+		done <- res[1].Err
+	}()
+	for deadline := time.Now().Add(5 * time.Second); s.blockedClients(ctx, t) < before+2; time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("BLPOP %s 0 not blocked on the server after 5s", list)
+			t.Fatalf("BLPOP %s 0 of Do and of DoMulti not both blocked on the server after 5s", list)
 		}
 	}
 
@@ -67,20 +72,23 @@ func (s *suite) closeWithBlockedCommand(t *testing.T) {
 	}
 	if overUserClient {
 		t.Log("go-redis adapter: the blocked call runs on the user's client, which Close leaves open; released by RPUSH")
-		s.oracle.RPush(ctx, list, "release")
+		s.oracle.RPush(ctx, list, "release", "release")
+		<-done
 		<-done
 		return
 	}
-	select {
-	case err := <-done:
-		if !errors.Is(err, redisx.ErrClosed) {
-			t.Fatalf("BLPOP 0 in flight during Close: error = %v, want ErrClosed", err)
+	for range 2 {
+		select {
+		case err := <-done:
+			if !errors.Is(err, redisx.ErrClosed) {
+				t.Fatalf("BLPOP 0 in flight during Close: error = %v, want ErrClosed", err)
+			}
+			if n := strings.Count(err.Error(), "redisx:"); n != 1 {
+				t.Errorf("BLPOP 0 in flight during Close: error %q has %d \"redisx:\" prefixes, want 1", err, n)
+			}
+		case <-time.After(3 * time.Second):
+			t.Fatalf("BLPOP 0 in flight still blocked 3s after Close")
 		}
-		if n := strings.Count(err.Error(), "redisx:"); n != 1 {
-			t.Errorf("BLPOP 0 in flight during Close: error %q has %d \"redisx:\" prefixes, want 1", err, n)
-		}
-	case <-time.After(3 * time.Second):
-		t.Fatalf("BLPOP 0 in flight still blocked 3s after Close")
 	}
 }
 
