@@ -530,13 +530,14 @@ func (c *Client) Stats() Stats {
 // stale-while-revalidate refreshes; their callers get ErrClosed) and waits
 // for their loaders to return, so a loader that ignores its context
 // delays Close; closes the Subscriptions still open; stops the metrics
-// callback; and closes the strategy,
-// returning its error. What happens to other calls still in flight is the
-// strategy's: this module's transports fail them with ErrClosed and
-// release every connection and goroutine they hold, while goredis.Strategy
-// leaves the go-redis client open unless CloseClient is set. Only the
-// first Close does this; later ones return nil at once, without waiting
-// for it to finish.
+// callback; and closes the strategy, returning its error. What happens
+// to other calls still in flight is the strategy's: this module's
+// transports fail them with ErrClosed and release every connection and
+// goroutine they hold, a transaction's included — Close does not wait for
+// a Watch callback to return: the calls of its Tx return ErrClosed —;
+// goredis.Strategy leaves the go-redis client open unless CloseClient is
+// set. Only the first Close does this; later ones return nil at once,
+// without waiting for it to finish.
 func (c *Client) Close() error {
 	if c.closed.Swap(true) {
 		return nil

@@ -75,6 +75,8 @@ func RunConformance(t *testing.T, opts redisx.Options) {
 		{"WatchIncrementsExactly", s.watchIncrementsExactly},
 		{"WatchConflictAndResults", s.watchConflictAndResults},
 		{"WatchLeavesConnectionClean", s.watchLeavesConnectionClean},
+		{"WatchCloseReturnsPromptly", s.watchCloseReturnsPromptly},
+		{"WatchRefusesMisuse", s.watchRefusesMisuse},
 		{"PubSubEveryMessageAfterSubscribe", s.pubsubEveryMessage},
 		{"PubSubPatternsAndShards", s.pubsubPatternsAndShards},
 		{"PubSubSlowReaderDropsOldest", s.pubsubSlowReader},

@@ -111,9 +111,12 @@ type Node struct {
 	wg     sync.WaitGroup
 
 	// Every open connection, idle or borrowed, so that Close can close
-	// the sockets of borrowed ones and fail their calls at once.
+	// the sockets of borrowed ones and fail their calls at once; and the
+	// connections lent by Dedicated, which Close takes back rather than
+	// wait for their sessions to end.
 	connsMu sync.Mutex
 	conns   map[*pconn]struct{}
+	loans   map[*dedicated]struct{}
 
 	dials, dialErrors, broken     atomic.Int64
 	waits, waited, cancelledWaits atomic.Int64 // callers that waited for a token
@@ -136,7 +139,7 @@ func New(cfg conn.Config, addr string, opts Options) (*Node, error) {
 	if age := cfg.MaxConnAge; age > 0 && (opts.MaxLifetime == 0 || age < opts.MaxLifetime) {
 		opts.MaxLifetime = age
 	}
-	n := &Node{cfg: cfg, addr: addr, opts: opts, stop: make(chan struct{}), gate: make(chan struct{}, opts.Size), conns: map[*pconn]struct{}{}}
+	n := &Node{cfg: cfg, addr: addr, opts: opts, stop: make(chan struct{}), gate: make(chan struct{}, opts.Size), conns: map[*pconn]struct{}{}, loans: map[*dedicated]struct{}{}}
 	n.life, n.cancel = context.WithCancel(context.Background())
 	n.p, err = puddle.NewPool(&puddle.Config[*pconn]{
 		Constructor: n.construct,
@@ -552,18 +555,28 @@ func (n *Node) Stats() conn.Stats {
 
 // Close implements Backend. It closes the sockets of borrowed connections
 // too, so that their calls — a BLPOP with no timeout, say — fail at once
-// with conn.ErrClosed, and returns once every connection is gone.
+// with conn.ErrClosed, takes back the connections lent by Dedicated
+// without waiting for their sessions (a transaction's callback) to end,
+// and returns once every connection is gone.
 func (n *Node) Close() error {
 	if n.closed.Swap(true) {
 		return nil
 	}
 	n.cancel()
 	close(n.stop)
-	n.connsMu.Lock() // construct, under it, refuses new connections from now on
+	n.connsMu.Lock() // construct and Dedicated, under it, refuse new connections and loans from now on
 	for c := range n.conns {
 		c.nc.Close()
 	}
+	loans := make([]*dedicated, 0, len(n.loans))
+	for d := range n.loans {
+		loans = append(loans, d)
+	}
+	n.loans = nil
 	n.connsMu.Unlock()
+	for _, d := range loans {
+		d.revoke() // outside connsMu: Release takes d.mu, then connsMu
+	}
 	n.wg.Wait()
 	n.p.Close() // destroys the idle connections, waits for the borrowed ones
 	return nil

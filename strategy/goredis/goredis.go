@@ -123,7 +123,7 @@ func goRedisError(ctx context.Context, cmd string, err error) error {
 		// timer has ended it.
 		return context.DeadlineExceeded
 	}
-	return fmt.Errorf("%w: %s: %w", strategy.ErrConnection, cmd, err)
+	return conn.Wrap(strategy.ErrConnection, cmd, err)
 }
 
 func (g *goRedisBackend) check(ctx context.Context) error {
