@@ -86,10 +86,21 @@ type Options struct {
 	// that rule, and then within half a ReadTimeout; the call fails with
 	// ErrConnection. Zero: 3 s; negative: no bound (the context alone
 	// decides).
+	//
+	// Sent means written whole — the upload of a big value over a thin
+	// link is not counted — and, on plain TCP connections on Linux
+	// (amd64, arm64), acknowledged by the server's side of the
+	// connection, since a write ends once the kernel's send buffer holds
+	// the bytes, which may be most of a big request. While a request is
+	// being sent there, the peer must acknowledge some of it every
+	// ReadTimeout, or the connection fails as for a missing reply (a
+	// half-open connection); elsewhere WriteTimeout bounds its write.
 	ReadTimeout time.Duration
-	// WriteTimeout bounds each write of a shared (Multiplexed)
-	// connection; with Pool a request is written under its call's read
-	// deadline. Zero: 3 s; negative: none.
+	// WriteTimeout bounds each write of a request: of a shared
+	// (Multiplexed) connection's batch; with Pool, of a request of 16 KiB
+	// or more when the call's context has no deadline (a smaller one, or
+	// one with a deadline, is written under the call's read deadline).
+	// Zero: 3 s; negative: none.
 	WriteTimeout time.Duration
 
 	// Retry is the policy for retrying an operation that failed for want

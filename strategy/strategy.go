@@ -277,11 +277,18 @@ type Config struct {
 	// BLMPOP…, the BLOCK of XREAD, the timeout of WAIT) — without bound
 	// for a block time of 0. A connection is discarded only when a reply
 	// is overdue under that rule, and then within half a ReadTimeout.
-	// Zero or negative: no bound (redisx defaults it to 3 s).
+	// Sent means written whole and, on plain TCP connections on Linux
+	// (amd64, arm64), acknowledged by the peer, since a write ends once
+	// the kernel's send buffer holds the bytes: the upload of a big
+	// request is not counted, but a peer that acknowledges none of it for
+	// ReadTimeout fails the connection as a missing reply would. Zero or
+	// negative: no bound (redisx defaults it to 3 s).
 	ReadTimeout time.Duration
 	// WriteTimeout bounds each write of a shared Multiplexed connection; a
-	// write that takes longer fails the connection. Pool writes a request
-	// under the call's read deadline instead. Zero or negative: no bound.
+	// write that takes longer fails the connection. Pool bounds with it
+	// the write of a request of 16 KiB or more when the call's context has
+	// no deadline, and writes others under the call's read deadline. Zero
+	// or negative: no bound.
 	WriteTimeout time.Duration
 	// ClientName is set with CLIENT SETNAME on every connection when not
 	// empty.

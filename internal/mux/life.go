@@ -147,7 +147,7 @@ func (n *Node) retire(c *muxConn) {
 		}
 		if timeout > 0 {
 			if overdue, quiet := s.look(c, timeout); overdue {
-				c.fail(fmt.Errorf("no reply for %v (ReadTimeout)", quiet.Round(time.Millisecond)))
+				c.fail(s.failure(quiet))
 				return
 			}
 		}
@@ -210,7 +210,7 @@ func (n *Node) watchdog(timeout time.Duration) {
 					continue
 				}
 				if overdue, quiet := s.look(c, timeout); overdue {
-					c.fail(fmt.Errorf("no reply for %v (ReadTimeout)", quiet.Round(time.Millisecond)))
+					c.fail(s.failure(quiet))
 				}
 			}
 		}
@@ -219,10 +219,13 @@ func (n *Node) watchdog(timeout time.Duration) {
 
 // silence is what the ReadTimeout rule times on one connection: since
 // when, as first seen, it has made no progress (no byte received, no
-// reply answered) while calls were pending.
+// reply answered, and while the request whose reply comes next is still
+// on its way, no byte of it acknowledged) while calls were pending.
 type silence struct {
 	c        *muxConn
 	progress int64
+	sent     bool  // the request whose reply comes next was sent whole
+	acked    int64 // while it was not: the bytes the peer had acknowledged
 	since    time.Time
 }
 
@@ -238,16 +241,38 @@ type silence struct {
 // after both. Never from a tick's value: that is when the tick was due,
 // and a goroutine that runs late receives it late (CI saw a call fail
 // after 499.97 ms for a ReadTimeout of 500 ms).
+//
+// Sent means written whole, and acknowledged by the peer where the socket
+// tells (see sendState): a big request on a thin link may take longer to
+// send than ReadTimeout, and its reply is not awaited until then. While
+// it is being sent on a socket that tells, it must make progress: a peer
+// that acknowledges nothing for ReadTimeout (a half-open connection, a
+// server that reads nothing) fails the connection as a missing reply
+// would. Where nothing tells, a request being written is never overdue:
+// WriteTimeout bounds the write.
 func (s *silence) look(c *muxConn, timeout time.Duration) (overdue bool, quiet time.Duration) {
 	progress := c.progress.Load()
 	if c.pending.Load() <= 0 {
 		*s = silence{}
 		return false, 0
 	}
+	sent, moving, acked := c.sendState()
+	if !sent && !moving {
+		*s = silence{}
+		return false, 0
+	}
 	now := time.Now()
-	if s.c != c || s.progress != progress {
-		*s = silence{c: c, progress: progress, since: now}
+	if s.c != c || s.progress != progress || s.sent != sent || s.acked != acked {
+		*s = silence{c: c, progress: progress, sent: sent, acked: acked, since: now}
 		return false, 0
 	}
 	return c.overdue(now, s.since, timeout), now.Sub(s.since)
+}
+
+// failure is the error of a connection found overdue after quiet.
+func (s *silence) failure(quiet time.Duration) error {
+	if !s.sent {
+		return fmt.Errorf("request not acknowledged for %v (ReadTimeout)", quiet.Round(time.Millisecond))
+	}
+	return fmt.Errorf("no reply for %v (ReadTimeout)", quiet.Round(time.Millisecond))
 }

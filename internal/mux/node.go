@@ -198,7 +198,7 @@ func (n *Node) enqueueTo(ctx context.Context, cl *call, big bool) (*muxConn, err
 	// unclaim gives back the claim on a lane not taken after all.
 	unclaim := func() {
 		if claimed != nil {
-			claimed.release(1)
+			claimed.unreserve()
 			claimed = nil
 		}
 	}

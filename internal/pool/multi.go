@@ -40,7 +40,7 @@ func (n *Node) ExecBlocking(ctx context.Context, block time.Duration, enc func([
 		return err
 	}
 	x.c.buf = enc(x.c.buf)
-	if err = x.send(); err == nil {
+	if err = x.send(ctx); err == nil {
 		err = conn.ReadAll(x.c.r, rps)
 	}
 	return x.end(ctx, "pipeline", err)
@@ -122,13 +122,14 @@ func (d *dedicated) DoMulti(ctx context.Context, cmds ...[]any) ([]conn.Result, 
 		}
 	}
 	c := d.c
-	c.arm(ctx, d.n.cfg.ReadTimeout, conn.BlockTimeAll(cmds, nil))
+	block := conn.BlockTimeAll(cmds, nil)
+	c.arm(ctx, d.n.cfg.ReadTimeout, block)
 	var stop func() bool
 	if ctx.Done() != nil {
 		stop = context.AfterFunc(ctx, func() { c.nc.SetDeadline(aLongTimeAgo) })
 	}
 	c.buf = conn.AppendMulti(c.buf[:0], cmds)
-	n, err := c.nc.Write(c.buf)
+	n, err := c.request(ctx, &d.n.cfg, block)
 	unsent := err != nil && n == 0
 	rps := conn.MultiReplies(len(cmds))
 	if err == nil {

@@ -282,7 +282,8 @@ type exchange struct {
 	res    *puddle.Resource[*pconn]
 	c      *pconn
 	stop   func() bool
-	unsent bool // the write failed with nothing written
+	block  time.Duration // the command's block time (see conn.BlockTime)
+	unsent bool          // the write failed with nothing written
 }
 
 // begin borrows a connection for a command that may block the server's
@@ -293,7 +294,7 @@ func (n *Node) begin(ctx context.Context, block time.Duration) (exchange, error)
 		return exchange{}, err
 	}
 	c := res.Value()
-	x := exchange{n: n, res: res, c: c}
+	x := exchange{n: n, res: res, c: c, block: block}
 	c.arm(ctx, n.cfg.ReadTimeout, block)
 	if ctx.Done() != nil {
 		// Cancellation without a deadline: unblock the socket at once.
@@ -355,10 +356,11 @@ func contextError(ctx context.Context, err error) error {
 	return nil
 }
 
-// send writes the encoded request. A write that failed before its first
-// byte left sets x.unsent: the request provably never reached the server.
-func (x *exchange) send() error {
-	n, err := x.c.nc.Write(x.c.buf)
+// send writes the encoded request and returns once it is sent (see
+// pconn.request). A write that failed before its first byte left sets
+// x.unsent: the request provably never reached the server.
+func (x *exchange) send(ctx context.Context) error {
+	n, err := x.c.request(ctx, &x.n.cfg, x.block)
 	x.unsent = err != nil && n == 0
 	return err
 }
@@ -409,7 +411,7 @@ func (n *Node) roundTrip(ctx context.Context, cmd string, block time.Duration, r
 		return err
 	}
 	x.c.buf = enc(x.c.buf)
-	if err = x.send(); err == nil {
+	if err = x.send(ctx); err == nil {
 		if err = rp.Read(x.c.r); err == nil {
 			err = rp.Err
 		}
@@ -592,7 +594,7 @@ func (n *Node) Exec(ctx context.Context, _ []string, buf []byte, rps []conn.Repl
 		return err
 	}
 	x.c.buf = append(x.c.buf, buf...)
-	if err = x.send(); err == nil {
+	if err = x.send(ctx); err == nil {
 		err = conn.ReadAll(x.c.r, rps)
 	}
 	return x.end(ctx, "pipeline", err)

@@ -1,0 +1,150 @@
+package strategy_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redisx-go/kit/internal/faultproxy"
+	"github.com/redisx-go/kit/internal/launcher"
+	"github.com/redisx-go/kit/redisx"
+	"github.com/redisx-go/kit/strategy"
+)
+
+// TestBigUploadOutlastsReadTimeout: requests that take longer to send
+// than ReadTimeout — values of 1 MiB over an upstream link of 256 KiB/s,
+// no write bound, no context deadline, a healthy server — are answered,
+// and so are the calls behind them on their connections: ReadTimeout
+// times the wait for a reply from when its request has been sent, not
+// the upload. The link is the fault proxy's: most of each upload sits in
+// the client's own socket buffer, so that its write ends long before the
+// server has the request.
+func TestBigUploadOutlastsReadTimeout(t *testing.T) {
+	const (
+		rate = 256 << 10 // bytes a second, per connection
+		rt   = 1500 * time.Millisecond
+		size = 1 << 20 // 4 s at rate
+	)
+	for _, tc := range []struct {
+		name string
+		s    strategy.Strategy
+	}{
+		{"multiplexed", strategy.Multiplexed{}},
+		{"multiplexed-one-lane", strategy.Multiplexed{Conns: 1}},
+		{"pool", strategy.Pool{Size: 4}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			srv := launcher.Private(t, launcher.Options{})
+			p, err := faultproxy.Start(context.Background(), srv.Addr())
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { p.Close() })
+			c := edgeNew(t, redisx.Options{Addrs: []string{p.Addr()}, Strategy: tc.s, ReadTimeout: rt, WriteTimeout: -1})
+			// Open the connections for big values before the link thins.
+			if err := c.Set(edgeCtx(t, 5*time.Second), "up:warm", bytes.Repeat([]byte("w"), 20<<10), time.Minute); err != nil {
+				t.Fatalf("warm-up Set: %v", err)
+			}
+			p.Bandwidth(faultproxy.Upstream, rate)
+
+			setValue, multiValue := bytes.Repeat([]byte("s"), size), bytes.Repeat([]byte("m"), size)
+			ctx := cancelledAfter(t, 30*time.Second) // no deadline; a hang ends in 30 s
+			var wg sync.WaitGroup
+			errs := make(chan error, 8)
+			run := func(what string, f func() error) {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					start := time.Now()
+					if err := f(); err != nil {
+						errs <- fmt.Errorf("%s = %w after %v", what, err, time.Since(start).Round(time.Millisecond))
+					}
+				}()
+			}
+			start := time.Now()
+			run("Set of 1 MiB", func() error { return c.Set(ctx, "up:set", setValue, time.Minute) })
+			run("DoMulti(SET of 1 MiB, GET)", func() error {
+				for _, r := range c.DoMulti(ctx, []any{"SET", "up:multi", multiValue}, []any{"GET", "up:warm"}) {
+					if r.Err != nil {
+						return r.Err
+					}
+				}
+				return nil
+			})
+			time.Sleep(200 * time.Millisecond) // the uploads are under way
+			for i := range 3 {
+				run(fmt.Sprintf("Get %d, during the uploads", i), func() error {
+					_, err := c.Get(ctx, "up:warm")
+					return err
+				})
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				t.Errorf("%s at %d B/s upstream, ReadTimeout %v, no write bound: %v", tc.name, rate, rt, err)
+			}
+			t.Logf("%s: two uploads of %d bytes at %d B/s: %v", tc.name, size, rate, time.Since(start).Round(time.Millisecond))
+
+			p.Heal()
+			for key, want := range map[string][]byte{"up:set": setValue, "up:multi": multiValue} {
+				if v, err := c.Get(edgeCtx(t, 5*time.Second), key); err != nil || !bytes.Equal(v, want) {
+					t.Errorf("Get %s after the uploads = %d bytes, %v; want %d bytes", key, len(v), err, len(want))
+				}
+			}
+		})
+	}
+}
+
+// TestHalfOpenDuringUploadFails: a peer that stops acknowledging in the
+// middle of a big upload (the proxy turns into a half-open peer, no
+// write bound, no context deadline) fails the call with ErrConnection
+// within about ReadTimeout — an upload under way is waited for only
+// while it moves.
+func TestHalfOpenDuringUploadFails(t *testing.T) {
+	const (
+		rate  = 256 << 10
+		rt    = 500 * time.Millisecond
+		size  = 1 << 20
+		bound = 4 * rt // ReadTimeout, and the watchdog's ticks, after the proxy's buffers filled
+	)
+	for _, tc := range []struct {
+		name string
+		s    strategy.Strategy
+	}{
+		{"multiplexed", strategy.Multiplexed{}},
+		{"pool", strategy.Pool{Size: 2}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			srv := launcher.Private(t, launcher.Options{})
+			p, err := faultproxy.Start(context.Background(), srv.Addr())
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { p.Close() })
+			c := edgeNew(t, redisx.Options{Addrs: []string{p.Addr()}, Strategy: tc.s, ReadTimeout: rt, WriteTimeout: -1})
+			if err := c.Set(edgeCtx(t, 5*time.Second), "up:warm", bytes.Repeat([]byte("w"), 20<<10), time.Minute); err != nil {
+				t.Fatalf("warm-up Set: %v", err)
+			}
+			p.Bandwidth(faultproxy.Upstream, rate)
+			res := make(chan error, 1)
+			go func() {
+				res <- c.Set(cancelledAfter(t, 30*time.Second), "up:half", bytes.Repeat([]byte("h"), size), time.Minute)
+			}()
+			time.Sleep(rt) // the upload is under way
+			p.Blackhole(true)
+			start := time.Now()
+			err = <-res
+			took := time.Since(start)
+			if !errors.Is(err, redisx.ErrConnection) || took > bound {
+				t.Errorf("Set of %d bytes whose peer went half-open %v into the upload, ReadTimeout %v, no write bound = %v, %v after the fault; want ErrConnection within %v", size, rt, rt, err, took.Round(time.Millisecond), bound)
+			}
+			t.Logf("%s: %v after the fault: %v", tc.name, took.Round(time.Millisecond), err)
+		})
+	}
+}
