@@ -48,6 +48,12 @@ func TestSentinelURLRoundTrip(t *testing.T) {
 				"&client_name=svc&retry_max_attempts=5&db=3&read_from=replica",
 		},
 		{
+			name:     "an '@' in the master's name", // escaped: a bare one may end a password
+			in:       redisx.Options{Sentinel: &redisx.SentinelOptions{Master: "team@cache", Addrs: []string{"h:1"}}, Strategy: strategy.Pool{}},
+			url:      "redis-sentinel://h:1/team%40cache?strategy=pool",
+			redacted: "redis-sentinel://h:1/team%40cache?strategy=pool",
+		},
+		{
 			name:     "IPv6 sentinels",
 			in:       redisx.Options{Sentinel: &redisx.SentinelOptions{Master: "m", Addrs: []string{"[::1]:26379", "h:1", "[fe80::1]:2"}}, Strategy: strategy.Pool{}, ReadFrom: redisx.ReadNearest},
 			url:      "redis-sentinel://[::1]:26379,h:1,[fe80::1]:2/m?strategy=pool&read_from=nearest",
