@@ -66,7 +66,9 @@ type Options struct {
 	// lifetime. goredis.Strategy keeps its own client's settings. Zero: no
 	// limit.
 	MaxConnAge time.Duration
-	// DB is the database index to select. Zero: 0.
+	// DB is the database index to select. Zero: 0. A database the server
+	// refuses (out of its range, or other than 0 on a Redis Cluster) fails
+	// New with ErrInvalidArgument.
 	DB int
 	// TLS, when set, makes every connection a TLS connection (rediss://).
 	TLS *tls.Config

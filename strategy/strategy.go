@@ -18,7 +18,11 @@ var (
 	// ErrInvalidArgument is returned, before anything is sent, for input
 	// the server would refuse or misread: a negative TTL, a key, value or
 	// command argument over MaxValueSize, a nil map, an argument of an
-	// unsupported type.
+	// unsupported type. A new connection's setting that the server
+	// refuses (an ERR reply to the handshake's SELECT or CLIENT SETNAME:
+	// a DB out of range, a DB other than 0 on a cluster) wraps it too,
+	// with the server's reply, and not ErrConnection: another attempt
+	// would get the same answer.
 	ErrInvalidArgument = conn.ErrInvalidArgument
 	// ErrConnection wraps network and protocol failures. The connection
 	// that failed is discarded and replaced; the call may be retried.

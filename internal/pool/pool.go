@@ -84,7 +84,7 @@ func Open(ctx context.Context, cfg conn.Config, addr string, o Options) (*Node, 
 	}
 	if err != nil {
 		n.Close()
-		if ctx.Err() == nil && !errors.Is(err, conn.ErrConnection) && !errors.Is(err, conn.ErrAuth) {
+		if ctx.Err() == nil && !errors.Is(err, conn.ErrConnection) && !errors.Is(err, conn.ErrAuth) && !errors.Is(err, conn.ErrInvalidArgument) {
 			err = conn.ConnError(addr, err)
 		}
 		return nil, err
@@ -228,7 +228,7 @@ func (n *Node) acquire(ctx context.Context) (*puddle.Resource[*pconn], error) {
 			return nil, conn.CtxErr(n.addr, false, ctx.Err())
 		case errors.Is(err, puddle.ErrClosedPool), n.closed.Load():
 			return nil, conn.ErrClosed
-		case errors.Is(err, conn.ErrConnection), errors.Is(err, conn.ErrAuth):
+		case errors.Is(err, conn.ErrConnection), errors.Is(err, conn.ErrAuth), errors.Is(err, conn.ErrInvalidArgument):
 			return nil, conn.MarkUnsent(err)
 		}
 		return nil, conn.MarkUnsent(conn.ConnError(n.addr, err))
