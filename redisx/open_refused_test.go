@@ -3,6 +3,7 @@ package redisx_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -71,9 +72,10 @@ func checkRefused(t *testing.T, o redisx.Options, want error, says ...string) {
 
 // TestNewRefusesWhatTheServerRefuses: a database out of range, a
 // database other than 0 on a cluster, an unknown user, a user who may not
-// SELECT, on every strategy.
+// SELECT, and several standalone servers as seeds, on every strategy.
 func TestNewRefusesWhatTheServerRefuses(t *testing.T) {
 	srv := launcher.Private(t, launcher.Options{})
+	other := launcher.Private(t, launcher.Options{})
 	cl := launcher.ClusterForTest(t, launcher.ClusterOptions{})
 	if _, err := srv.CLI(t.Context(), "ACL", "SETUSER", "noselect", "on", ">pw", "~*", "&*", "+@all", "-select"); err != nil {
 		t.Fatal(err)
@@ -91,6 +93,7 @@ func TestNewRefusesWhatTheServerRefuses(t *testing.T) {
 				{"unknown user", redisx.Options{Addrs: []string{srv.Addr()}, Username: "nobody", Password: "pw-x"}, redisx.ErrAuth, nil},
 				{"unknown user on a cluster", redisx.Options{Addrs: cl.Addrs(), Username: "nobody", Password: "pw-x"}, redisx.ErrAuth, nil},
 				{"user who may not SELECT", redisx.Options{Addrs: []string{srv.Addr()}, Username: "noselect", Password: "pw", DB: 1}, redisx.ErrAuth, nil},
+				{"two standalone seeds", redisx.Options{Addrs: []string{srv.Addr(), other.Addr()}}, redisx.ErrInvalidArgument, []string{"standalone", "cluster"}},
 			} {
 				t.Run(c.name, func(t *testing.T) {
 					c.o.Strategy = tc.s
@@ -119,6 +122,38 @@ func TestNewOverSentinelRefusesADatabaseOutOfRange(t *testing.T) {
 				DB:       99,
 				Strategy: tc.s,
 			}, redisx.ErrInvalidArgument, "DB 99", "out of range")
+		})
+	}
+}
+
+// TestStatsCountOneNodeOnAStandaloneServer: Stats.Nodes counts the
+// servers connected to — one on a standalone server, whatever the
+// strategy (SlotGrouped there batches long key lists on that one node) —
+// and none once closed.
+func TestStatsCountOneNodeOnAStandaloneServer(t *testing.T) {
+	srv := launcher.Standalone(t, launcher.Options{})
+	for _, tc := range openedStrategies(true) {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := t.Context()
+			c, err := redisx.New(ctx, redisx.Options{Addrs: []string{srv.Addr()}, Strategy: tc.s})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			keys := make([]string, 2500) // three batches of SlotGrouped's 1000
+			for i := range keys {
+				keys[i] = fmt.Sprintf("nodes:%s:%d", tc.name, i)
+			}
+			if _, err := c.MGet(ctx, keys...); err != nil {
+				t.Fatalf("MGet of %d keys: %v", len(keys), err)
+			}
+			if st := c.Stats(); st.Nodes != 1 || st.Masters != 0 {
+				t.Errorf("Stats on a standalone server: Nodes %d, Masters %d; want 1, 0 (no slot map)", st.Nodes, st.Masters)
+			}
+			c.Close()
+			if st := c.Stats(); st.Nodes != 0 {
+				t.Errorf("Stats after Close: Nodes %d; want 0", st.Nodes)
+			}
 		})
 	}
 }

@@ -16,8 +16,11 @@ import (
 // with the Multiplexed strategy. New copies Options; later changes to the
 // struct have no effect.
 type Options struct {
-	// Addrs are the seed nodes, "host:port". Zero: 127.0.0.1:6379.
-	// Ignored when Sentinel is set.
+	// Addrs are "host:port": a standalone server's, or seed nodes of a
+	// Redis Cluster (the first that answers names the others). Several
+	// addresses name a cluster: New refuses them when the one that
+	// answers is a standalone server. Zero: 127.0.0.1:6379. Ignored when
+	// Sentinel is set.
 	Addrs []string
 	// Sentinel, when set, makes the client ask these sentinels for the
 	// master and follow its failovers (see SentinelOptions); Addrs are

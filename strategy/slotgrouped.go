@@ -17,8 +17,9 @@ import (
 // 50 sequential ones.
 //
 // Single-key calls and Do go straight to the transport. On a standalone
-// server SlotGrouped still helps very large key lists: they are split into
-// MaxBatch-key commands sent as one pipeline.
+// server, one node holding every slot, SlotGrouped still helps very large
+// key lists: they are split into MaxBatch-key commands sent as one
+// pipeline (Stats counts that one node).
 //
 // When a node fails, the keys it held are reported in a *NodeError per
 // node (joined with errors.Join), and the values read from the other

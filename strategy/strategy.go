@@ -215,8 +215,11 @@ type Stats struct {
 	EmptyAcquires   int64         // acquires that found no idle connection
 	CanceledAcquire int64         // acquires abandoned because the context ended
 
-	// Cluster: servers connected to, masters in the slot map, MOVED/ASK
-	// redirects followed, and slot-map reloads.
+	// Topology: the servers connected to (1 on a standalone server,
+	// whatever the strategy; the master and the replicas followed over
+	// Sentinel; a cluster's nodes; 0 once closed), and on a cluster the
+	// masters in the slot map, MOVED/ASK redirects followed, and slot-map
+	// reloads.
 	Nodes             int
 	Masters           int
 	Redirects         int64
@@ -241,7 +244,10 @@ type Stats struct {
 // Config is the connection settings every strategy shares. redisx fills it
 // from Options; strategies must not modify it.
 type Config struct {
-	// Addrs are the seed nodes, "host:port". Required.
+	// Addrs are "host:port": a standalone server's, or seed nodes of a
+	// Redis Cluster. Required. Several name a cluster: Open refuses them
+	// (ErrInvalidArgument) when the one that answers is a standalone
+	// server.
 	Addrs []string
 	// Username and Password authenticate with AUTH (ACL user when
 	// Username is set). Never logged nor put in errors.

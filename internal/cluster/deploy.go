@@ -75,7 +75,8 @@ var errNotCluster = errors.New("cluster support disabled")
 // Open connects to the first seed that answers and finds out
 // whether it is a standalone server (the node is returned as is) or a
 // cluster member (a cluster backend over one node per master is).
-// A seed that refuses the credentials or a setting (the DB) ends
+// Several seeds name a cluster: a standalone server among them is
+// refused. A seed that refuses the credentials or a setting (the DB) ends
 // Open with its error alone.
 func Open(ctx context.Context, cfg conn.Config, t Transport) (Backend, error) {
 	if len(cfg.Addrs) == 0 {
@@ -99,6 +100,12 @@ func Open(ctx context.Context, cfg conn.Config, t Transport) (Backend, error) {
 		}
 		shards, err := discover(ctx, n, cfg.TLS != nil)
 		switch {
+		case errors.Is(err, errNotCluster) && len(cfg.Addrs) > 1:
+			// Every call would go to this server, the others unused.
+			n.Close()
+			return nil, fmt.Errorf("%w: %s is a standalone server (cluster support disabled), but %d addresses were given: "+
+				"several addresses are the seeds of one Redis Cluster; give a standalone server's address alone",
+				conn.ErrInvalidArgument, addr, len(cfg.Addrs))
 		case errors.Is(err, errNotCluster) && cfg.ReadFrom != conn.ReadPrimary:
 			n.Close()
 			return nil, fmt.Errorf("%w: ReadFrom other than ReadPrimary on a standalone server: replicas are found through Sentinel or a Redis Cluster", conn.ErrInvalidArgument)

@@ -530,8 +530,13 @@ func (n *Node) topUp() {
 // Stats implements Statser.
 func (n *Node) Stats() conn.Stats {
 	st := n.p.Stat()
+	nodes := 1
+	if n.closed.Load() {
+		nodes = 0
+	}
 	return conn.Stats{
 		Strategy:        "pool",
+		Nodes:           nodes,
 		Conns:           int(st.TotalResources()),
 		InUse:           int(st.AcquiredResources()),
 		Idle:            int(st.IdleResources()),
