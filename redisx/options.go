@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net"
+	"strings"
 	"time"
 
 	"github.com/redisx-go/kit/strategy"
@@ -75,7 +76,9 @@ type Options struct {
 	DB int
 	// TLS, when set, makes every connection a TLS connection (rediss://).
 	TLS *tls.Config
-	// ClientName is set with CLIENT SETNAME on every connection.
+	// ClientName is set with CLIENT SETNAME on every connection. It may
+	// hold the printable ASCII characters but the space ('!' to '~'), as
+	// the server requires.
 	ClientName string
 
 	// DialTimeout bounds opening and authenticating one connection.
@@ -231,6 +234,10 @@ func (o *Options) config() (strategy.Config, error) {
 	}
 	if cfg.DB < 0 {
 		return cfg, fmt.Errorf("%w: DB %d is negative", ErrInvalidArgument, cfg.DB)
+	}
+	if strings.ContainsFunc(cfg.ClientName, func(r rune) bool { return r < '!' || r > '~' }) {
+		// CLIENT SETNAME refuses them: every dial would fail.
+		return cfg, fmt.Errorf("%w: ClientName %q holds a space, a control or a non-ASCII character, which a server refuses", ErrInvalidArgument, cfg.ClientName)
 	}
 	if cfg.Password == "" && cfg.Username != "" {
 		return cfg, fmt.Errorf("%w: Username without Password", ErrInvalidArgument)

@@ -70,8 +70,11 @@ import (
 //
 // Unknown parameters, parameters given twice (other than addr and
 // near_prefix), parameters of a strategy the URL does not name, and near_…
-// parameters without near are errors. Errors never repeat the URL, which
-// may hold a password. FormatURL is the inverse.
+// parameters without near are errors, and so are values New would refuse
+// before it dials (conns with lanes, a negative dial_timeout, read_from
+// with slotgrouped or near…): the rules of Options and of the strategies'
+// Validate. Errors never repeat the URL, which may hold a password.
+// FormatURL is the inverse.
 func ParseURL(raw string) (Options, error) {
 	inPath, inQuery := atAfterAuthority(raw)
 	if inPath {
@@ -84,6 +87,9 @@ func ParseURL(raw string) (Options, error) {
 		parse = parseSentinelURL // before url.Parse, which reads no list of hosts
 	}
 	o, err := parse(raw)
+	if err == nil {
+		err = validate(&o)
+	}
 	if err != nil {
 		if inQuery {
 			// What the error names (a parameter, the port, a sentinel
@@ -93,6 +99,20 @@ func ParseURL(raw string) (Options, error) {
 		return Options{}, err
 	}
 	return o, nil
+}
+
+// validate returns the error New would return for o before it dials:
+// o's own fields (Options.config), and its strategy's with them
+// (strategy.Validator).
+func validate(o *Options) error {
+	cfg, err := o.config()
+	if err != nil {
+		return err
+	}
+	if v, ok := o.Strategy.(strategy.Validator); ok {
+		return v.Validate(cfg)
+	}
+	return nil
 }
 
 // parseRedisURL is ParseURL for the redis and rediss schemes.

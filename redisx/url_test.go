@@ -339,17 +339,19 @@ func TestParseURLNeverQuotesAPasswordCutShort(t *testing.T) {
 	}
 }
 
-func TestParseURLRejectsPortOutOfRangeAndKeepsEmptyPassword(t *testing.T) {
+func TestParseURLRejectsPortOutOfRangeAndUserWithoutPassword(t *testing.T) {
 	for _, raw := range []string{"redis://h:0", "redis://h:65536", "redis://:s3cr3t-PW@h:99999"} {
 		_, err := redisx.ParseURL(raw)
 		if !errors.Is(err, redisx.ErrInvalidArgument) || err != nil && strings.Contains(err.Error(), secret) {
 			t.Errorf("ParseURL(%q) error = %v, want ErrInvalidArgument without the password", raw, err)
 		}
 	}
-	// "user:" with an empty password is a user, not the password shorthand.
+	// "user:" with an empty password is a user, not the password
+	// shorthand: a user without a password, which New refuses (no AUTH
+	// would name it).
 	o, err := redisx.ParseURL("redis://app:@h:6380")
-	if err != nil || o.Username != "app" || o.Password != "" {
-		t.Fatalf("ParseURL(user with empty password) = user %q, password %q, %v; want app, empty", o.Username, o.Password, err)
+	if !errors.Is(err, redisx.ErrInvalidArgument) || !strings.Contains(err.Error(), "Username without Password") {
+		t.Fatalf("ParseURL(user with empty password) = user %q, password %q, %v; want ErrInvalidArgument: Username without Password", o.Username, o.Password, err)
 	}
 }
 

@@ -90,6 +90,24 @@ type Strategy interface {
 	Open(ctx context.Context, cfg Config) (Backend, error)
 }
 
+// Validator is implemented by strategy values that can tell, without
+// connecting, whether Open would refuse them with cfg: Multiplexed, Pool,
+// SlotGrouped and localcache.Near. Validate returns the error Open would
+// return before it dials — a field out of range, fields that exclude each
+// other, a field cfg excludes (a ReadFrom or Sentinel the strategy does
+// not support) — and Open calls it first, so that the rules live once.
+// redisx.ParseURL asks it, and refuses a URL whose Options New would.
+type Validator interface {
+	Strategy
+	Validate(cfg Config) error
+}
+
+var (
+	_ Validator = Multiplexed{}
+	_ Validator = Pool{}
+	_ Validator = SlotGrouped{}
+)
+
 // Backend is a running strategy. Implementations are safe for concurrent
 // use. The caller of Open owns the Backend and must Close it.
 //
