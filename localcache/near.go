@@ -58,22 +58,8 @@ type Near struct {
 // Open implements strategy.Strategy. It returns once the inner strategy is
 // open and every invalidation connection is subscribed.
 func (n Near) Open(ctx context.Context, cfg strategy.Config) (strategy.Backend, error) {
-	switch {
-	case n.MaxBytes < 0:
-		return nil, fmt.Errorf("%w: Near.MaxBytes %d is negative", strategy.ErrInvalidArgument, n.MaxBytes)
-	case n.TTL < 0 || n.NegativeTTL < 0 || n.PingInterval < 0:
-		return nil, fmt.Errorf("%w: Near durations must not be negative", strategy.ErrInvalidArgument)
-	case n.Jitter < 0 || n.Jitter >= 1:
-		return nil, fmt.Errorf("%w: Near.Jitter %v outside [0, 1)", strategy.ErrInvalidArgument, n.Jitter)
-	}
-	switch n.Inner.(type) {
-	case Near, *Near:
-		return nil, fmt.Errorf("%w: Near inside Near", strategy.ErrInvalidArgument)
-	}
-	if cfg.ReadFrom != strategy.ReadPrimary {
-		// The invalidations come from the master; a replica's reply may
-		// be older than one already invalidated, and would be cached.
-		return nil, fmt.Errorf("%w: Near with ReadFrom other than ReadPrimary: the local cache could not stay coherent", strategy.ErrInvalidArgument)
+	if err := n.Validate(cfg); err != nil {
+		return nil, err
 	}
 	if n.Inner == nil {
 		n.Inner = strategy.Multiplexed{}
@@ -118,6 +104,39 @@ func (n Near) Open(ctx context.Context, cfg strategy.Config) (strategy.Backend, 
 	s.ttlKnown = b.caps.HasTTL()
 	return b, nil
 }
+
+// Validate implements strategy.Validator: MaxBytes and the durations not
+// negative, Jitter in [0, 1), no Near inside, cfg with ReadPrimary, and
+// Inner (Multiplexed when nil) valid for cfg when it can tell.
+func (n Near) Validate(cfg strategy.Config) error {
+	switch {
+	case n.MaxBytes < 0:
+		return fmt.Errorf("%w: Near.MaxBytes %d is negative", strategy.ErrInvalidArgument, n.MaxBytes)
+	case n.TTL < 0 || n.NegativeTTL < 0 || n.PingInterval < 0:
+		return fmt.Errorf("%w: Near durations must not be negative", strategy.ErrInvalidArgument)
+	case n.Jitter < 0 || n.Jitter >= 1:
+		return fmt.Errorf("%w: Near.Jitter %v outside [0, 1)", strategy.ErrInvalidArgument, n.Jitter)
+	}
+	switch n.Inner.(type) {
+	case Near, *Near:
+		return fmt.Errorf("%w: Near inside Near", strategy.ErrInvalidArgument)
+	}
+	if cfg.ReadFrom != strategy.ReadPrimary {
+		// The invalidations come from the master; a replica's reply may
+		// be older than one already invalidated, and would be cached.
+		return fmt.Errorf("%w: Near with ReadFrom other than ReadPrimary: the local cache could not stay coherent", strategy.ErrInvalidArgument)
+	}
+	var inner strategy.Strategy = strategy.Multiplexed{}
+	if n.Inner != nil {
+		inner = n.Inner
+	}
+	if v, ok := inner.(strategy.Validator); ok {
+		return v.Validate(cfg)
+	}
+	return nil
+}
+
+var _ strategy.Validator = Near{}
 
 type near struct {
 	inner    strategy.Backend

@@ -18,7 +18,11 @@ var (
 	// ErrInvalidArgument is returned, before anything is sent, for input
 	// the server would refuse or misread: a negative TTL, a key, value or
 	// command argument over MaxValueSize, a nil map, an argument of an
-	// unsupported type.
+	// unsupported type. A new connection's setting that the server
+	// refuses (an ERR reply to the handshake's SELECT or CLIENT SETNAME:
+	// a DB out of range, a DB other than 0 on a cluster) wraps it too,
+	// with the server's reply, and not ErrConnection: another attempt
+	// would get the same answer.
 	ErrInvalidArgument = conn.ErrInvalidArgument
 	// ErrConnection wraps network and protocol failures. The connection
 	// that failed is discarded and replaced; the call may be retried.
@@ -88,6 +92,24 @@ type NodeError = conn.NodeError
 type Strategy interface {
 	Open(ctx context.Context, cfg Config) (Backend, error)
 }
+
+// Validator is implemented by strategy values that can tell, without
+// connecting, whether Open would refuse them with cfg: Multiplexed, Pool,
+// SlotGrouped and localcache.Near. Validate returns the error Open would
+// return before it dials — a field out of range, fields that exclude each
+// other, a field cfg excludes (a ReadFrom or Sentinel the strategy does
+// not support) — and Open calls it first, so that the rules live once.
+// redisx.ParseURL asks it, and refuses a URL whose Options New would.
+type Validator interface {
+	Strategy
+	Validate(cfg Config) error
+}
+
+var (
+	_ Validator = Multiplexed{}
+	_ Validator = Pool{}
+	_ Validator = SlotGrouped{}
+)
 
 // Backend is a running strategy. Implementations are safe for concurrent
 // use. The caller of Open owns the Backend and must Close it.
@@ -214,8 +236,11 @@ type Stats struct {
 	EmptyAcquires   int64         // acquires that found no idle connection
 	CanceledAcquire int64         // acquires abandoned because the context ended
 
-	// Cluster: servers connected to, masters in the slot map, MOVED/ASK
-	// redirects followed, and slot-map reloads.
+	// Topology: the servers connected to (1 on a standalone server,
+	// whatever the strategy; the master and the replicas followed over
+	// Sentinel; a cluster's nodes; 0 once closed), and on a cluster the
+	// masters in the slot map, MOVED/ASK redirects followed, and slot-map
+	// reloads.
 	Nodes             int
 	Masters           int
 	Redirects         int64
@@ -240,7 +265,10 @@ type Stats struct {
 // Config is the connection settings every strategy shares. redisx fills it
 // from Options; strategies must not modify it.
 type Config struct {
-	// Addrs are the seed nodes, "host:port". Required.
+	// Addrs are "host:port": a standalone server's, or seed nodes of a
+	// Redis Cluster. Required. Several name a cluster: Open refuses them
+	// (ErrInvalidArgument) when the one that answers is a standalone
+	// server.
 	Addrs []string
 	// Username and Password authenticate with AUTH (ACL user when
 	// Username is set). Never logged nor put in errors.

@@ -150,6 +150,10 @@ func handshakeError(cfg *Config, addr string, err error, connected bool) error {
 	switch {
 	case authRefused(err):
 		return fmt.Errorf("%w: dial %s: %w", ErrAuth, addr, err)
+	case settingRefused(err):
+		// SELECT, CLIENT SETNAME or READONLY refused: the same dial
+		// gets the same answer, so it is not a connection failure.
+		return fmt.Errorf("%w: dial %s: the server refuses %s: %w", ErrInvalidArgument, addr, settings(cfg), err)
 	case errors.Is(err, context.DeadlineExceeded) || isTimeout(err):
 		// DialTimeout, not the dial's context (endedBy found it alive): a
 		// failure to connect, which another attempt may not meet — not a
@@ -196,6 +200,36 @@ func authRefused(err error) bool {
 	return strings.Contains(msg, "invalid password") ||
 		strings.Contains(msg, "invalid username-password pair") ||
 		strings.Contains(msg, "without any password configured")
+}
+
+// settingRefused reports whether err is the server refusing a setting of
+// the handshake — "ERR DB index is out of range", "ERR SELECT is not
+// allowed in cluster mode", a client name it does not take — rather than
+// a state that passes: "ERR max number of clients reached", or LOADING,
+// BUSY, MASTERDOWN, which are not ERR replies.
+func settingRefused(err error) bool {
+	var re redis.Error
+	if !errors.As(err, &re) {
+		return false
+	}
+	msg := string(re)
+	return strings.HasPrefix(msg, "ERR ") && !strings.Contains(strings.ToLower(msg), "max number of clients")
+}
+
+// settings names what the handshake of cfg set: the database, the client
+// name.
+func settings(cfg *Config) string {
+	var set []string
+	if cfg.DB != 0 {
+		set = append(set, fmt.Sprintf("DB %d", cfg.DB))
+	}
+	if cfg.ClientName != "" {
+		set = append(set, fmt.Sprintf("client name %q", cfg.ClientName))
+	}
+	if len(set) == 0 {
+		return "the handshake"
+	}
+	return "the connection's " + strings.Join(set, ", ")
 }
 
 func tlsConfigFor(c *tls.Config, addr string) *tls.Config {

@@ -23,7 +23,8 @@ var (
 	// ErrInvalidArgument is returned, before anything is sent, for input
 	// the server would refuse or misread: a negative TTL, a key, value or
 	// command argument over MaxValueSize, a nil map, an argument of an
-	// unsupported type.
+	// unsupported type; and for a handshake setting the server refuses
+	// (see strategy.ErrInvalidArgument).
 	ErrInvalidArgument = errors.New("redisx: invalid argument")
 	// ErrConnection wraps network and protocol failures. The connection
 	// that failed is discarded and replaced; the call may be retried.

@@ -411,6 +411,9 @@ func (n *Node) Stats() conn.Stats {
 		DialErrors:  n.dialErrors.Load(),
 		BrokenConns: n.broken.Load(),
 	}
+	if !n.closed.Load() {
+		s.Nodes = 1
+	}
 	for i := range n.slots {
 		if c := n.slots[i].cur.Load(); c != nil && !c.broken.Load() {
 			s.Conns++

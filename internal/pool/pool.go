@@ -85,7 +85,7 @@ func Open(ctx context.Context, cfg conn.Config, addr string, o Options) (*Node, 
 	if err != nil {
 		n.Close()
 		switch {
-		case errors.Is(err, conn.ErrConnection) || errors.Is(err, conn.ErrAuth):
+		case errors.Is(err, conn.ErrConnection) || errors.Is(err, conn.ErrAuth) || errors.Is(err, conn.ErrInvalidArgument):
 		case ctx.Err() != nil: // puddle's wait for a connection ended with ctx
 			err = conn.MarkUnsent(conn.DialEnded(addr, ctx.Err()))
 		default:
@@ -235,7 +235,7 @@ func (n *Node) acquire(ctx context.Context) (*puddle.Resource[*pconn], error) {
 			return nil, conn.CtxErr(n.addr, false, ctx.Err())
 		case errors.Is(err, puddle.ErrClosedPool), n.closed.Load():
 			return nil, conn.ErrClosed
-		case errors.Is(err, conn.ErrConnection), errors.Is(err, conn.ErrAuth):
+		case errors.Is(err, conn.ErrConnection), errors.Is(err, conn.ErrAuth), errors.Is(err, conn.ErrInvalidArgument):
 			return nil, conn.MarkUnsent(err)
 		}
 		return nil, conn.MarkUnsent(conn.ConnError(n.addr, err))
@@ -539,8 +539,13 @@ func (n *Node) topUp() {
 // Stats implements Statser.
 func (n *Node) Stats() conn.Stats {
 	st := n.p.Stat()
+	nodes := 1
+	if n.closed.Load() {
+		nodes = 0
+	}
 	return conn.Stats{
 		Strategy:        "pool",
+		Nodes:           nodes,
 		Conns:           int(st.TotalResources()),
 		InUse:           int(st.AcquiredResources()),
 		Idle:            int(st.IdleResources()),
