@@ -58,6 +58,23 @@ var promotionCalls = []promotionCall{
 		v, err := redis.Bytes(rs[0].Value, rs[0].Err)
 		return promotionCheck(k, v, err)
 	}},
+	// A batch with a blocking command goes by each node's DoMulti. The
+	// list shares k's slot: its hash tag is k.
+	{"DoMulti/blocking", func(ctx context.Context, c *redisx.Client, k string) error {
+		rs := c.DoMulti(ctx, []any{"BLPOP", "{" + k + "}:list", "0.01"}, []any{"GET", k})
+		if rs[0].Err != nil {
+			return rs[0].Err
+		}
+		v, err := redis.Bytes(rs[1].Value, rs[1].Err)
+		return promotionCheck(k, v, err)
+	}},
+	// A transaction's connection of its own (Dedicated).
+	{"Watch", func(ctx context.Context, c *redisx.Client, k string) error {
+		return c.Watch(ctx, func(tx *redisx.Tx) error {
+			v, err := redis.Bytes(tx.Do(ctx, "GET", k))
+			return promotionCheck(k, v, err)
+		}, k)
+	}},
 	// PING goes to every master.
 	{"Ping", func(ctx context.Context, c *redisx.Client, _ string) error { return c.Ping(ctx) }},
 }
@@ -82,7 +99,7 @@ func promotionWait(t *testing.T, watch redis.Conn, deadline time.Time) time.Time
 
 // TestClusterKeysReadableSoonAfterPromotion kills a master while clients
 // use its keys, one client per strategy (Near too) and path (Get, MGet,
-// MSet, Do, DoMulti, Ping), and checks that each client serves every key
+// MSet, Do, DoMulti, a blocking DoMulti, Watch, Ping), and checks that each client serves every key
 // within a second of the cluster's promotion of the replica: every path
 // whose call meets the dead master's refused connection has the slot map
 // reloaded, until the map names the new master, rather than leaving the
