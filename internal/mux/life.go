@@ -172,6 +172,13 @@ func (n *Node) retire(c *muxConn) {
 // server closing it is noticed before the next call, and closes an
 // adaptive lane that stayed idle for laneIdle (see closeIdle). A negative timeout:
 // no overdue replies, idle connections watched every second.
+//
+// A connection failed for its silence takes with it the node's idle
+// connections that have received nothing since that silence began (see
+// closeUnheard): they were opened before the peer or the path went quiet
+// and nothing shows they survived it, so a caller retrying the failed
+// call must not find one and wait a read timeout again — a new
+// connection is dialled instead.
 func (n *Node) watchdog(timeout time.Duration) {
 	defer n.wg.Done()
 	tick := time.Second
@@ -182,19 +189,25 @@ func (n *Node) watchdog(timeout time.Duration) {
 	defer t.Stop()
 	last := make([]silence, len(n.slots))
 	idleSince := make([]time.Time, len(n.slots))
+	lastHeard := make([]heard, len(n.slots))
 	for {
 		select {
 		case <-n.stop:
 			return
 		case <-t.C:
+			var silent []*muxConn
+			var silentSince time.Time // the earliest of their silences
+			var why []error
 			for i := range n.slots {
 				c := n.slots[i].cur.Load()
 				s := &last[i]
 				if c == nil || c.broken.Load() {
 					*s = silence{}
 					idleSince[i] = time.Time{}
+					lastHeard[i] = heard{}
 					continue
 				}
+				lastHeard[i].look(c)
 				switch {
 				case !c.watchIdle():
 					idleSince[i] = time.Time{}
@@ -210,9 +223,51 @@ func (n *Node) watchdog(timeout time.Duration) {
 					continue
 				}
 				if overdue, quiet := s.look(c, timeout); overdue {
-					c.fail(s.failure(quiet))
+					if silentSince.IsZero() || s.since.Before(silentSince) {
+						silentSince = s.since
+					}
+					silent = append(silent, c)
+					why = append(why, s.failure(quiet))
 				}
 			}
+			if len(silent) > 0 {
+				// First the unheard ones, so that no caller told of the
+				// failure takes one. A connection heard in the tick the
+				// silence was first seen may have been heard before it
+				// began: half a tick of margin counts it as unheard.
+				n.closeUnheard(lastHeard, silentSince.Add(tick/2))
+				for j, c := range silent {
+					c.fail(why[j])
+				}
+			}
+		}
+	}
+}
+
+// heard is when the watchdog last saw a connection receive something: a
+// change of its progress from one tick to the next (or its first tick).
+type heard struct {
+	c        *muxConn
+	progress int64
+	at       time.Time
+}
+
+func (h *heard) look(c *muxConn) {
+	if p := c.progress.Load(); h.c != c || h.progress != p {
+		*h = heard{c: c, progress: p, at: time.Now()}
+	}
+}
+
+// closeUnheard closes every connection of the node with nothing in flight
+// (see closeIdle) that was last heard before cutoff: when one connection
+// went silent, nothing shows that those still reach the server.
+// Connections with calls in flight are left to the ReadTimeout rule,
+// which their calls are owed.
+func (n *Node) closeUnheard(heard []heard, cutoff time.Time) {
+	for i := range n.slots {
+		c := n.slots[i].cur.Load()
+		if c != nil && !c.broken.Load() && heard[i].c == c && heard[i].at.Before(cutoff) {
+			n.closeIdle(i, c)
 		}
 	}
 }
