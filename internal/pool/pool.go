@@ -221,7 +221,7 @@ func (n *Node) acquire(ctx context.Context) (*puddle.Resource[*pconn], error) {
 		}
 	}
 	res, err := n.p.Acquire(ctx)
-	for err == nil && res.IdleDuration() >= peekIdle && (res.Value().r.Buffered() > 0 || peerGone(res.Value().nc)) {
+	for err == nil && res.IdleDuration() >= peekIdle && res.Value().closedWhileIdle() {
 		// Closed by the server while idle: never lend it (its call would
 		// fail, after its request was sent), take another.
 		res.Destroy()
@@ -242,11 +242,6 @@ func (n *Node) acquire(ctx context.Context) (*puddle.Resource[*pconn], error) {
 	}
 	return res, nil
 }
-
-// peekIdle is how long a connection must have been idle for acquire to
-// check, before lending it, that the server has not closed it meanwhile
-// (peerGone: one system call, which a connection in steady use is spared).
-const peekIdle = 10 * time.Millisecond
 
 // exhaustedError is the error of a caller whose context ended while it
 // waited for one of a pool's connections, all lent: it wraps the
