@@ -5,6 +5,7 @@ import (
 
 	"github.com/redisx-go/kit/internal/conn"
 	"github.com/redisx-go/kit/strategy"
+	"github.com/redisx-go/kit/strategy/backend"
 )
 
 // Result is the outcome of one command of DoMulti or Tx.Exec: its reply,
@@ -12,7 +13,7 @@ import (
 // server error reply for that command (WRONGTYPE…) is its Err — wrapping
 // a redis.Error, which errors.As extracts — and does not fail the other
 // commands.
-type Result = strategy.Result
+type Result = backend.Result
 
 // DoMulti sends cmds, each a command as Do takes it, as one pipeline — one
 // round trip per node — and returns one Result per command, in cmds'

@@ -35,7 +35,7 @@ func routerOf(b Backend) (*cluster.Router, error) {
 		m = w.Backend.(*cluster.Grouped).Inner()
 	case routed:
 		m = w.Backend
-	case backend:
+	case running:
 		m = w.Backend
 	}
 	r, ok := m.(*cluster.Router)

@@ -15,6 +15,6 @@ import (
 // Its errors wrap ErrAuth when the server refuses the credentials,
 // ErrConnection otherwise; Unsent reports true for both.
 func Dial(ctx context.Context, cfg Config, addr string) (net.Conn, error) {
-	c := conn.Config(cfg)
+	c := cfg
 	return conn.Dial(ctx, &c, addr)
 }

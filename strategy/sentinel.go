@@ -4,28 +4,21 @@ import (
 	"context"
 
 	"github.com/redisx-go/kit/internal/cluster"
-	"github.com/redisx-go/kit/internal/conn"
 	"github.com/redisx-go/kit/internal/sentinel"
+	"github.com/redisx-go/kit/strategy/backend"
 )
 
 // SentinelConfig names the sentinels of a Redis deployment managed by
-// Redis Sentinel, for Config.Sentinel (redisx.Options.Sentinel fills it;
-// redisx.SentinelOptions describes how the master is found and
-// followed): Master, the name the sentinels monitor the master under;
-// Addrs, the sentinels' addresses (host:port); Username and Password, the
-// sentinels' own credentials, if any (Config's are the data nodes').
-// Config.TLS and DialTimeout apply to the sentinels too.
-//
-// Multiplexed and Pool follow the master the sentinels name; Open fails
-// with an error wrapping ErrConnection if none answers as a master.
-// SlotGrouped, goredis.Strategy and a master in cluster mode refuse it;
-// localcache.Near follows the master its inner strategy reports.
-type SentinelConfig = conn.Sentinel
+// Redis Sentinel, for Config.Sentinel: backend.SentinelConfig, whose
+// fields are Master, Addrs, Username and Password (the sentinels' own
+// credentials). redisx.SentinelOptions describes how the master is found
+// and followed.
+type SentinelConfig = backend.SentinelConfig
 
 // open opens the backend of transport t: over the master the sentinels of
 // cfg.Sentinel name, or on a standalone server or a cluster.
 func open(ctx context.Context, cfg Config, t cluster.Transport) (Backend, error) {
-	b, err := sentinel.OpenBackend(ctx, conn.Config(cfg), t)
+	b, err := sentinel.OpenBackend(ctx, cfg, t)
 	if err != nil {
 		return nil, err
 	}
@@ -36,7 +29,7 @@ func open(ctx context.Context, cfg Config, t cluster.Transport) (Backend, error)
 // master it follows (localcache.Near's invalidation connection moves with
 // it).
 type followed struct {
-	backend
+	running
 	s *sentinel.Backend
 }
 

@@ -9,13 +9,14 @@ import (
 	"time"
 
 	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/strategy/backend"
 
 	"github.com/gomodule/redigo/redis"
 )
 
 // Backend is what a transport's node, a Router and a Grouped offer:
-// strategy.Backend and its optional interfaces as this module's backends
-// have them, with conn.Stats for Stats (package strategy converts them).
+// strategy.Backend and the optional interfaces this module's backends
+// have, with the values of package backend.
 type Backend interface {
 	Get(ctx context.Context, key string) ([]byte, error)
 	Set(ctx context.Context, key string, value []byte, ttl time.Duration) error
@@ -26,11 +27,11 @@ type Backend interface {
 	Do(ctx context.Context, args ...any) (any, error)
 	GetWithTTL(ctx context.Context, key string) ([]byte, time.Duration, error)
 	MGetWithTTL(ctx context.Context, keys []string) ([][]byte, []time.Duration, error)
-	Stats() conn.Stats
+	Stats() backend.Stats
 	// DoMulti, Dedicated and DialSession are strategy.MultiDoer's,
 	// strategy.Dedicator's and strategy.SessionDialer's (see multi.go).
-	DoMulti(ctx context.Context, cmds ...[]any) []conn.Result
-	Dedicated(ctx context.Context, keys []string) (conn.Dedicated, error)
+	DoMulti(ctx context.Context, cmds ...[]any) []backend.Result
+	Dedicated(ctx context.Context, keys []string) (backend.Dedicated, error)
 	DialSession(ctx context.Context, slot int, hello func(net.Conn) error) (net.Conn, error)
 }
 
@@ -65,9 +66,9 @@ func AsNode[N Node](n N, err error) (Node, error) {
 // for Multiplexed and one for Pool).
 type Transport interface {
 	// NewNode returns a node for addr without connecting.
-	NewNode(cfg conn.Config, addr string) (Node, error)
+	NewNode(cfg backend.Config, addr string) (Node, error)
 	// OpenNode returns a node for addr once it has connected.
-	OpenNode(ctx context.Context, cfg conn.Config, addr string) (Node, error)
+	OpenNode(ctx context.Context, cfg backend.Config, addr string) (Node, error)
 }
 
 var errNotCluster = errors.New("cluster support disabled")
@@ -78,14 +79,14 @@ var errNotCluster = errors.New("cluster support disabled")
 // Several seeds name a cluster: a standalone server among them is
 // refused. A seed that refuses the credentials or a setting (the DB) ends
 // Open with its error alone.
-func Open(ctx context.Context, cfg conn.Config, t Transport) (Backend, error) {
+func Open(ctx context.Context, cfg backend.Config, t Transport) (Backend, error) {
 	if len(cfg.Addrs) == 0 {
-		return nil, fmt.Errorf("%w: no address", conn.ErrInvalidArgument)
+		return nil, fmt.Errorf("%w: no address", backend.ErrInvalidArgument)
 	}
 	// The seed is probed without ReadFrom, whose READONLY a standalone
 	// server refuses.
 	probe := cfg
-	probe.ReadFrom = conn.ReadPrimary
+	probe.ReadFrom = backend.ReadPrimary
 	var errs []error
 	for _, addr := range cfg.Addrs {
 		n, err := t.OpenNode(ctx, probe, addr)
@@ -105,10 +106,10 @@ func Open(ctx context.Context, cfg conn.Config, t Transport) (Backend, error) {
 			n.Close()
 			return nil, fmt.Errorf("%w: %s is a standalone server (cluster support disabled), but %d addresses were given: "+
 				"several addresses are the seeds of one Redis Cluster; give a standalone server's address alone",
-				conn.ErrInvalidArgument, addr, len(cfg.Addrs))
-		case errors.Is(err, errNotCluster) && cfg.ReadFrom != conn.ReadPrimary:
+				backend.ErrInvalidArgument, addr, len(cfg.Addrs))
+		case errors.Is(err, errNotCluster) && cfg.ReadFrom != backend.ReadPrimary:
 			n.Close()
-			return nil, fmt.Errorf("%w: ReadFrom other than ReadPrimary on a standalone server: replicas are found through Sentinel or a Redis Cluster", conn.ErrInvalidArgument)
+			return nil, fmt.Errorf("%w: ReadFrom other than ReadPrimary on a standalone server: replicas are found through Sentinel or a Redis Cluster", backend.ErrInvalidArgument)
 		case errors.Is(err, errNotCluster):
 			return n, nil
 		case err != nil:
@@ -118,9 +119,9 @@ func Open(ctx context.Context, cfg conn.Config, t Transport) (Backend, error) {
 		}
 		if cfg.DB != 0 {
 			n.Close()
-			return nil, fmt.Errorf("%w: DB %d on a cluster, which has database 0 only", conn.ErrInvalidArgument, cfg.DB)
+			return nil, fmt.Errorf("%w: DB %d on a cluster, which has database 0 only", backend.ErrInvalidArgument, cfg.DB)
 		}
-		if cfg.ReadFrom != conn.ReadPrimary {
+		if cfg.ReadFrom != backend.ReadPrimary {
 			// Its nodes' connections are READONLY, so that those to
 			// replicas serve reads: the seed's too.
 			n.Close()
@@ -143,7 +144,7 @@ func Open(ctx context.Context, cfg conn.Config, t Transport) (Backend, error) {
 // configuration (ErrInvalidArgument) or of the credentials (ErrAuth),
 // which no other node nor another attempt would accept.
 func refused(err error) bool {
-	return errors.Is(err, conn.ErrInvalidArgument) || errors.Is(err, conn.ErrAuth)
+	return errors.Is(err, backend.ErrInvalidArgument) || errors.Is(err, backend.ErrAuth)
 }
 
 // discover asks n for the cluster's shards: CLUSTER SHARDS, falling back

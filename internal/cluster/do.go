@@ -10,6 +10,7 @@ import (
 	"github.com/gomodule/redigo/redis"
 	"github.com/redisx-go/kit/internal/command"
 	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/strategy/backend"
 )
 
 // Routing of generic commands (Do) on a cluster. Where a command goes is
@@ -38,7 +39,7 @@ func (c *Router) Do(ctx context.Context, args ...any) (any, error) {
 		return nil, err
 	}
 	if c.closed.Load() {
-		return nil, conn.ErrClosed
+		return nil, backend.ErrClosed
 	}
 	spec := command.Lookup(args)
 	if spec == nil {
@@ -125,7 +126,7 @@ func (c *Router) doKeyless(ctx context.Context, spec *command.Spec, args []any) 
 // cannot be combined into one.
 func perNode(name string) error {
 	return fmt.Errorf("%w: %s on a cluster: each master answers for itself (its own cursor or report) and the replies do not combine into one; "+
-		"run it on every address of Masters with DoOn (strategy.NodeDoer)", conn.ErrUnsupported, name)
+		"run it on every address of Masters with DoOn (strategy.NodeDoer)", backend.ErrUnsupported, name)
 }
 
 // doUnknown routes a command the table does not know by the keys the
@@ -356,7 +357,7 @@ func (c *Router) DoOn(ctx context.Context, addr string, args ...any) (any, error
 		return nil, err
 	}
 	if c.closed.Load() {
-		return nil, conn.ErrClosed
+		return nil, backend.ErrClosed
 	}
 	for {
 		var m *member
@@ -367,7 +368,7 @@ func (c *Router) DoOn(ctx context.Context, addr string, args ...any) (any, error
 			}
 		}
 		if m == nil {
-			return nil, fmt.Errorf("%w: DoOn: %s is not a master of the cluster's slot map (see Masters)", conn.ErrInvalidArgument, addr)
+			return nil, fmt.Errorf("%w: DoOn: %s is not a master of the cluster's slot map (see Masters)", backend.ErrInvalidArgument, addr)
 		}
 		if !m.Acquire() {
 			continue // retired since we loaded the map: look in the new one

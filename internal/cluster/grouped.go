@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/strategy/backend"
 )
 
 // NewGrouped returns a Grouped over b, a Router or a transport's Node,
@@ -24,7 +25,7 @@ func NewGrouped(b Backend, maxBatch int) (*Grouped, error) {
 		g.single = in
 		g.one = &member{n: in} // never retired
 	default:
-		return nil, fmt.Errorf("%w: SlotGrouped over %T", conn.ErrUnsupported, b)
+		return nil, fmt.Errorf("%w: SlotGrouped over %T", backend.ErrUnsupported, b)
 	}
 	return g, nil
 }
@@ -50,7 +51,7 @@ func (g *Grouped) Do(ctx context.Context, args ...any) (any, error) {
 	return g.inner.Do(ctx, args...)
 }
 
-func (g *Grouped) Stats() conn.Stats {
+func (g *Grouped) Stats() backend.Stats {
 	s := g.inner.Stats()
 	s.Strategy = "slot-grouped/" + s.Strategy
 	return s
@@ -178,7 +179,7 @@ func runPipelines(ctx context.Context, nodes []Node, keys [][]string, bufs [][]b
 // failures collects, per node, the keys whose part of a call failed.
 type failures struct {
 	mu   sync.Mutex
-	errs []*conn.NodeError
+	errs []*backend.NodeError
 }
 
 // add records keys as failed on addr; the first error of a node stands for
@@ -192,7 +193,7 @@ func (f *failures) add(addr string, keys []string, err error) {
 			return
 		}
 	}
-	f.errs = append(f.errs, &conn.NodeError{Node: addr, Keys: append([]string(nil), keys...), Err: err})
+	f.errs = append(f.errs, &backend.NodeError{Node: addr, Keys: append([]string(nil), keys...), Err: err})
 }
 
 func (f *failures) err() error {

@@ -4,6 +4,7 @@ import (
 	"sync/atomic"
 
 	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/strategy/backend"
 )
 
 // The cluster's nodes and their lifetime. The cluster holds a node open
@@ -45,7 +46,7 @@ func (c *Router) newMember(n Node) *member {
 		// Its counters move to the cluster's.
 		n.Close()
 		c.mu.Lock()
-		c.gone.AddCounters(n.Stats())
+		conn.AddCounters(&c.gone, n.Stats())
 		delete(c.retiring, m)
 		c.mu.Unlock()
 	})
@@ -56,7 +57,7 @@ func (c *Router) newMember(n Node) *member {
 // first use. c.mu must be held.
 func (c *Router) memberLocked(addr string) (*member, error) {
 	if c.nodes == nil {
-		return nil, conn.ErrClosed
+		return nil, backend.ErrClosed
 	}
 	if m, ok := c.nodes[addr]; ok {
 		return m, nil
@@ -182,15 +183,15 @@ func (c *Router) Close() error {
 
 // Stats implements Statser: the figures of the nodes held open, and the
 // counters of those closed since, summed.
-func (c *Router) Stats() conn.Stats {
-	s := conn.Stats{Strategy: c.name}
+func (c *Router) Stats() backend.Stats {
+	s := backend.Stats{Strategy: c.name}
 	c.mu.Lock()
-	s.AddCounters(c.gone)
+	conn.AddCounters(&s, c.gone)
 	for _, m := range c.nodes {
-		s.AddNode(m.n.Stats())
+		conn.AddNode(&s, m.n.Stats())
 	}
 	for m := range c.retiring {
-		s.AddNode(m.n.Stats())
+		conn.AddNode(&s, m.n.Stats())
 	}
 	s.Nodes = len(c.nodes) + len(c.retiring)
 	open := c.nodes != nil

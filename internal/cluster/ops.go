@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/strategy/backend"
 )
 
 // The cache operations on a cluster. Single-key calls go to the slot's
@@ -40,7 +41,7 @@ func (c *Router) Get(ctx context.Context, key string) ([]byte, error) {
 			rp := conn.Reply{Kind: conn.ReplyBulk}
 			err := askExec(ctx, n, []string{key}, &rp, func(b []byte) []byte { return conn.AppendGet(b, key) })
 			if err == nil && rp.Val == nil {
-				err = conn.ErrNotFound
+				err = backend.ErrNotFound
 			}
 			v = rp.Val
 			return err

@@ -5,7 +5,7 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/strategy/backend"
 )
 
 // Slot-map refreshes. A reload asks one node for the whole map and
@@ -192,10 +192,10 @@ func (c *Router) reload() (changed bool, err error) {
 	}
 	rand.Shuffle(len(addrs), func(i, j int) { addrs[i], addrs[j] = addrs[j], addrs[i] })
 	addrs = append(addrs, c.cfg.Addrs...)
-	err = conn.ErrClosed
+	err = backend.ErrClosed
 	for _, addr := range addrs {
 		if c.closed.Load() {
-			return false, conn.ErrClosed
+			return false, backend.ErrClosed
 		}
 		var n *member
 		if n, err = c.acquireAddr(addr); err != nil {
@@ -215,7 +215,7 @@ func (c *Router) reload() (changed bool, err error) {
 		var top *topology
 		var gone []*member
 		if c.nodes == nil {
-			err = conn.ErrClosed
+			err = backend.ErrClosed
 		} else if top, err = c.build(shards); err == nil {
 			changed = !top.same(c.state.Load())
 			gone = c.install(top)

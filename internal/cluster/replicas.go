@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/strategy/backend"
 )
 
 // Reads from replicas (Config.ReadFrom other than ReadPrimary). Every
@@ -26,7 +27,7 @@ const skipFor = time.Second
 // serving slot in m, created (unconnected) on first use; none when reads
 // go to masters only. c.mu must be held.
 func (c *Router) replicaMembers(m *Map, slot int) ([]*member, error) {
-	if c.cfg.ReadFrom == conn.ReadPrimary {
+	if c.cfg.ReadFrom == backend.ReadPrimary {
 		return nil, nil
 	}
 	sh, _ := m.Shard(slot)
@@ -66,7 +67,7 @@ func (c *Router) reader(slot int) *member {
 	now := time.Now().UnixNano()
 	var best *member
 	switch c.cfg.ReadFrom {
-	case conn.ReadNearest:
+	case backend.ReadNearest:
 		best = top.masters[i-1]
 		for _, r := range rs {
 			if r.skipUntil.Load() > now {
@@ -103,17 +104,17 @@ func (c *Router) reader(slot int) *member {
 // fails it. Reads are idempotent: the master's answer replaces a failed
 // replica's within the caller's context.
 func (c *Router) routeRead(ctx context.Context, slot int, op, ask func(Node) error) error {
-	if c.cfg.ReadFrom == conn.ReadPrimary {
+	if c.cfg.ReadFrom == backend.ReadPrimary {
 		return c.route(ctx, slot, op, ask)
 	}
 	if c.closed.Load() {
-		return conn.ErrClosed
+		return backend.ErrClosed
 	}
 	if r := c.reader(slot); r != nil {
 		start := time.Now()
 		err := op(r.n)
 		r.Release()
-		if err == nil || errors.Is(err, conn.ErrNotFound) || ctx.Err() != nil || !replicaFailure(err) {
+		if err == nil || errors.Is(err, backend.ErrNotFound) || ctx.Err() != nil || !replicaFailure(err) {
 			conn.ObserveRTT(&r.rtt, time.Since(start))
 			return err
 		}
@@ -124,7 +125,7 @@ func (c *Router) routeRead(ctx context.Context, slot int, op, ask func(Node) err
 	}
 	start := time.Now()
 	err := c.route(ctx, slot, op, ask)
-	if c.cfg.ReadFrom == conn.ReadNearest && (err == nil || errors.Is(err, conn.ErrNotFound)) {
+	if c.cfg.ReadFrom == backend.ReadNearest && (err == nil || errors.Is(err, backend.ErrNotFound)) {
 		if m := c.state.Load().master(slot); m != nil {
 			conn.ObserveRTT(&m.rtt, time.Since(start))
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/gomodule/redigo/redis"
 	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/strategy/backend"
 )
 
 // Cluster routing. A clusterBackend keeps one transport node per master
@@ -35,7 +36,7 @@ const (
 )
 
 type Router struct {
-	cfg   conn.Config
+	cfg   backend.Config
 	t     Transport
 	name  string // the transport's Stats name, kept for Stats after Close
 	state atomic.Pointer[topology]
@@ -43,7 +44,7 @@ type Router struct {
 	mu       sync.Mutex           // guards the fields below and every change of state
 	nodes    map[string]*member   // the nodes held open, by address; nil once closed
 	retiring map[*member]struct{} // nodes that left, closed when their last call ends
-	gone     conn.Stats           // the counters of the nodes closed so far
+	gone     backend.Stats        // the counters of the nodes closed so far
 
 	refreshMu    sync.Mutex  // guards the fields below; see clusterrefresh.go
 	refreshing   *dialWait   // the reload in progress, if any
@@ -99,7 +100,7 @@ func (t *topology) master(slot int) *member {
 	return nil
 }
 
-func newRouter(cfg conn.Config, t Transport, seed Node, shards []Shard) (*Router, error) {
+func newRouter(cfg backend.Config, t Transport, seed Node, shards []Shard) (*Router, error) {
 	c := &Router{
 		cfg:      cfg,
 		t:        t,
@@ -204,7 +205,7 @@ func (c *Router) moved(slot int, addr string) {
 // it.
 func (c *Router) route(ctx context.Context, slot int, op, ask func(Node) error) error {
 	if c.closed.Load() {
-		return conn.ErrClosed
+		return backend.ErrClosed
 	}
 	var err error
 	for redirects := 0; ; redirects++ {
@@ -275,8 +276,8 @@ func redirectOf(err error) (Redirect, bool) {
 // that reaches a node calls it with the node's failure.
 func (c *Router) refreshAfter(err error) {
 	switch {
-	case errors.Is(err, conn.ErrClosed) || !conn.Temporary(err):
-	case errors.Is(err, conn.ErrConnection):
+	case errors.Is(err, backend.ErrClosed) || !conn.Temporary(err):
+	case errors.Is(err, backend.ErrConnection):
 		c.doubtRefresh()
 	default:
 		c.triggerRefresh()
@@ -287,7 +288,7 @@ func (c *Router) refreshAfter(err error) {
 // the current map serves: the cluster is down or its topology is
 // changing. The map is reloaded meanwhile, so a later attempt may
 // succeed; nothing was sent.
-var errSlotUnserved = conn.MarkUnsent(fmt.Errorf("%w: slot served by no master (cluster down or topology changing)", conn.ErrConnection))
+var errSlotUnserved = conn.MarkUnsent(fmt.Errorf("%w: slot served by no master (cluster down or topology changing)", backend.ErrConnection))
 
 // InstallShards makes shards the slot map, as if a refresh had read them:
 // the nodes the map no longer lists are retired, and the next refresh may

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/strategy/backend"
 )
 
 // GetWithTTL implements TTLGetter. Under ASK (a slot being migrated) the
@@ -19,9 +20,9 @@ func (c *Router) GetWithTTL(ctx context.Context, key string) ([]byte, time.Durat
 			rp := conn.Reply{Kind: conn.ReplyBulk}
 			err := askExec(ctx, n, []string{key}, &rp, func(b []byte) []byte { return conn.AppendGet(b, key) })
 			if err == nil && rp.Val == nil {
-				err = conn.ErrNotFound
+				err = backend.ErrNotFound
 			}
-			v, ttl = rp.Val, conn.UnknownTTL
+			v, ttl = rp.Val, backend.UnknownTTL
 			return err
 		})
 	if err != nil {
@@ -45,7 +46,7 @@ func (c *Router) MGetWithTTL(ctx context.Context, keys []string) ([][]byte, []ti
 				err := askExec(ctx, n, g.keys, &rp, func(b []byte) []byte { return conn.AppendKeys(b, "MGET", g.keys) })
 				gv, gt = rp.Vals, make([]time.Duration, len(g.keys))
 				for i := range gt {
-					gt[i] = conn.UnknownTTL
+					gt[i] = backend.UnknownTTL
 				}
 				return err
 			})

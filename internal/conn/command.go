@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/redisx-go/kit/internal/resp"
+	"github.com/redisx-go/kit/strategy/backend"
 )
 
 // Encoders of the cache-level commands. They append to a connection's
@@ -73,7 +74,7 @@ func AppendArgs(b []byte, args []any) ([]byte, error) {
 	for i, a := range args {
 		var err error
 		if b, err = resp.AppendArg(b, a); err != nil {
-			return b, fmt.Errorf("%w: argument %d: %w", ErrInvalidArgument, i, err)
+			return b, fmt.Errorf("%w: argument %d: %w", backend.ErrInvalidArgument, i, err)
 		}
 	}
 	return b, nil
@@ -135,7 +136,7 @@ func CheckCommand(args []any) (Class, error) {
 	}
 	class := Classify(args)
 	if class == ClassSession {
-		return class, fmt.Errorf("%w: %s changes connection state or needs a session; it cannot run on a shared or pooled connection", ErrUnsupported, strings.ToUpper(ArgName(args, 0)))
+		return class, fmt.Errorf("%w: %s changes connection state or needs a session; it cannot run on a shared or pooled connection", backend.ErrUnsupported, strings.ToUpper(ArgName(args, 0)))
 	}
 	return class, nil
 }
@@ -144,18 +145,18 @@ func CheckCommand(args []any) (Class, error) {
 // types the encoder takes, sizes the server accepts.
 func CheckArgs(args []any) error {
 	if len(args) == 0 {
-		return fmt.Errorf("%w: empty command", ErrInvalidArgument)
+		return fmt.Errorf("%w: empty command", backend.ErrInvalidArgument)
 	}
 	if ArgName(args, 0) == "" {
-		return fmt.Errorf("%w: command name must be a non-empty string", ErrInvalidArgument)
+		return fmt.Errorf("%w: command name must be a non-empty string", backend.ErrInvalidArgument)
 	}
 	for i, a := range args {
 		if err := resp.CheckArg(a); err != nil {
-			return fmt.Errorf("%w: argument %d: %w", ErrInvalidArgument, i, err)
+			return fmt.Errorf("%w: argument %d: %w", backend.ErrInvalidArgument, i, err)
 		}
-		if n := bulkLen(a); n > MaxValueSize {
+		if n := bulkLen(a); n > backend.MaxValueSize {
 			// The server would read it whole, then close the connection.
-			return fmt.Errorf("%w: argument %d of %d bytes over Redis's limit of %d", ErrInvalidArgument, i, n, MaxValueSize)
+			return fmt.Errorf("%w: argument %d of %d bytes over Redis's limit of %d", backend.ErrInvalidArgument, i, n, backend.MaxValueSize)
 		}
 	}
 	return nil
@@ -181,7 +182,7 @@ func ReplyError(cmd string, err error) error {
 	if err == nil {
 		return nil
 	}
-	for _, own := range [...]error{ErrConnection, ErrClosed, ErrNotFound, ErrInvalidArgument, ErrUnsupported, context.Canceled, context.DeadlineExceeded} {
+	for _, own := range [...]error{backend.ErrConnection, backend.ErrClosed, backend.ErrNotFound, backend.ErrInvalidArgument, backend.ErrUnsupported, context.Canceled, context.DeadlineExceeded} {
 		if errors.Is(err, own) {
 			return err
 		}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gomodule/redigo/redis"
+	"github.com/redisx-go/kit/strategy/backend"
 )
 
 // Dial opens one authenticated connection to addr. redigo does the
@@ -27,7 +28,7 @@ import (
 // failure to connect that another attempt may not meet. So a caller that
 // bounds a dial by DialTimeout passes its own context, not one with that
 // timeout added.
-func Dial(ctx context.Context, cfg *Config, addr string) (net.Conn, error) {
+func Dial(ctx context.Context, cfg *backend.Config, addr string) (net.Conn, error) {
 	caller := ctx
 	if cfg.DialTimeout > 0 {
 		var cancel context.CancelFunc
@@ -40,7 +41,7 @@ func Dial(ctx context.Context, cfg *Config, addr string) (net.Conn, error) {
 		if username, password, err = cfg.Credentials(ctx); err != nil {
 			// The function's error is the user's: it is wrapped, and had
 			// better not hold the secret it failed to produce.
-			return nil, MarkUnsent(fmt.Errorf("%w: credentials for %s: %w", ErrConnection, addr, err))
+			return nil, MarkUnsent(fmt.Errorf("%w: credentials for %s: %w", backend.ErrConnection, addr, err))
 		}
 	}
 	var nc net.Conn
@@ -82,9 +83,9 @@ func Dial(ctx context.Context, cfg *Config, addr string) (net.Conn, error) {
 		var role []any
 		if role, err = redis.Values(redis.DoContext(rc, ctx, "ROLE")); err == nil && roleOf(role) != "master" {
 			nc.Close()
-			return nil, MarkUnsent(fmt.Errorf("%w: dial %s: %w (ROLE %s)", ErrConnection, addr, ErrNotMaster, roleOf(role)))
+			return nil, MarkUnsent(fmt.Errorf("%w: dial %s: %w (ROLE %s)", backend.ErrConnection, addr, ErrNotMaster, roleOf(role)))
 		}
-	} else if err == nil && cfg.ReadFrom != ReadPrimary {
+	} else if err == nil && cfg.ReadFrom != backend.ReadPrimary {
 		// A Redis Cluster whose reads may go to replicas: a replica
 		// serves its slots' reads only on a READONLY connection (a master
 		// answers OK and ignores it). The reply proves a Redis server too.
@@ -145,37 +146,37 @@ var errNotRedis = errors.New("not a Redis reply")
 // user can act on; connected tells that the TCP (and TLS) connection was
 // up, so that err came from the handshake's replies. It never holds what
 // the peer sent, which may echo the password.
-func handshakeError(cfg *Config, addr string, err error, connected bool) error {
+func handshakeError(cfg *backend.Config, addr string, err error, connected bool) error {
 	var re redis.Error
 	switch {
 	case authRefused(err):
-		return fmt.Errorf("%w: dial %s: %w", ErrAuth, addr, err)
+		return fmt.Errorf("%w: dial %s: %w", backend.ErrAuth, addr, err)
 	case settingRefused(err):
 		// SELECT, CLIENT SETNAME or READONLY refused: the same dial
 		// gets the same answer, so it is not a connection failure.
-		return fmt.Errorf("%w: dial %s: the server refuses %s: %w", ErrInvalidArgument, addr, settings(cfg), err)
+		return fmt.Errorf("%w: dial %s: the server refuses %s: %w", backend.ErrInvalidArgument, addr, settings(cfg), err)
 	case errors.Is(err, context.DeadlineExceeded) || isTimeout(err):
 		// DialTimeout, not the dial's context (endedBy found it alive): a
 		// failure to connect, which another attempt may not meet — not a
 		// context's end, which would stop the retries.
-		return fmt.Errorf("%w: dial %s: no answer within DialTimeout %v", ErrConnection, addr, cfg.DialTimeout)
+		return fmt.Errorf("%w: dial %s: no answer within DialTimeout %v", backend.ErrConnection, addr, cfg.DialTimeout)
 	case !connected || errors.As(err, &re) || errors.Is(err, context.Canceled):
-		return fmt.Errorf("%w: dial %s: %w", ErrConnection, addr, err)
+		return fmt.Errorf("%w: dial %s: %w", backend.ErrConnection, addr, err)
 	case errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE):
 		hint := ""
 		if cfg.TLS == nil {
 			hint = " (does it require TLS?)"
 		}
-		return fmt.Errorf("%w: %s closed the connection during the handshake%s: %w", ErrConnection, addr, hint, err)
+		return fmt.Errorf("%w: %s closed the connection during the handshake%s: %w", backend.ErrConnection, addr, hint, err)
 	}
 	var ne net.Error
 	if errors.Is(err, errNotRedis) || !errors.As(err, &ne) {
 		// Not the network's failure, nor the server's error reply: a
 		// reply redigo could not parse as RESP (an HTTP or SSH server
 		// answering), or a PING answered with something else.
-		return fmt.Errorf("%w: %s did not answer as a Redis server", ErrConnection, addr)
+		return fmt.Errorf("%w: %s did not answer as a Redis server", backend.ErrConnection, addr)
 	}
-	return fmt.Errorf("%w: dial %s: %w", ErrConnection, addr, err)
+	return fmt.Errorf("%w: dial %s: %w", backend.ErrConnection, addr, err)
 }
 
 // authRefused reports whether err is the server refusing a handshake for
@@ -218,7 +219,7 @@ func settingRefused(err error) bool {
 
 // settings names what the handshake of cfg set: the database, the client
 // name.
-func settings(cfg *Config) string {
+func settings(cfg *backend.Config) string {
 	var set []string
 	if cfg.DB != 0 {
 		set = append(set, fmt.Sprintf("DB %d", cfg.DB))

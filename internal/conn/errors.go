@@ -1,7 +1,6 @@
-// Package conn holds what the transports share: the sentinel errors and
-// the classification of failures (Unsent, Temporary), the dial, the
-// encoders of commands and the decoding of replies. Packages strategy and
-// redisx re-export the sentinels; their docs are strategy's.
+// Package conn holds what the transports share: the classification of
+// failures (Unsent, Temporary), the dial, the encoders of commands and the
+// decoding of replies.
 package conn
 
 import (
@@ -11,36 +10,7 @@ import (
 	"strings"
 
 	"github.com/gomodule/redigo/redis"
-)
-
-// Sentinel errors, compared with errors.Is. Packages strategy and redisx re-export them.
-var (
-	// ErrNotFound is returned by Get when the key does not exist.
-	ErrNotFound = errors.New("redisx: not found")
-	// ErrClosed is returned by any call on a closed client, and by calls
-	// still waiting when the client is closed.
-	ErrClosed = errors.New("redisx: client closed")
-	// ErrInvalidArgument is returned, before anything is sent, for input
-	// the server would refuse or misread: a negative TTL, a key, value or
-	// command argument over MaxValueSize, a nil map, an argument of an
-	// unsupported type; and for a handshake setting the server refuses
-	// (see strategy.ErrInvalidArgument).
-	ErrInvalidArgument = errors.New("redisx: invalid argument")
-	// ErrConnection wraps network and protocol failures. The connection
-	// that failed is discarded and replaced; the call may be retried.
-	ErrConnection = errors.New("redisx: connection failed")
-	// ErrUnsupported is returned for a command or capability the strategy
-	// does not provide, such as a transaction on a shared connection.
-	ErrUnsupported = errors.New("redisx: unsupported")
-	// ErrAuth is returned when the server refuses a new connection's
-	// handshake for its credentials: a wrong password or user name
-	// (WRONGPASS, "invalid password", "invalid username-password pair"), no
-	// password where one is required (NOAUTH), a password where none is
-	// configured, or a user not allowed to run a handshake command
-	// (NOPERM). It does not wrap ErrConnection: retrying with the same
-	// credentials does not help, and redisx never retries it. The error
-	// names the server, never the password.
-	ErrAuth = errors.New("redisx: authentication failed")
+	"github.com/redisx-go/kit/strategy/backend"
 )
 
 // Unsent reports whether err shows that the request of the call that
@@ -60,7 +30,7 @@ func Unsent(err error) bool {
 	// A *NodeError or a partialError reports a call of several parts, some
 	// of which may have been applied: never unsent as a whole.
 	switch e := err.(type) {
-	case nil, *NodeError, *partialError:
+	case nil, *backend.NodeError, *partialError:
 		return false
 	case *unsentError:
 		return true
@@ -78,7 +48,7 @@ func Unsent(err error) bool {
 		found := false
 		for _, b := range e.Unwrap() {
 			switch {
-			case b == ErrConnection:
+			case b == backend.ErrConnection:
 			case Unsent(b):
 				found = true
 			default:
@@ -103,10 +73,10 @@ func Unsent(err error) bool {
 // failure): redisx.Client retries by its one policy, redisx.Retry, with
 // these two functions.
 func Temporary(err error) bool {
-	if err == nil || errors.Is(err, ErrClosed) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	if err == nil || errors.Is(err, backend.ErrClosed) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return false
 	}
-	if errors.Is(err, ErrConnection) {
+	if errors.Is(err, backend.ErrConnection) {
 		return true
 	}
 	var re redis.Error
@@ -139,11 +109,6 @@ func MarkUnsent(err error) error {
 	return &unsentError{err}
 }
 
-// MaxValueSize is the largest bulk string Redis accepts
-// (proto-max-bulk-len's default), in bytes: the limit of a value, a key
-// and any argument of a command.
-const MaxValueSize = 512 << 20
-
 // partialError is the failure of a call made of parts sent one after
 // another (a cluster's per-slot MSET or DEL) after an earlier part was
 // applied: retrying the call would apply that part again, so it is never
@@ -156,23 +121,6 @@ func (e *partialError) Unwrap() error { return e.err }
 // Partial marks err, the failure of a part of a call made of parts sent
 // one after another, after an earlier part was applied: never Unsent.
 func Partial(err error) error { return &partialError{err} }
-
-// NodeError reports the keys of a multi-key call that failed on one node.
-// Other nodes' results are returned alongside it.
-type NodeError struct {
-	Node string   // host:port
-	Keys []string // the keys whose part failed
-	Err  error    // the node's error
-}
-
-// Error names the node and how many keys failed on it, not the keys
-// themselves, followed by the node's error.
-func (e *NodeError) Error() string {
-	return fmt.Sprintf("redisx: %d keys on %s: %s", len(e.Keys), e.Node, strings.TrimPrefix(e.Err.Error(), prefix))
-}
-
-// Unwrap returns the node's error.
-func (e *NodeError) Unwrap() error { return e.Err }
 
 // contextEnded is the error of a call whose context ended while it waited
 // on addr, the same on every transport: before its request was sent
@@ -219,12 +167,12 @@ func DialEnded(addr string, err error) error {
 	if errors.Is(err, context.DeadlineExceeded) {
 		why = "no answer before the context's deadline"
 	}
-	return fmt.Errorf("%w: dial %s: %s (%w)", ErrConnection, addr, why, err)
+	return fmt.Errorf("%w: dial %s: %s (%w)", backend.ErrConnection, addr, why, err)
 }
 
 // ConnError wraps a network or protocol failure on addr.
 func ConnError(addr string, err error) error {
-	return Wrap(ErrConnection, addr, err)
+	return Wrap(backend.ErrConnection, addr, err)
 }
 
 // prefix starts the message of every error of this module, once.

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/gomodule/redigo/redis"
+	"github.com/redisx-go/kit/strategy/backend"
 )
 
 // A cluster's per-slot MSET or DEL that fails after an earlier slot was
@@ -22,8 +23,8 @@ func TestPartialFailureIsNeverUnsent(t *testing.T) {
 	if Unsent(Partial(notSent)) {
 		t.Error("a failure after an applied part counts as Unsent")
 	}
-	if !errors.Is(Partial(notSent), ErrConnection) {
-		t.Error("partialError hides ErrConnection")
+	if !errors.Is(Partial(notSent), backend.ErrConnection) {
+		t.Error("partialError hides backend.ErrConnection")
 	}
 	sent := ConnError("127.0.0.1:1", errors.New("reset by peer"))
 	for _, tc := range []struct {
@@ -33,12 +34,12 @@ func TestPartialFailureIsNeverUnsent(t *testing.T) {
 		{sent, true, false},
 		{notSent, true, true},
 		{Partial(notSent), true, false},
-		{&NodeError{Node: "127.0.0.1:1", Err: notSent}, true, false},
-		{MarkUnsent(fmt.Errorf("%w: slot served by no master", ErrConnection)), true, true},
+		{&backend.NodeError{Node: "127.0.0.1:1", Err: notSent}, true, false},
+		{MarkUnsent(fmt.Errorf("%w: slot served by no master", backend.ErrConnection)), true, true},
 		{CtxErr("127.0.0.1:1", false, context.DeadlineExceeded), false, true},
 		{CtxErr("127.0.0.1:1", true, context.DeadlineExceeded), false, false},
-		{ErrClosed, false, false},
-		{fmt.Errorf("%w: %w", ErrConnection, ErrClosed), false, false},
+		{backend.ErrClosed, false, false},
+		{fmt.Errorf("%w: %w", backend.ErrConnection, backend.ErrClosed), false, false},
 		{context.DeadlineExceeded, false, false},
 		{redis.Error("WRONGTYPE Operation against a key holding the wrong kind of value"), false, false},
 		{fmt.Errorf("redisx: get: %w", redis.Error("LOADING Redis is loading the dataset in memory")), true, true},
@@ -60,19 +61,19 @@ func TestPartialFailureIsNeverUnsent(t *testing.T) {
 // its start, and still matches what it wraps and classifies as it does.
 func TestWrappedErrorsKeepOnePrefix(t *testing.T) {
 	refusal := MarkUnsent(ConnError("127.0.0.1:1", errors.New("connection refused")))
-	refused := Refused(3, 1, fmt.Errorf("%w: MULTI changes connection state", ErrUnsupported))
+	refused := Refused(3, 1, fmt.Errorf("%w: MULTI changes connection state", backend.ErrUnsupported))
 	for _, tc := range []struct {
 		name   string
 		err    error
 		is     error
 		unsent bool
 	}{
-		{"ConnError of a module error", ConnError("127.0.0.1:1", fmt.Errorf("%w: late", ErrClosed)), ErrClosed, false},
-		{"Wrap of an unsent failure", Wrap(ErrConnection, "dial", refusal), ErrConnection, true},
-		{"Detail", Detail("command #1 (index 0) of the transaction", fmt.Errorf("%w: empty command", ErrInvalidArgument)), ErrInvalidArgument, false},
-		{"NodeError", &NodeError{Node: "127.0.0.1:1", Keys: []string{"k"}, Err: refusal}, ErrConnection, false},
-		{"the refused command of a batch", refused[1].Err, ErrUnsupported, false},
-		{"another command of a refused batch", refused[0].Err, ErrUnsupported, true},
+		{"ConnError of a module error", ConnError("127.0.0.1:1", fmt.Errorf("%w: late", backend.ErrClosed)), backend.ErrClosed, false},
+		{"Wrap of an unsent failure", Wrap(backend.ErrConnection, "dial", refusal), backend.ErrConnection, true},
+		{"Detail", Detail("command #1 (index 0) of the transaction", fmt.Errorf("%w: empty command", backend.ErrInvalidArgument)), backend.ErrInvalidArgument, false},
+		{"NodeError", &backend.NodeError{Node: "127.0.0.1:1", Keys: []string{"k"}, Err: refusal}, backend.ErrConnection, false},
+		{"the refused command of a batch", refused[1].Err, backend.ErrUnsupported, false},
+		{"another command of a refused batch", refused[0].Err, backend.ErrUnsupported, true},
 	} {
 		msg := tc.err.Error()
 		if !strings.HasPrefix(msg, prefix) || strings.Count(msg, "redisx:") != 1 {

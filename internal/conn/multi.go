@@ -2,37 +2,27 @@ package conn
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"strings"
 	"time"
 
 	"github.com/gomodule/redigo/redis"
+	"github.com/redisx-go/kit/strategy/backend"
 )
 
 // Pipelines, dedicated connections and session dials: what the
-// transports share for DoMulti, transactions and Pub/Sub. Package
-// strategy re-exports the types; their docs are strategy's.
-
-// Result is the outcome of one command of a pipeline or a transaction.
-type Result struct {
-	Value any
-	Err   error
-}
-
-// ErrCrossSlot is returned, before anything is sent, for the keys of one
-// command, or of one transaction, that hash to different slots of a
-// Redis Cluster. Errors that wrap it wrap ErrInvalidArgument too.
-var ErrCrossSlot = errors.New("redisx: keys in different cluster slots")
+// transports share for DoMulti, transactions and Pub/Sub.
 
 // crossSlotError is an error that wraps both ErrCrossSlot and
 // ErrInvalidArgument, reading "redisx: keys in different cluster slots:
 // <detail>".
 type crossSlotError struct{ detail string }
 
-func (e *crossSlotError) Error() string   { return ErrCrossSlot.Error() + ": " + e.detail }
-func (e *crossSlotError) Unwrap() []error { return []error{ErrCrossSlot, ErrInvalidArgument} }
+func (e *crossSlotError) Error() string { return backend.ErrCrossSlot.Error() + ": " + e.detail }
+func (e *crossSlotError) Unwrap() []error {
+	return []error{backend.ErrCrossSlot, backend.ErrInvalidArgument}
+}
 
 // CrossSlot returns an error wrapping ErrCrossSlot and ErrInvalidArgument
 // with detail, which must name no key.
@@ -47,7 +37,7 @@ func CrossSlot(format string, args ...any) error {
 // that no part of it runs without the rest (a MULTI refused would leave
 // the commands after it to run outside a transaction). classes[i] is
 // command i's class; blocking reports a ClassBlocking command.
-func CheckMulti(cmds [][]any) (classes []Class, blocking bool, res []Result, ok bool) {
+func CheckMulti(cmds [][]any) (classes []Class, blocking bool, res []backend.Result, ok bool) {
 	classes = make([]Class, len(cmds))
 	bad := -1
 	var badErr error
@@ -72,8 +62,8 @@ func CheckMulti(cmds [][]any) (classes []Class, blocking bool, res []Result, ok 
 // unsupported: MULTI …"; for the others an error that says the batch was
 // not sent and why, wraps err (so that errors.Is finds its sentinel) and
 // Unsent reports.
-func Refused(n, bad int, err error) []Result {
-	res := make([]Result, n)
+func Refused(n, bad int, err error) []backend.Result {
+	res := make([]backend.Result, n)
 	where := Position(bad) + " of the pipeline"
 	other := MarkUnsent(Detail("not sent: "+where+" was refused", err))
 	for i := range res {
@@ -88,8 +78,8 @@ func Refused(n, bad int, err error) []Result {
 func Position(i int) string { return fmt.Sprintf("command #%d (index %d)", i+1, i) }
 
 // FailAll returns the results of n commands that all failed with err.
-func FailAll(n int, err error) []Result {
-	res := make([]Result, n)
+func FailAll(n int, err error) []backend.Result {
+	res := make([]backend.Result, n)
 	for i := range res {
 		res[i].Err = err
 	}
@@ -133,8 +123,8 @@ func MultiReplies(n int) []Reply {
 
 // Results turns the replies of cmds into results: each value, or each
 // reply error wrapped with its command's name.
-func Results(cmds [][]any, rps []Reply) []Result {
-	res := make([]Result, len(rps))
+func Results(cmds [][]any, rps []Reply) []backend.Result {
+	res := make([]backend.Result, len(rps))
 	for i := range rps {
 		if rps[i].Err != nil {
 			res[i].Err = ReplyError(ArgName(cmds[i], 0), rps[i].Err)
@@ -157,18 +147,10 @@ func SizeOf(cmds [][]any) int {
 	return n
 }
 
-// Dedicated is a connection lent to one caller for a session of several
-// round trips: a transaction (WATCH … EXEC). See strategy.Dedicated.
-type Dedicated interface {
-	DoMulti(ctx context.Context, cmds ...[]any) ([]Result, error)
-	Slot() int
-	Release(reuse bool)
-}
-
 // DialSession dials addr with cfg's handshake and runs hello on the new
 // connection (the caller's from then on), within ctx: the connection's
 // deadline is ctx's during hello, and cleared after.
-func DialSession(ctx context.Context, cfg *Config, addr string, hello func(net.Conn) error) (net.Conn, error) {
+func DialSession(ctx context.Context, cfg *backend.Config, addr string, hello func(net.Conn) error) (net.Conn, error) {
 	nc, err := Dial(ctx, cfg, addr)
 	if err != nil {
 		return nil, err

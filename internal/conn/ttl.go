@@ -3,13 +3,8 @@ package conn
 import (
 	"context"
 	"time"
-)
 
-// Sentinel TTLs of strategy.TTLGetter: no expiry, and a TTL that could
-// not be read.
-const (
-	NoTTL      time.Duration = -1
-	UnknownTTL time.Duration = -3
+	"github.com/redisx-go/kit/strategy/backend"
 )
 
 // PTTL turns a PTTL reply into a TTL: -1 no expiry, -2 (gone) and errors
@@ -17,9 +12,9 @@ const (
 func PTTL(rp *Reply) time.Duration {
 	switch {
 	case rp.Err != nil || rp.Num == -2:
-		return UnknownTTL
+		return backend.UnknownTTL
 	case rp.Num == -1:
-		return NoTTL
+		return backend.NoTTL
 	}
 	return time.Duration(rp.Num) * time.Millisecond
 }
@@ -61,7 +56,7 @@ func GetWithTTL(ctx context.Context, n Execer, key string) ([]byte, time.Duratio
 		return nil, 0, ReplyError("get", rps[0].Err)
 	}
 	if rps[0].Val == nil {
-		return nil, 0, ErrNotFound
+		return nil, 0, backend.ErrNotFound
 	}
 	return rps[0].Val, PTTL(&rps[1]), nil
 }

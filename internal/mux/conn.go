@@ -10,6 +10,7 @@ import (
 
 	"github.com/redisx-go/kit/internal/conn"
 	"github.com/redisx-go/kit/internal/resp"
+	"github.com/redisx-go/kit/strategy/backend"
 )
 
 // muxConn is one connection shared by many callers.
@@ -331,7 +332,7 @@ func (c *muxConn) failure() error {
 }
 
 // fail marks c broken, closes it and fails every queued call: with
-// conn.ErrClosed when the client closes it, otherwise with conn.ErrConnection
+// backend.ErrClosed when the client closes it, otherwise with backend.ErrConnection
 // wrapping err. The calls the read side has taken are failed by its
 // holder, whose next read errors (failRead); when nobody reads, the
 // drainer is woken to exit.
@@ -341,7 +342,7 @@ func (c *muxConn) fail(err error) {
 		c.mu.Unlock()
 		return
 	}
-	closing := errors.Is(err, conn.ErrClosed)
+	closing := errors.Is(err, backend.ErrClosed)
 	if !closing {
 		err = conn.ConnError(c.node.addr, err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/redisx-go/kit/internal/conn"
 	"github.com/redisx-go/kit/internal/faultproxy"
 	"github.com/redisx-go/kit/internal/launcher"
+	"github.com/redisx-go/kit/strategy/backend"
 )
 
 // An adversarial second reading of the multiplexed connection (see
@@ -28,7 +29,7 @@ import (
 // only address.
 func muxReviewNode(t *testing.T, addr string, tlsCfg *tls.Config, m Options, readTimeout time.Duration) *Node {
 	t.Helper()
-	cfg := conn.Config{Addrs: []string{addr}, TLS: tlsCfg, DialTimeout: 5 * time.Second, ReadTimeout: readTimeout, WriteTimeout: 30 * time.Second}
+	cfg := backend.Config{Addrs: []string{addr}, TLS: tlsCfg, DialTimeout: 5 * time.Second, ReadTimeout: readTimeout, WriteTimeout: 30 * time.Second}
 	n, err := Open(context.Background(), cfg, addr, m)
 	if err != nil {
 		t.Fatal(err)
@@ -449,7 +450,7 @@ func TestMuxIdleWatchToggles(t *testing.T) {
 					}
 					ok.Add(1)
 				case errors.Is(err, context.DeadlineExceeded):
-				case errors.Is(err, conn.ErrConnection):
+				case errors.Is(err, backend.ErrConnection):
 					// The watchdog may fail a connection on a busy machine
 					// (a 100 ms ReadTimeout); it must not misdeliver.
 				default:
@@ -482,7 +483,7 @@ func TestMuxIdleWatchToggles(t *testing.T) {
 // TestMuxWatchdogFailsHeldReadSide: the watchdog fails a connection
 // whose replies are overdue while the read side is held — by a leading
 // caller without a deadline, waiting for bytes, with callers handed off
-// and pipelines queued behind it. Every one of them gets conn.ErrConnection
+// and pipelines queued behind it. Every one of them gets backend.ErrConnection
 // (no hang, no other error), and the next call, on a new connection, gets
 // its own value.
 func TestMuxWatchdogFailsHeldReadSide(t *testing.T) {
@@ -522,8 +523,8 @@ func TestMuxWatchdogFailsHeldReadSide(t *testing.T) {
 		for range 20 {
 			select {
 			case err := <-errs:
-				if !errors.Is(err, conn.ErrConnection) {
-					t.Fatalf("round %d: a call on the overdue connection returned %v, want conn.ErrConnection", round, err)
+				if !errors.Is(err, backend.ErrConnection) {
+					t.Fatalf("round %d: a call on the overdue connection returned %v, want backend.ErrConnection", round, err)
 				}
 			case <-time.After(5 * time.Second):
 				t.Fatalf("round %d: a call on the overdue connection hangs", round)

@@ -5,6 +5,7 @@ import (
 	"net"
 
 	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/strategy/backend"
 )
 
 // Pipelines, dedicated connections and session dials on a Multiplexed
@@ -19,13 +20,13 @@ import (
 // (BLPOP, XREAD BLOCK…) goes whole to a dedicated connection of the
 // blocking pool instead, as Do sends such a command, so that it cannot
 // stall the shared connection.
-func (n *Node) DoMulti(ctx context.Context, cmds ...[]any) []conn.Result {
+func (n *Node) DoMulti(ctx context.Context, cmds ...[]any) []backend.Result {
 	_, blocking, res, ok := conn.CheckMulti(cmds)
 	switch {
 	case !ok:
 		return res
 	case len(cmds) == 0:
-		return []conn.Result{}
+		return []backend.Result{}
 	case blocking:
 		side, err := n.sidePool()
 		if err != nil {
@@ -73,7 +74,7 @@ func (n *Node) pipeline(ctx context.Context, cmds [][]any, size int, rps []conn.
 
 // Dedicated implements Dedicator: a connection of the node's pool for
 // blocking commands (Options.Blocking of them), never a shared one.
-func (n *Node) Dedicated(ctx context.Context, keys []string) (conn.Dedicated, error) {
+func (n *Node) Dedicated(ctx context.Context, keys []string) (backend.Dedicated, error) {
 	side, err := n.sidePool()
 	if err != nil {
 		return nil, err
@@ -85,7 +86,7 @@ func (n *Node) Dedicated(ctx context.Context, keys []string) (conn.Dedicated, er
 // neither shared nor pooled.
 func (n *Node) DialSession(ctx context.Context, _ int, hello func(net.Conn) error) (net.Conn, error) {
 	if n.closed.Load() {
-		return nil, conn.ErrClosed
+		return nil, backend.ErrClosed
 	}
 	return conn.DialSession(ctx, &n.cfg, n.addr, hello)
 }

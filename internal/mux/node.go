@@ -14,6 +14,7 @@ import (
 	"github.com/redisx-go/kit/internal/cluster"
 	"github.com/redisx-go/kit/internal/conn"
 	"github.com/redisx-go/kit/internal/pool"
+	"github.com/redisx-go/kit/strategy/backend"
 )
 
 // Options are strategy.Multiplexed's fields, field for field (strategy
@@ -29,15 +30,15 @@ type Options struct {
 func (m Options) WithDefaults() (Options, error) {
 	switch {
 	case m.Conns < 0 || m.Conns > 1024:
-		return m, fmt.Errorf("%w: Multiplexed.Conns %d out of range 0..1024", conn.ErrInvalidArgument, m.Conns)
+		return m, fmt.Errorf("%w: Multiplexed.Conns %d out of range 0..1024", backend.ErrInvalidArgument, m.Conns)
 	case m.Lanes < 0 || m.Lanes > 1024:
-		return m, fmt.Errorf("%w: Multiplexed.Lanes %d out of range 0..1024", conn.ErrInvalidArgument, m.Lanes)
+		return m, fmt.Errorf("%w: Multiplexed.Lanes %d out of range 0..1024", backend.ErrInvalidArgument, m.Lanes)
 	case m.Conns > 0 && m.Lanes > 0:
-		return m, fmt.Errorf("%w: Multiplexed.Conns (%d fixed connections) and Lanes (up to %d adaptive ones) exclude each other", conn.ErrInvalidArgument, m.Conns, m.Lanes)
+		return m, fmt.Errorf("%w: Multiplexed.Conns (%d fixed connections) and Lanes (up to %d adaptive ones) exclude each other", backend.ErrInvalidArgument, m.Conns, m.Lanes)
 	case m.MaxPending < 0:
-		return m, fmt.Errorf("%w: Multiplexed.MaxPending %d is negative", conn.ErrInvalidArgument, m.MaxPending)
+		return m, fmt.Errorf("%w: Multiplexed.MaxPending %d is negative", backend.ErrInvalidArgument, m.MaxPending)
 	case m.Blocking < 0:
-		return m, fmt.Errorf("%w: Multiplexed.Blocking %d is negative", conn.ErrInvalidArgument, m.Blocking)
+		return m, fmt.Errorf("%w: Multiplexed.Blocking %d is negative", backend.ErrInvalidArgument, m.Blocking)
 	}
 	if m.Conns == 0 && m.Lanes == 0 {
 		m.Lanes = DefaultLanes()
@@ -52,7 +53,7 @@ func (m Options) WithDefaults() (Options, error) {
 }
 
 // New returns a Node for addr, without connecting.
-func New(cfg conn.Config, addr string, o Options) (*Node, error) {
+func New(cfg backend.Config, addr string, o Options) (*Node, error) {
 	o, err := o.WithDefaults()
 	if err != nil {
 		return nil, err
@@ -61,17 +62,17 @@ func New(cfg conn.Config, addr string, o Options) (*Node, error) {
 }
 
 // NewNode implements cluster.Transport: New.
-func (o Options) NewNode(cfg conn.Config, addr string) (cluster.Node, error) {
+func (o Options) NewNode(cfg backend.Config, addr string) (cluster.Node, error) {
 	return cluster.AsNode(New(cfg, addr, o))
 }
 
 // OpenNode implements cluster.Transport: Open.
-func (o Options) OpenNode(ctx context.Context, cfg conn.Config, addr string) (cluster.Node, error) {
+func (o Options) OpenNode(ctx context.Context, cfg backend.Config, addr string) (cluster.Node, error) {
 	return cluster.AsNode(Open(ctx, cfg, addr, o))
 }
 
 // Open returns a Node for addr once every shared connection is dialled.
-func Open(ctx context.Context, cfg conn.Config, addr string, o Options) (*Node, error) {
+func Open(ctx context.Context, cfg backend.Config, addr string, o Options) (*Node, error) {
 	n, err := New(cfg, addr, o)
 	if err != nil {
 		return nil, err
@@ -96,7 +97,7 @@ func Open(ctx context.Context, cfg conn.Config, addr string, o Options) (*Node, 
 
 // Node is the Multiplexed backend of one node.
 type Node struct {
-	cfg   conn.Config
+	cfg   backend.Config
 	addr  string
 	opts  Options
 	slots []muxSlot // the lanes, then bulkConns connections for big values
@@ -159,7 +160,7 @@ type muxDial struct {
 	grow bool // a lane dialled for room (see Node.grow)
 }
 
-func newMuxNode(cfg conn.Config, addr string, opts Options) *Node {
+func newMuxNode(cfg backend.Config, addr string, opts Options) *Node {
 	lanes := opts.Conns
 	if lanes == 0 {
 		lanes = opts.Lanes
@@ -209,7 +210,7 @@ func (n *Node) enqueueTo(ctx context.Context, cl *call, big bool) (*muxConn, err
 		}
 		if n.closed.Load() {
 			unclaim()
-			return nil, conn.ErrClosed
+			return nil, backend.ErrClosed
 		}
 		var c *muxConn
 		if n.adaptive && !pinned && i > 0 && i < n.lanes {
@@ -248,7 +249,7 @@ func (n *Node) enqueueTo(ctx context.Context, cl *call, big bool) (*muxConn, err
 				}
 			}
 			continue
-		case ctx.Err() != nil, errors.Is(err, conn.ErrClosed):
+		case ctx.Err() != nil, errors.Is(err, backend.ErrClosed):
 			return nil, conn.CtxErr(n.addr, false, err)
 		}
 		return nil, conn.MarkUnsent(err)
@@ -312,7 +313,7 @@ func (n *Node) Get(ctx context.Context, key string) ([]byte, error) {
 		return nil, err
 	}
 	if rp.Val == nil {
-		return nil, conn.ErrNotFound
+		return nil, backend.ErrNotFound
 	}
 	return rp.Val, nil
 }
@@ -395,15 +396,15 @@ func (n *Node) sidePool() (*pool.Node, error) {
 		n.sideOpen.Store(n.side)
 	})
 	if n.closed.Load() {
-		return nil, conn.ErrClosed
+		return nil, backend.ErrClosed
 	}
 	return n.side, n.sideErr
 }
 
 // Stats implements Statser. The dedicated connections of blocking
 // commands are counted with the shared ones.
-func (n *Node) Stats() conn.Stats {
-	s := conn.Stats{
+func (n *Node) Stats() backend.Stats {
+	s := backend.Stats{
 		Strategy:    "multiplexed",
 		Flushes:     n.flushes.Load(),
 		Commands:    n.commands.Load(),
@@ -433,7 +434,7 @@ func (n *Node) Stats() conn.Stats {
 	return s
 }
 
-// Close implements Backend. Calls in flight fail with conn.ErrClosed, dials in
+// Close implements Backend. Calls in flight fail with backend.ErrClosed, dials in
 // progress are abandoned.
 func (n *Node) Close() error {
 	if n.closed.Swap(true) {
@@ -450,7 +451,7 @@ func (n *Node) Close() error {
 		}
 		s.mu.Unlock()
 		if c != nil {
-			c.fail(conn.ErrClosed)
+			c.fail(backend.ErrClosed)
 		}
 	}
 	n.sideOnce.Do(func() {}) // no side pool from now on

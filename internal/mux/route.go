@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/strategy/backend"
 )
 
 // Routing and the order of a key's commands.
@@ -115,7 +116,7 @@ func (n *Node) waitPinned(ctx context.Context, cl *call) error {
 		case <-ctx.Done():
 			return conn.CtxErr(n.addr, false, ctx.Err())
 		case <-n.stop:
-			return conn.ErrClosed
+			return backend.ErrClosed
 		case <-t.C:
 		}
 		if _, ok := n.pinned(cl); ok {

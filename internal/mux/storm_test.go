@@ -15,6 +15,7 @@ import (
 	"github.com/redisx-go/kit/internal/conn"
 	"github.com/redisx-go/kit/internal/faultproxy"
 	"github.com/redisx-go/kit/internal/launcher"
+	"github.com/redisx-go/kit/strategy/backend"
 	"go.uber.org/goleak"
 )
 
@@ -132,7 +133,7 @@ func TestMuxDeadlineStorm(t *testing.T) {
 // TestMuxCloseMidFlight closes the node while 200 callers are in
 // every phase of a call (leading, waiting for a hand-off, pipelines sent
 // and not yet awaited, replies held back by a delay): each returns a
-// success or conn.ErrClosed — never another error — promptly, and no goroutine
+// success or backend.ErrClosed — never another error — promptly, and no goroutine
 // is left.
 func TestMuxCloseMidFlight(t *testing.T) {
 	plain, secure, _ := muxReviewTargets(t)
@@ -154,7 +155,7 @@ func closeMidFlight(t *testing.T, tg muxReviewTarget, delayed bool, round int) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	cfg := conn.Config{Addrs: []string{p.Addr()}, TLS: tg.tls, DialTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second}
+	cfg := backend.Config{Addrs: []string{p.Addr()}, TLS: tg.tls, DialTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second}
 	n, err := Open(context.Background(), cfg, p.Addr(), Options{Conns: 2})
 	if err != nil {
 		t.Fatal(err)
@@ -198,8 +199,8 @@ func closeMidFlight(t *testing.T, tg muxReviewTarget, delayed bool, round int) {
 					}
 				}
 				if err != nil {
-					if !errors.Is(err, conn.ErrClosed) {
-						errs <- fmt.Errorf("a call in flight at Close failed with %v, want conn.ErrClosed", err)
+					if !errors.Is(err, backend.ErrClosed) {
+						errs <- fmt.Errorf("a call in flight at Close failed with %v, want backend.ErrClosed", err)
 					}
 					return
 				}
@@ -273,10 +274,10 @@ func TestMuxServerKilledMidStorm(t *testing.T) {
 				switch {
 				case err == nil:
 					calls.Add(1)
-				case errors.Is(err, conn.ErrConnection):
+				case errors.Is(err, backend.ErrConnection):
 					connErrs.Add(1)
 					time.Sleep(time.Millisecond)
-				case errors.Is(err, context.DeadlineExceeded), errors.Is(err, conn.ErrNotFound):
+				case errors.Is(err, context.DeadlineExceeded), errors.Is(err, backend.ErrNotFound):
 				default:
 					errs <- fmt.Errorf("unexpected error: %v", err)
 					return

@@ -9,14 +9,14 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/strategy/backend"
 )
 
 // Params are the query parameters of a redis:// URL, as a
 // strategy.URLStrategy reads them (FromURL) or writes them (ToURL):
 // strategy.URLParams. Reading takes each parameter it reads, so that
 // whatever no one took can be refused. Errors wrap
-// conn.ErrInvalidArgument (strategy's), name the parameter and never
+// backend.ErrInvalidArgument (strategy's), name the parameter and never
 // repeat the URL.
 type Params struct {
 	in    url.Values
@@ -47,7 +47,7 @@ func (p *Params) Take(name string, many bool) ([]string, error) {
 	}
 	p.taken[name] = true
 	if len(vs) > 1 && !many {
-		return nil, fmt.Errorf("%w: %s= given %d times in URL", conn.ErrInvalidArgument, name, len(vs))
+		return nil, fmt.Errorf("%w: %s= given %d times in URL", backend.ErrInvalidArgument, name, len(vs))
 	}
 	return vs, nil
 }
@@ -70,7 +70,7 @@ func take[T any](p *Params, name string, dst *T, parse func(string) (T, error)) 
 	}
 	x, err := parse(v)
 	if err != nil {
-		return fmt.Errorf("%w: %s=%q in URL: %v", conn.ErrInvalidArgument, name, v, err)
+		return fmt.Errorf("%w: %s=%q in URL: %v", backend.ErrInvalidArgument, name, v, err)
 	}
 	*dst = x
 	return nil
@@ -100,7 +100,7 @@ func (p *Params) Size(name string, dst *int64) error { return take(p, name, dst,
 func (p *Params) Refuse(keys []string, owner, here string) error {
 	for _, k := range keys {
 		if p.Has(k) && !p.taken[k] {
-			return fmt.Errorf("%w: %s= in URL applies to %s, not %s", conn.ErrInvalidArgument, k, owner, here)
+			return fmt.Errorf("%w: %s= in URL applies to %s, not %s", backend.ErrInvalidArgument, k, owner, here)
 		}
 	}
 	return nil
@@ -141,7 +141,7 @@ func (p *Params) AddDuration(name string, d time.Duration) {
 // AddCount writes name=n unless n is zero; a negative n is an error.
 func (p *Params) AddCount(name string, n int) error {
 	if n < 0 {
-		return fmt.Errorf("%w: %s %d is negative", conn.ErrInvalidArgument, name, n)
+		return fmt.Errorf("%w: %s %d is negative", backend.ErrInvalidArgument, name, n)
 	}
 	if n != 0 {
 		p.Add(name, strconv.Itoa(n))
@@ -153,7 +153,7 @@ func (p *Params) AddCount(name string, n int) error {
 // error.
 func (p *Params) AddFraction(name string, f float64) error {
 	if !(f >= 0 && f < 1) {
-		return fmt.Errorf("%w: %s %v outside [0, 1)", conn.ErrInvalidArgument, name, f)
+		return fmt.Errorf("%w: %s %v outside [0, 1)", backend.ErrInvalidArgument, name, f)
 	}
 	if f != 0 {
 		p.Add(name, strconv.FormatFloat(f, 'g', -1, 64))
@@ -165,7 +165,7 @@ func (p *Params) AddFraction(name string, f float64) error {
 // zero included; a negative n is an error.
 func (p *Params) AddSize(name string, n int64) error {
 	if n < 0 {
-		return fmt.Errorf("%w: %s %d is negative", conn.ErrInvalidArgument, name, n)
+		return fmt.Errorf("%w: %s %d is negative", backend.ErrInvalidArgument, name, n)
 	}
 	p.Add(name, FormatSize(n))
 	return nil
@@ -179,7 +179,7 @@ func (p *Params) Encode() string { return p.out.String() }
 // nil otherwise.
 func NilValue(v any) error {
 	if r := reflect.ValueOf(v); r.Kind() == reflect.Pointer && r.IsNil() {
-		return fmt.Errorf("%w: strategy is a nil %T", conn.ErrInvalidArgument, v)
+		return fmt.Errorf("%w: strategy is a nil %T", backend.ErrInvalidArgument, v)
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/puddle/v2"
 	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/strategy/backend"
 )
 
 // Pipelines, dedicated connections and session dials on a Pool node.
@@ -16,13 +17,13 @@ import (
 // DoMulti implements MultiDoer: the commands in one write on one borrowed
 // connection, their replies read in order. Blocking commands are allowed:
 // the read deadline is extended by the sum of their block times.
-func (n *Node) DoMulti(ctx context.Context, cmds ...[]any) []conn.Result {
+func (n *Node) DoMulti(ctx context.Context, cmds ...[]any) []backend.Result {
 	classes, _, res, ok := conn.CheckMulti(cmds)
 	if !ok {
 		return res
 	}
 	if len(cmds) == 0 {
-		return []conn.Result{}
+		return []backend.Result{}
 	}
 	rps := conn.MultiReplies(len(cmds))
 	if err := n.ExecBlocking(ctx, conn.BlockTimeAll(cmds, classes), func(b []byte) []byte { return conn.AppendMulti(b, cmds) }, rps); err != nil {
@@ -49,7 +50,7 @@ func (n *Node) ExecBlocking(ctx context.Context, block time.Duration, enc func([
 // Dedicated implements Dedicator: one of the pool's connections, lent
 // until Release. keys are not looked at: a node serves every key. Close
 // does not wait for it: it takes the connection back (see revoke).
-func (n *Node) Dedicated(ctx context.Context, _ []string) (conn.Dedicated, error) {
+func (n *Node) Dedicated(ctx context.Context, _ []string) (backend.Dedicated, error) {
 	res, err := n.acquire(ctx)
 	if err != nil {
 		return nil, err
@@ -60,7 +61,7 @@ func (n *Node) Dedicated(ctx context.Context, _ []string) (conn.Dedicated, error
 		n.connsMu.Unlock()
 		res.Destroy()
 		n.done()
-		return nil, conn.ErrClosed
+		return nil, backend.ErrClosed
 	}
 	n.loans[d] = struct{}{}
 	n.connsMu.Unlock()
@@ -82,7 +83,7 @@ type dedicated struct {
 
 // revoke takes the connection back from its borrower, for Close: the
 // socket is closed already, the resource is destroyed, and the
-// borrower's next calls return conn.ErrClosed; its Release does nothing.
+// borrower's next calls return backend.ErrClosed; its Release does nothing.
 // A session may last as long as its borrower wants (a transaction's
 // callback), and Close must not wait for it.
 func (d *dedicated) revoke() {
@@ -98,15 +99,15 @@ func (d *dedicated) revoke() {
 
 func (d *dedicated) Slot() int { return -1 }
 
-// DoMulti implements conn.Dedicated. A call whose context ends mid-way
+// DoMulti implements backend.Dedicated. A call whose context ends mid-way
 // breaks the connection: its stream may hold late replies.
-func (d *dedicated) DoMulti(ctx context.Context, cmds ...[]any) ([]conn.Result, error) {
+func (d *dedicated) DoMulti(ctx context.Context, cmds ...[]any) ([]backend.Result, error) {
 	d.mu.Lock()
 	done := d.done
 	d.mu.Unlock()
 	switch {
 	case done:
-		return nil, conn.ErrClosed
+		return nil, backend.ErrClosed
 	case d.broken:
 		return nil, conn.MarkUnsent(conn.ConnError(d.n.addr, errBroken))
 	}
@@ -114,7 +115,7 @@ func (d *dedicated) DoMulti(ctx context.Context, cmds ...[]any) ([]conn.Result, 
 		return nil, conn.CtxErr(d.n.addr, false, err)
 	}
 	if d.n.closed.Load() {
-		return nil, conn.ErrClosed
+		return nil, backend.ErrClosed
 	}
 	for _, args := range cmds {
 		if err := conn.CheckArgs(args); err != nil {
@@ -146,7 +147,7 @@ func (d *dedicated) DoMulti(ctx context.Context, cmds ...[]any) ([]conn.Result, 
 			return nil, conn.CtxErr(d.n.addr, !unsent, e)
 		}
 		if d.n.closed.Load() {
-			return nil, conn.ErrClosed
+			return nil, backend.ErrClosed
 		}
 		err = conn.ConnError(d.n.addr, err)
 		if unsent {
@@ -160,7 +161,7 @@ func (d *dedicated) DoMulti(ctx context.Context, cmds ...[]any) ([]conn.Result, 
 	return conn.Results(cmds, rps), nil
 }
 
-// Release implements conn.Dedicated.
+// Release implements backend.Dedicated.
 func (d *dedicated) Release(reuse bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -188,7 +189,7 @@ func (d *dedicated) Release(reuse bool) {
 // not one of the pool's.
 func (n *Node) DialSession(ctx context.Context, _ int, hello func(net.Conn) error) (net.Conn, error) {
 	if n.closed.Load() {
-		return nil, conn.ErrClosed
+		return nil, backend.ErrClosed
 	}
 	return conn.DialSession(ctx, &n.cfg, n.addr, hello)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/redisx-go/kit/internal/cluster"
 	"github.com/redisx-go/kit/internal/conn"
 	"github.com/redisx-go/kit/internal/resp"
+	"github.com/redisx-go/kit/strategy/backend"
 )
 
 // Options are strategy.Pool's fields, field for field (strategy converts
@@ -33,19 +34,19 @@ type Options struct {
 func (p Options) WithDefaults() (Options, error) {
 	switch {
 	case p.Size < 0:
-		return p, fmt.Errorf("%w: Pool.Size %d is negative", conn.ErrInvalidArgument, p.Size)
+		return p, fmt.Errorf("%w: Pool.Size %d is negative", backend.ErrInvalidArgument, p.Size)
 	case p.MinIdle < 0:
-		return p, fmt.Errorf("%w: Pool.MinIdle %d is negative", conn.ErrInvalidArgument, p.MinIdle)
+		return p, fmt.Errorf("%w: Pool.MinIdle %d is negative", backend.ErrInvalidArgument, p.MinIdle)
 	case p.MaxLifetime < 0:
-		return p, fmt.Errorf("%w: Pool.MaxLifetime %v is negative", conn.ErrInvalidArgument, p.MaxLifetime)
+		return p, fmt.Errorf("%w: Pool.MaxLifetime %v is negative", backend.ErrInvalidArgument, p.MaxLifetime)
 	case p.HealthCheckPeriod < 0:
-		return p, fmt.Errorf("%w: Pool.HealthCheckPeriod %v is negative", conn.ErrInvalidArgument, p.HealthCheckPeriod)
+		return p, fmt.Errorf("%w: Pool.HealthCheckPeriod %v is negative", backend.ErrInvalidArgument, p.HealthCheckPeriod)
 	}
 	if p.Size == 0 {
 		p.Size = 10 * runtime.GOMAXPROCS(0)
 	}
 	if p.MinIdle > p.Size {
-		return p, fmt.Errorf("%w: Pool.MinIdle %d over Size %d", conn.ErrInvalidArgument, p.MinIdle, p.Size)
+		return p, fmt.Errorf("%w: Pool.MinIdle %d over Size %d", backend.ErrInvalidArgument, p.MinIdle, p.Size)
 	}
 	if p.MaxIdleTime == 0 {
 		p.MaxIdleTime = 30 * time.Minute
@@ -57,18 +58,18 @@ func (p Options) WithDefaults() (Options, error) {
 }
 
 // NewNode implements cluster.Transport: New.
-func (o Options) NewNode(cfg conn.Config, addr string) (cluster.Node, error) {
+func (o Options) NewNode(cfg backend.Config, addr string) (cluster.Node, error) {
 	return cluster.AsNode(New(cfg, addr, o))
 }
 
 // OpenNode implements cluster.Transport: Open.
-func (o Options) OpenNode(ctx context.Context, cfg conn.Config, addr string) (cluster.Node, error) {
+func (o Options) OpenNode(ctx context.Context, cfg backend.Config, addr string) (cluster.Node, error) {
 	return cluster.AsNode(Open(ctx, cfg, addr, o))
 }
 
 // Open returns a Node for addr once it has opened a connection (or
 // MinIdle).
-func Open(ctx context.Context, cfg conn.Config, addr string, o Options) (*Node, error) {
+func Open(ctx context.Context, cfg backend.Config, addr string, o Options) (*Node, error) {
 	n, err := New(cfg, addr, o)
 	if err != nil {
 		return nil, err
@@ -85,7 +86,7 @@ func Open(ctx context.Context, cfg conn.Config, addr string, o Options) (*Node, 
 	if err != nil {
 		n.Close()
 		switch {
-		case errors.Is(err, conn.ErrConnection) || errors.Is(err, conn.ErrAuth) || errors.Is(err, conn.ErrInvalidArgument):
+		case errors.Is(err, backend.ErrConnection) || errors.Is(err, backend.ErrAuth) || errors.Is(err, backend.ErrInvalidArgument):
 		case ctx.Err() != nil: // puddle's wait for a connection ended with ctx
 			err = conn.MarkUnsent(conn.DialEnded(addr, ctx.Err()))
 		default:
@@ -98,7 +99,7 @@ func Open(ctx context.Context, cfg conn.Config, addr string, o Options) (*Node, 
 
 // Node is the Pool backend of one node.
 type Node struct {
-	cfg  conn.Config
+	cfg  backend.Config
 	addr string
 	opts Options
 	p    *puddle.Pool[*pconn]
@@ -131,7 +132,7 @@ type pconn struct {
 	fromTimeout bool      // deadline was set from ReadTimeout alone: see arm
 }
 
-func New(cfg conn.Config, addr string, opts Options) (*Node, error) {
+func New(cfg backend.Config, addr string, opts Options) (*Node, error) {
 	opts, err := opts.WithDefaults()
 	if err != nil {
 		return nil, err
@@ -148,7 +149,7 @@ func New(cfg conn.Config, addr string, opts Options) (*Node, error) {
 	})
 	if err != nil {
 		n.cancel()
-		return nil, fmt.Errorf("%w: %w", conn.ErrInvalidArgument, err)
+		return nil, fmt.Errorf("%w: %w", backend.ErrInvalidArgument, err)
 	}
 	n.wg.Add(1)
 	go n.maintain()
@@ -170,7 +171,7 @@ func (n *Node) construct(ctx context.Context) (*pconn, error) {
 	defer n.connsMu.Unlock()
 	if n.closed.Load() {
 		nc.Close()
-		return nil, conn.ErrClosed
+		return nil, backend.ErrClosed
 	}
 	n.conns[c] = struct{}{}
 	return c, nil
@@ -203,7 +204,7 @@ func (n *Node) acquire(ctx context.Context) (*puddle.Resource[*pconn], error) {
 		return nil, conn.CtxErr(n.addr, false, err)
 	}
 	if n.closed.Load() {
-		return nil, conn.ErrClosed
+		return nil, backend.ErrClosed
 	}
 	select {
 	case n.gate <- struct{}{}:
@@ -217,7 +218,7 @@ func (n *Node) acquire(ctx context.Context) (*puddle.Resource[*pconn], error) {
 			n.cancelledWaits.Add(1)
 			return nil, &exhaustedError{size: n.opts.Size, addr: n.addr, waited: time.Since(start), err: ctx.Err()}
 		case <-n.stop:
-			return nil, conn.ErrClosed
+			return nil, backend.ErrClosed
 		}
 	}
 	res, err := n.p.Acquire(ctx)
@@ -234,8 +235,8 @@ func (n *Node) acquire(ctx context.Context) (*puddle.Resource[*pconn], error) {
 		case ctx.Err() != nil:
 			return nil, conn.CtxErr(n.addr, false, ctx.Err())
 		case errors.Is(err, puddle.ErrClosedPool), n.closed.Load():
-			return nil, conn.ErrClosed
-		case errors.Is(err, conn.ErrConnection), errors.Is(err, conn.ErrAuth), errors.Is(err, conn.ErrInvalidArgument):
+			return nil, backend.ErrClosed
+		case errors.Is(err, backend.ErrConnection), errors.Is(err, backend.ErrAuth), errors.Is(err, backend.ErrInvalidArgument):
 			return nil, conn.MarkUnsent(err)
 		}
 		return nil, conn.MarkUnsent(conn.ConnError(n.addr, err))
@@ -361,8 +362,8 @@ func (x *exchange) send(ctx context.Context) error {
 }
 
 // end releases or destroys the connection and turns err into the error to
-// return: a context error when the context ended, conn.ErrClosed when Close
-// closed the socket, conn.ErrConnection for other stream errors, reply errors
+// return: a context error when the context ended, backend.ErrClosed when Close
+// closed the socket, backend.ErrConnection for other stream errors, reply errors
 // wrapped with cmd.
 func (x *exchange) end(ctx context.Context, cmd string, err error) error {
 	cancelled := x.stop != nil && !x.stop()
@@ -374,7 +375,7 @@ func (x *exchange) end(ctx context.Context, cmd string, err error) error {
 			return conn.CtxErr(x.n.addr, !x.unsent, err)
 		}
 		if x.n.closed.Load() {
-			return conn.ErrClosed
+			return backend.ErrClosed
 		}
 		x.n.broken.Add(1)
 		if x.unsent {
@@ -421,7 +422,7 @@ func (n *Node) Get(ctx context.Context, key string) ([]byte, error) {
 		return nil, err
 	}
 	if rp.Val == nil {
-		return nil, conn.ErrNotFound
+		return nil, backend.ErrNotFound
 	}
 	return rp.Val, nil
 }
@@ -532,13 +533,13 @@ func (n *Node) topUp() {
 }
 
 // Stats implements Statser.
-func (n *Node) Stats() conn.Stats {
+func (n *Node) Stats() backend.Stats {
 	st := n.p.Stat()
 	nodes := 1
 	if n.closed.Load() {
 		nodes = 0
 	}
-	return conn.Stats{
+	return backend.Stats{
 		Strategy:        "pool",
 		Nodes:           nodes,
 		Conns:           int(st.TotalResources()),
@@ -557,7 +558,7 @@ func (n *Node) Stats() conn.Stats {
 
 // Close implements Backend. It closes the sockets of borrowed connections
 // too, so that their calls — a BLPOP with no timeout, say — fail at once
-// with conn.ErrClosed, takes back the connections lent by Dedicated
+// with backend.ErrClosed, takes back the connections lent by Dedicated
 // without waiting for their sessions (a transaction's callback) to end,
 // and returns once every connection is gone.
 func (n *Node) Close() error {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/strategy/backend"
 )
 
 // bigRequest is the size from which a request may take a while to send:
@@ -23,7 +24,7 @@ const bigRequest = 16 << 10
 // ReadTimeout, which times the wait for the reply, not the upload: it is
 // written under WriteTimeout instead (no bound when not positive), and
 // the read deadline is armed once it has been sent.
-func (c *pconn) request(ctx context.Context, cfg *conn.Config, block time.Duration) (int, error) {
+func (c *pconn) request(ctx context.Context, cfg *backend.Config, block time.Duration) (int, error) {
 	if len(c.buf) < bigRequest || cfg.ReadTimeout <= 0 || block == conn.BlockForever {
 		return c.nc.Write(c.buf)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/redisx-go/kit/internal/cluster"
 	"github.com/redisx-go/kit/internal/command"
 	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/strategy/backend"
 )
 
 // Backend is a transport's node for the master the sentinels name, moved
@@ -39,7 +40,7 @@ import (
 // the node even if the sentinels still name its address, so that the
 // replica's connections serve nothing more.
 type Backend struct {
-	cfg  conn.Config // the master's nodes' settings: Sentinel set
+	cfg  backend.Config // the master's nodes' settings: Sentinel set
 	t    cluster.Transport
 	name string // the transport's Stats name, kept after Close
 
@@ -48,7 +49,7 @@ type Backend struct {
 	mu       sync.Mutex
 	closed   bool
 	retiring map[*member]struct{} // left, closed when their last call ends
-	gone     conn.Stats           // counters of the members closed
+	gone     backend.Stats        // counters of the members closed
 	changed  chan struct{}        // closed when the master's address changes
 
 	switches atomic.Int64
@@ -72,9 +73,9 @@ var _ cluster.Backend = (*Backend)(nil)
 // OpenBackend opens transport t's backend for cfg: over the master the
 // sentinels of cfg.Sentinel name (Open), or by cluster.Open — a
 // standalone server or a cluster. A ReadFrom out of range is refused.
-func OpenBackend(ctx context.Context, cfg conn.Config, t cluster.Transport) (cluster.Backend, error) {
-	if cfg.ReadFrom > conn.ReadNearest {
-		return nil, fmt.Errorf("%w: ReadFrom %d is not ReadPrimary, ReadReplicaPreferred nor ReadNearest", conn.ErrInvalidArgument, cfg.ReadFrom)
+func OpenBackend(ctx context.Context, cfg backend.Config, t cluster.Transport) (cluster.Backend, error) {
+	if cfg.ReadFrom > backend.ReadNearest {
+		return nil, fmt.Errorf("%w: ReadFrom %d is not ReadPrimary, ReadReplicaPreferred nor ReadNearest", backend.ErrInvalidArgument, cfg.ReadFrom)
 	}
 	if cfg.Sentinel == nil {
 		return cluster.Open(ctx, cfg, t)
@@ -89,7 +90,7 @@ func OpenBackend(ctx context.Context, cfg conn.Config, t cluster.Transport) (clu
 // Open asks the sentinels of cfg.Sentinel for the master, opens t's node
 // for it, and starts watching the sentinels. A master in cluster mode is
 // refused: a Redis Cluster fails over by itself.
-func Open(ctx context.Context, cfg conn.Config, t cluster.Transport) (*Backend, error) {
+func Open(ctx context.Context, cfg backend.Config, t cluster.Transport) (*Backend, error) {
 	if err := Validate(cfg.Sentinel); err != nil {
 		return nil, err
 	}
@@ -111,13 +112,13 @@ func Open(ctx context.Context, cfg conn.Config, t cluster.Transport) (*Backend, 
 	}
 	if strings.Contains(info, "cluster_enabled:1") {
 		n.Close()
-		return nil, fmt.Errorf("%w: the master %s that the sentinels name is a Redis Cluster node: use Addrs without Sentinel", conn.ErrInvalidArgument, addr)
+		return nil, fmt.Errorf("%w: the master %s that the sentinels name is a Redis Cluster node: use Addrs without Sentinel", backend.ErrInvalidArgument, addr)
 	}
 	b := &Backend{cfg: cfg, t: t, name: n.Stats().Strategy, retiring: map[*member]struct{}{},
 		changed: make(chan struct{}), wake: make(chan struct{}, 1)}
 	b.cur.Store(b.newMember(n))
 	b.life, b.cancel = context.WithCancel(context.Background())
-	if cfg.ReadFrom != conn.ReadPrimary {
+	if cfg.ReadFrom != backend.ReadPrimary {
 		// Reads go to the replicas from the first one on; a failure here
 		// leaves them on the master until the next check.
 		b.tendReplicas(ctx, 0)
@@ -125,7 +126,7 @@ func Open(ctx context.Context, cfg conn.Config, t cluster.Transport) (*Backend, 
 	b.wg.Add(2)
 	go b.watch()
 	go b.follow()
-	if cfg.ReadFrom != conn.ReadPrimary {
+	if cfg.ReadFrom != backend.ReadPrimary {
 		b.wg.Add(1)
 		go b.tend()
 	}
@@ -208,7 +209,7 @@ func (b *Backend) acquire() (*member, error) {
 	for {
 		m := b.cur.Load()
 		if m == nil {
-			return nil, conn.ErrClosed
+			return nil, backend.ErrClosed
 		}
 		if m.Acquire() {
 			return m, nil
@@ -227,10 +228,10 @@ func (b *Backend) check(m *member, err error) error {
 	var re redis.Error
 	switch {
 	case errors.As(err, &re) && strings.HasPrefix(string(re), "READONLY"):
-		err = conn.MarkUnsent(fmt.Errorf("%w: %s refused a write as a replica (READONLY): %w", conn.ErrConnection, m.n.Address(), conn.ErrNotMaster))
+		err = conn.MarkUnsent(fmt.Errorf("%w: %s refused a write as a replica (READONLY): %w", backend.ErrConnection, m.n.Address(), conn.ErrNotMaster))
 		b.demoted(m, err)
-	case errors.Is(err, conn.ErrClosed), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-	case errors.Is(err, conn.ErrConnection) && b.cur.Load() == m:
+	case errors.Is(err, backend.ErrClosed), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, backend.ErrConnection) && b.cur.Load() == m:
 		b.rediscover() // not for a node already left: its failure is expected
 	}
 	return err
@@ -269,19 +270,19 @@ func (b *Backend) Close() error {
 
 // Stats implements cluster.Backend: the current node's figures, with the
 // counters of the nodes closed since Open.
-func (b *Backend) Stats() conn.Stats {
-	s := conn.Stats{Strategy: b.name}
+func (b *Backend) Stats() backend.Stats {
+	s := backend.Stats{Strategy: b.name}
 	b.mu.Lock()
-	s.AddCounters(b.gone)
+	conn.AddCounters(&s, b.gone)
 	if m := b.cur.Load(); m != nil {
-		s.AddNode(m.n.Stats())
+		conn.AddNode(&s, m.n.Stats())
 	}
 	for m := range b.retiring {
-		s.AddNode(m.n.Stats())
+		conn.AddNode(&s, m.n.Stats())
 	}
 	if rs := b.replicas.Load(); rs != nil {
 		for _, r := range *rs {
-			s.AddNode(r.m.n.Stats())
+			conn.AddNode(&s, r.m.n.Stats())
 		}
 	}
 	b.mu.Unlock()
@@ -348,7 +349,7 @@ func (b *Backend) Do(ctx context.Context, args ...any) (any, error) {
 	var m *member
 	var r *replica
 	var err error
-	if b.cfg.ReadFrom != conn.ReadPrimary && command.ReplicaRead(args) {
+	if b.cfg.ReadFrom != backend.ReadPrimary && command.ReplicaRead(args) {
 		m, r, err = b.acquireRead()
 	} else {
 		m, err = b.acquire()
@@ -398,7 +399,7 @@ func (b *Backend) newMember(n cluster.Node) *member {
 	m.Init(func() {
 		n.Close()
 		b.mu.Lock()
-		b.gone.AddCounters(n.Stats())
+		conn.AddCounters(&b.gone, n.Stats())
 		delete(b.retiring, m)
 		b.mu.Unlock()
 	})

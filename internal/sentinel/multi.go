@@ -5,12 +5,13 @@ import (
 	"net"
 
 	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/strategy/backend"
 )
 
 // DoMulti implements cluster.Backend: on the current master. A command a
 // replica refused (READONLY) is a switch signal, as for Do: its result
 // says so, as an Unsent ErrConnection.
-func (b *Backend) DoMulti(ctx context.Context, cmds ...[]any) []conn.Result {
+func (b *Backend) DoMulti(ctx context.Context, cmds ...[]any) []backend.Result {
 	m, err := b.acquire()
 	if err != nil {
 		return conn.FailAll(len(cmds), err)
@@ -26,7 +27,7 @@ func (b *Backend) DoMulti(ctx context.Context, cmds ...[]any) []conn.Result {
 // Dedicated implements cluster.Backend: a connection of the current
 // master's node, which a switch closes with the node (its calls then
 // fail with ErrConnection or ErrClosed, as a lost connection's do).
-func (b *Backend) Dedicated(ctx context.Context, keys []string) (conn.Dedicated, error) {
+func (b *Backend) Dedicated(ctx context.Context, keys []string) (backend.Dedicated, error) {
 	m, err := b.acquire()
 	if err != nil {
 		return nil, err

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gomodule/redigo/redis"
 	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/strategy/backend"
 )
 
 // Reads from replicas (Config.ReadFrom). The replicas are those a
@@ -36,8 +37,8 @@ type replicaSet []*replica
 
 // replicaConfig is the settings of the replicas' nodes: the master's,
 // without the check that a connection reached a master, nor ReadFrom.
-func replicaConfig(cfg conn.Config) conn.Config {
-	cfg.Sentinel, cfg.ReadFrom = nil, conn.ReadPrimary
+func replicaConfig(cfg backend.Config) backend.Config {
+	cfg.Sentinel, cfg.ReadFrom = nil, backend.ReadPrimary
 	return cfg
 }
 
@@ -239,7 +240,7 @@ func (b *Backend) acquireRead() (*member, *replica, error) {
 // pickReplica returns a healthy replica, acquired, as ReadFrom says, or
 // nil for the master.
 func (b *Backend) pickReplica() *replica {
-	if b.cfg.ReadFrom == conn.ReadPrimary {
+	if b.cfg.ReadFrom == backend.ReadPrimary {
 		return nil
 	}
 	rs := b.replicas.Load()
@@ -248,7 +249,7 @@ func (b *Backend) pickReplica() *replica {
 	}
 	list := *rs
 	switch b.cfg.ReadFrom {
-	case conn.ReadReplicaPreferred:
+	case backend.ReadReplicaPreferred:
 		// In turn, from the next one on: a replica that is down is
 		// skipped (Lettuce#3502 failed when the first one was).
 		start := int(b.next.Add(1) % uint64(len(list)))
@@ -257,7 +258,7 @@ func (b *Backend) pickReplica() *replica {
 				return r
 			}
 		}
-	case conn.ReadNearest:
+	case backend.ReadNearest:
 		var best *replica
 		bestRTT := b.masterRTT.Load()
 		for _, r := range list {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gomodule/redigo/redis"
 	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/strategy/backend"
 )
 
 // The watch: one connection to one sentinel at a time, subscribed to
@@ -193,7 +194,7 @@ func (b *Backend) checkRole() {
 		return
 	}
 	if role, ok := v.([]any); !ok || len(role) == 0 || string(asBytes(role[0])) != "master" {
-		b.demoted(m, fmt.Errorf("%w: %s: %w (ROLE)", conn.ErrConnection, m.n.Address(), conn.ErrNotMaster))
+		b.demoted(m, fmt.Errorf("%w: %s: %w (ROLE)", backend.ErrConnection, m.n.Address(), conn.ErrNotMaster))
 	}
 }
 
