@@ -11,7 +11,6 @@ import (
 
 	"github.com/gomodule/redigo/redis"
 	"github.com/redisx-go/kit/internal/cluster"
-	"github.com/redisx-go/kit/internal/sentinel"
 	"github.com/redisx-go/kit/strategy"
 )
 
@@ -23,7 +22,7 @@ import (
 // changes.
 type invalidator struct {
 	cfg      strategy.Config
-	follow   sentinel.Follower // over Sentinel: the master the inner strategy sends to
+	follow   strategy.MasterFollower // over Sentinel: the master the inner strategy sends to
 	prefixes []string
 	ping     time.Duration
 	s        *store
@@ -43,7 +42,7 @@ type invalidator struct {
 
 const rediscoverPeriod = time.Second
 
-func startInvalidator(ctx context.Context, cfg strategy.Config, follow sentinel.Follower, s *store, prefixes []string, ping time.Duration) (*invalidator, error) {
+func startInvalidator(ctx context.Context, cfg strategy.Config, follow strategy.MasterFollower, s *store, prefixes []string, ping time.Duration) (*invalidator, error) {
 	inv := &invalidator{cfg: cfg, follow: follow, prefixes: prefixes, ping: ping, s: s,
 		listeners: map[string]*listener{}, wake: make(chan struct{}, 1)}
 	inv.ctx, inv.cancel = context.WithCancel(context.Background())

@@ -67,12 +67,7 @@ func (n *near) DoMulti(ctx context.Context, cmds ...[]any) []strategy.Result {
 	if flush {
 		n.s.void() // no hit of what the batch is about to replace
 	}
-	var got []strategy.Result
-	if md, ok := n.inner.(strategy.MultiDoer); ok {
-		got = md.DoMulti(ctx, fwd...)
-	} else {
-		got = strategy.DoEach(ctx, n.inner, fwd...)
-	}
+	got := n.caps.DoMulti(ctx, fwd...)
 	switch {
 	case flush:
 		n.s.flush() // nor of a read that overtook it
@@ -108,14 +103,13 @@ func getKey(args []any) (string, bool) {
 // once they return, as Do does — the commands queued between MULTI and
 // EXEC included, whether EXEC runs them or not.
 func (n *near) Dedicated(ctx context.Context, keys []string) (strategy.Dedicated, error) {
-	d, ok := n.inner.(strategy.Dedicator)
-	if !ok {
+	if !n.caps.HasDedicated() {
 		return nil, fmt.Errorf("%w: dedicated connections on %T", strategy.ErrUnsupported, n.inner)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	dd, err := d.Dedicated(ctx, keys)
+	dd, err := n.caps.Dedicated(ctx, keys)
 	if err != nil {
 		return nil, err
 	}

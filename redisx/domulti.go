@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/redisx-go/kit/internal/conn"
-	"github.com/redisx-go/kit/strategy"
 	"github.com/redisx-go/kit/strategy/backend"
 )
 
@@ -98,15 +97,7 @@ func (c *Client) doMulti(ctx context.Context, cmds [][]any) []Result {
 var errAllUnsent = conn.MarkUnsent(ErrConnection)
 
 func (c *Client) multiOnce(ctx context.Context, cmds [][]any) []Result {
-	if md, ok := c.b.(strategy.MultiDoer); ok {
-		return md.DoMulti(ctx, cmds...)
-	}
-	// The fallback refuses a batch as the strategies do, before anything
-	// is sent, rather than run its first commands.
-	if _, _, res, ok := conn.CheckMulti(cmds); !ok {
-		return res
-	}
-	return strategy.DoEach(ctx, c.b, cmds...)
+	return c.caps.DoMulti(ctx, cmds...)
 }
 
 // unsentAll reports whether every command of res failed in a way that

@@ -98,11 +98,10 @@ func (c *Client) Watch(ctx context.Context, fn func(*Tx) error, keys ...string) 
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	dd, ok := c.b.(strategy.Dedicator)
-	if !ok {
+	if !c.caps.HasDedicated() {
 		return fmt.Errorf("%w: Watch on a %T backend", ErrUnsupported, c.b)
 	}
-	tx := &Tx{dd: dd, closed: &c.closed}
+	tx := &Tx{dd: &c.caps, closed: &c.closed}
 	defer tx.finish(ctx) // on a panic too, which goes on after it
 	if len(keys) > 0 {
 		if err := tx.watch(ctx, keys); err != nil {

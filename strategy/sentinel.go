@@ -15,6 +15,18 @@ import (
 // and followed.
 type SentinelConfig = backend.SentinelConfig
 
+// MasterFollower is an optional interface that may be implemented by a
+// Backend opened with Config.Sentinel: Master returns the address of the
+// master its calls go to now, and MasterChanged a channel closed when
+// Master changes (a failover). Multiplexed and Pool implement it over
+// Sentinel. localcache.Near, opened with Sentinel, looks for it along its
+// inner backend's Unwrap chain (Find) and moves its invalidation
+// connection with the master; without one it refuses Sentinel.
+type MasterFollower interface {
+	Master() string
+	MasterChanged() <-chan struct{}
+}
+
 // open opens the backend of transport t: over the master the sentinels of
 // cfg.Sentinel name, or on a standalone server or a cluster.
 func open(ctx context.Context, cfg Config, t cluster.Transport) (Backend, error) {
@@ -25,9 +37,7 @@ func open(ctx context.Context, cfg Config, t cluster.Transport) (Backend, error)
 	return public(b), nil
 }
 
-// followed is the backend of a strategy over Sentinel: it reports the
-// master it follows (localcache.Near's invalidation connection moves with
-// it).
+// followed is the backend of a strategy over Sentinel: a MasterFollower.
 type followed struct {
 	running
 	s *sentinel.Backend
@@ -39,4 +49,4 @@ func (f followed) Master() string { return f.s.Master() }
 // MasterChanged returns a channel closed when Master changes.
 func (f followed) MasterChanged() <-chan struct{} { return f.s.MasterChanged() }
 
-var _ sentinel.Follower = followed{}
+var _ MasterFollower = followed{}

@@ -78,7 +78,7 @@ func (s SlotGrouped) Validate(cfg Config) error {
 	case s.MaxBatch < 0:
 		return fmt.Errorf("%w: SlotGrouped.MaxBatch %d is negative", ErrInvalidArgument, s.MaxBatch)
 	}
-	return tr.(Validator).Validate(cfg) // transportOf: Multiplexed or Pool
+	return Validate(tr, cfg)
 }
 
 // URLName implements URLStrategy: strategy=slotgrouped.

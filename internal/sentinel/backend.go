@@ -405,13 +405,3 @@ func (b *Backend) newMember(n cluster.Node) *member {
 	})
 	return m
 }
-
-// Follower is implemented by the backends of package strategy opened over
-// Sentinel: the master they send to, and a channel closed when it
-// changes. localcache.Near follows it with its invalidation connection.
-type Follower interface {
-	Master() string
-	MasterChanged() <-chan struct{}
-}
-
-var _ Follower = (*Backend)(nil)
