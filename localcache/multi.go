@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/internal/failure"
 	"github.com/redisx-go/kit/strategy"
 )
 
@@ -26,7 +27,7 @@ func (n *near) DoMulti(ctx context.Context, cmds ...[]any) []strategy.Result {
 		return res
 	}
 	if err := ctx.Err(); err != nil {
-		return conn.FailAll(len(cmds), err)
+		return failure.FailAll(len(cmds), err)
 	}
 	res := make([]strategy.Result, len(cmds))
 	fwd := make([][]any, 0, len(cmds))

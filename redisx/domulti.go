@@ -3,7 +3,7 @@ package redisx
 import (
 	"context"
 
-	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/internal/failure"
 	"github.com/redisx-go/kit/strategy/backend"
 )
 
@@ -70,10 +70,10 @@ func (c *Client) DoMulti(ctx context.Context, cmds ...[]any) []Result {
 
 func (c *Client) doMulti(ctx context.Context, cmds [][]any) []Result {
 	if c.closed.Load() {
-		return conn.FailAll(len(cmds), ErrClosed)
+		return failure.FailAll(len(cmds), ErrClosed)
 	}
 	if err := ctx.Err(); err != nil {
-		return conn.FailAll(len(cmds), err)
+		return failure.FailAll(len(cmds), err)
 	}
 	if len(cmds) == 0 {
 		return []Result{}
@@ -94,7 +94,7 @@ func (c *Client) doMulti(ctx context.Context, cmds [][]any) []Result {
 
 // errAllUnsent stands, for retry, for a batch whose every command failed
 // without being executed.
-var errAllUnsent = conn.MarkUnsent(ErrConnection)
+var errAllUnsent = failure.MarkUnsent(ErrConnection)
 
 func (c *Client) multiOnce(ctx context.Context, cmds [][]any) []Result {
 	return c.caps.DoMulti(ctx, cmds...)

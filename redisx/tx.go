@@ -12,6 +12,7 @@ import (
 	"github.com/redisx-go/kit/internal/cluster"
 	"github.com/redisx-go/kit/internal/command"
 	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/internal/failure"
 	"github.com/redisx-go/kit/strategy"
 )
 
@@ -180,7 +181,7 @@ func (tx *Tx) conn(ctx context.Context, keys []string) error {
 			tx.pinned = true
 			return nil
 		case tx.pinned || tx.watching:
-			return conn.CrossSlot("a transaction on a cluster runs on its slot's master: slot %d, but a command names a key in slot %d; "+
+			return failure.CrossSlot("a transaction on a cluster runs on its slot's master: slot %d, but a command names a key in slot %d; "+
 				"every key of a transaction must share a slot: give them a common {hash tag}", slot, firstOther(keys, slot))
 		}
 		// Taken for a keyless call: nothing on it yet, trade it for one
@@ -280,7 +281,7 @@ func (tx *Tx) ready(ctx context.Context, keys []string) error {
 		return ErrClosed
 	}
 	if tx.doubt {
-		return conn.MarkUnsent(fmt.Errorf("%w: the transaction's connection failed earlier", ErrConnection))
+		return failure.MarkUnsent(fmt.Errorf("%w: the transaction's connection failed earlier", ErrConnection))
 	}
 	if err := ctx.Err(); err != nil {
 		return err
@@ -321,7 +322,7 @@ func (tx *Tx) Exec(ctx context.Context, cmds ...[]any) ([]Result, error) {
 	for i, args := range cmds {
 		ks, err := tx.check(args)
 		if err != nil {
-			return nil, conn.Detail(conn.Position(i)+" of the transaction", err)
+			return nil, failure.Detail(failure.Position(i)+" of the transaction", err)
 		}
 		keys = append(keys, ks...)
 	}
@@ -368,7 +369,7 @@ func execResults(cmds [][]any, queued []Result, exec Result) ([]Result, error) {
 	}
 	for i, v := range replies {
 		if re, isErr := v.(redis.Error); isErr {
-			out[i].Err = conn.ReplyError(conn.ArgName(cmds[i], 0), re)
+			out[i].Err = failure.ReplyError(conn.ArgName(cmds[i], 0), re)
 			continue
 		}
 		out[i].Value = v

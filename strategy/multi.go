@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"net"
 
-	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/internal/failure"
 	"github.com/redisx-go/kit/strategy/backend"
 )
 
@@ -43,7 +43,7 @@ func DoEach(ctx context.Context, b Backend, cmds ...[]any) []Result {
 		case !ok:
 			res[i].Err = fmt.Errorf("%w: Do on a %T backend", ErrUnsupported, b)
 		case ctx.Err() != nil:
-			res[i].Err = conn.MarkUnsent(ctx.Err())
+			res[i].Err = failure.MarkUnsent(ctx.Err())
 		default:
 			res[i].Value, res[i].Err = d.Do(ctx, args...)
 		}

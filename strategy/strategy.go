@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/internal/failure"
 	"github.com/redisx-go/kit/strategy/backend"
 )
 
@@ -33,7 +33,7 @@ var (
 // unless every one is unsent, and for a *NodeError: it reports one
 // node's part of a multi-node call, whose other parts may have been
 // applied.
-func Unsent(err error) bool { return conn.Unsent(err) }
+func Unsent(err error) bool { return failure.Unsent(err) }
 
 // Temporary reports whether err is a failure that the same call may not
 // meet if it is tried again a moment later: a connection failure (an
@@ -47,7 +47,7 @@ func Unsent(err error) bool { return conn.Unsent(err) }
 // redirects, which are routing, and reloads its slot map after such a
 // failure): redisx.Client retries by its one policy, redisx.Retry, with
 // these two functions.
-func Temporary(err error) bool { return conn.Temporary(err) }
+func Temporary(err error) bool { return failure.Temporary(err) }
 
 // MaxValueSize is the largest bulk string Redis accepts, in bytes: the
 // limit of a value, a key and any argument of a command

@@ -10,6 +10,7 @@ import (
 	"github.com/gomodule/redigo/redis"
 	"github.com/redisx-go/kit/internal/command"
 	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/internal/failure"
 	"github.com/redisx-go/kit/strategy/backend"
 )
 
@@ -178,7 +179,7 @@ func oneSlot(name string, keys []string, pos []int, multiShard bool) (int, error
 		if multiShard {
 			hint = ", or use the client's MGet, MSet or Del, which split keys by slot"
 		}
-		return 0, conn.CrossSlot("%s: its keys span %s; on a cluster the keys of one command must share a slot "+
+		return 0, failure.CrossSlot("%s: its keys span %s; on a cluster the keys of one command must share a slot "+
 			"(the server would reply CROSSSLOT): give them a common {hash tag}%s", name, where, hint)
 	}
 	return slot, nil

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/internal/failure"
 	"github.com/redisx-go/kit/strategy/backend"
 )
 
@@ -431,7 +432,7 @@ func (f *nodeFailure) retry(ctx context.Context, bg batchGroup, err error, rerou
 // caller's next attempt must find its successor, not the same node again.
 func (f *nodeFailure) report(fail *failures, cmd string) {
 	if len(f.keys) > 0 {
-		fail.add(nodeAddr(f.n), f.keys, conn.ReplyError(cmd, f.err))
+		fail.add(nodeAddr(f.n), f.keys, failure.ReplyError(cmd, f.err))
 		f.g.refreshAfter(f.err)
 	}
 }

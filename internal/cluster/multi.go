@@ -10,6 +10,7 @@ import (
 
 	"github.com/redisx-go/kit/internal/command"
 	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/internal/failure"
 	"github.com/redisx-go/kit/strategy/backend"
 )
 
@@ -95,11 +96,11 @@ func (c *Router) DoMulti(ctx context.Context, cmds ...[]any) []backend.Result {
 	case len(cmds) == 0:
 		return []backend.Result{}
 	case c.closed.Load():
-		return conn.FailAll(len(cmds), backend.ErrClosed)
+		return failure.FailAll(len(cmds), backend.ErrClosed)
 	}
 	slots, keys, bad, err := planMulti(cmds)
 	if err != nil {
-		return conn.Refused(len(cmds), bad, err)
+		return failure.Refused(len(cmds), bad, err)
 	}
 	res = make([]backend.Result, len(cmds))
 	var pending, alone []int
@@ -138,7 +139,7 @@ func (c *Router) DoMulti(ctx context.Context, cmds ...[]any) []backend.Result {
 		// redirect: each gets its error, none is left without a result.
 		top := c.state.Load()
 		for _, i := range pending {
-			res[i] = backend.Result{Err: conn.CtxErr(top.master(slots[i]).address(), false, err)}
+			res[i] = backend.Result{Err: failure.CtxErr(top.master(slots[i]).address(), false, err)}
 		}
 	}
 	for _, i := range alone {
@@ -194,7 +195,7 @@ func (c *Router) groupMulti(pending, slots []int, asks map[int]string, res []bac
 
 // errRetired marks a command of a batch whose node left the map before it
 // was sent: it is routed again, through the new map.
-var errRetired = conn.MarkUnsent(fmt.Errorf("%w: node left the slot map before the command was sent", backend.ErrConnection))
+var errRetired = failure.MarkUnsent(fmt.Errorf("%w: node left the slot map before the command was sent", backend.ErrConnection))
 
 // sendPipelines sends every group as one pipeline, all at once, and
 // stores each command's result.
@@ -229,7 +230,7 @@ func (c *Router) sendPipelines(ctx context.Context, groups []*multiGroup, cmds [
 			}
 			if g.ask[k] {
 				if e := rps[j][r].Err; e != nil {
-					res[i] = backend.Result{Err: conn.ReplyError("asking", e)}
+					res[i] = backend.Result{Err: failure.ReplyError("asking", e)}
 					r += 2
 					continue
 				}
@@ -238,7 +239,7 @@ func (c *Router) sendPipelines(ctx context.Context, groups []*multiGroup, cmds [
 			rp := &rps[j][r]
 			r++
 			if rp.Err != nil {
-				res[i] = backend.Result{Err: conn.ReplyError(conn.ArgName(cmds[i], 0), rp.Err)}
+				res[i] = backend.Result{Err: failure.ReplyError(conn.ArgName(cmds[i], 0), rp.Err)}
 				continue
 			}
 			res[i] = backend.Result{Value: rp.Any}
@@ -333,7 +334,7 @@ func (c *Router) Dedicated(ctx context.Context, keys []string) (backend.Dedicate
 		slot = Slot(keys[0])
 		for _, k := range keys[1:] {
 			if s := Slot(k); s != slot {
-				return nil, conn.CrossSlot("a transaction's keys span slots %d and %d; on a cluster every key of a transaction must share a slot: give them a common {hash tag}", slot, s)
+				return nil, failure.CrossSlot("a transaction's keys span slots %d and %d; on a cluster every key of a transaction must share a slot: give them a common {hash tag}", slot, s)
 			}
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/internal/failure"
 	"github.com/redisx-go/kit/strategy/backend"
 )
 
@@ -27,9 +28,9 @@ func askExec(ctx context.Context, n Node, keys []string, rp *conn.Reply, enc fun
 	}
 	*rp = rps[1]
 	if rps[0].Err != nil {
-		return conn.ReplyError("asking", rps[0].Err)
+		return failure.ReplyError("asking", rps[0].Err)
 	}
-	return conn.ReplyError("ask", rp.Err)
+	return failure.ReplyError("ask", rp.Err)
 }
 
 // Get implements Backend.
@@ -102,7 +103,7 @@ func (c *Router) Del(ctx context.Context, keys ...string) (int64, error) {
 			})
 		if err != nil {
 			if i > 0 {
-				return total, conn.Partial(err) // the slots before were deleted
+				return total, failure.Partial(err) // the slots before were deleted
 			}
 			return total, err
 		}
@@ -174,7 +175,7 @@ func (c *Router) MSet(ctx context.Context, kv map[string][]byte, ttl time.Durati
 	for i, s := range order {
 		if err := c.msetSlot(ctx, s, bySlot[s], ttl); err != nil {
 			if i > 0 {
-				return conn.Partial(err) // the slots before were written
+				return failure.Partial(err) // the slots before were written
 			}
 			return err
 		}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/internal/failure"
 	"github.com/redisx-go/kit/strategy/backend"
 )
 
@@ -141,5 +142,5 @@ func replicaFailure(err error) bool {
 	if _, ok := redirectOf(err); ok {
 		return true
 	}
-	return conn.Temporary(err)
+	return failure.Temporary(err)
 }

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/gomodule/redigo/redis"
-	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/internal/failure"
 	"github.com/redisx-go/kit/strategy/backend"
 )
 
@@ -276,7 +276,7 @@ func redirectOf(err error) (Redirect, bool) {
 // that reaches a node calls it with the node's failure.
 func (c *Router) refreshAfter(err error) {
 	switch {
-	case errors.Is(err, backend.ErrClosed) || !conn.Temporary(err):
+	case errors.Is(err, backend.ErrClosed) || !failure.Temporary(err):
 	case errors.Is(err, backend.ErrConnection):
 		c.doubtRefresh()
 	default:
@@ -288,7 +288,7 @@ func (c *Router) refreshAfter(err error) {
 // the current map serves: the cluster is down or its topology is
 // changing. The map is reloaded meanwhile, so a later attempt may
 // succeed; nothing was sent.
-var errSlotUnserved = conn.MarkUnsent(fmt.Errorf("%w: slot served by no master (cluster down or topology changing)", backend.ErrConnection))
+var errSlotUnserved = failure.MarkUnsent(fmt.Errorf("%w: slot served by no master (cluster down or topology changing)", backend.ErrConnection))
 
 // InstallShards makes shards the slot map, as if a refresh had read them:
 // the nodes the map no longer lists are retired, and the next refresh may

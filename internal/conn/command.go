@@ -1,8 +1,6 @@
 package conn
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -172,25 +170,6 @@ func bulkLen(arg any) int {
 		return len(v)
 	}
 	return 0
-}
-
-// ReplyError wraps a reply-level error (a server error reply, kept as a
-// redis.Error for errors.As, or a reply of an unexpected type) of cmd. An
-// error that already carries one of this package's sentinels, or a
-// context's error, is returned as it is: one "redisx:" prefix per error.
-func ReplyError(cmd string, err error) error {
-	if err == nil {
-		return nil
-	}
-	for _, own := range [...]error{backend.ErrConnection, backend.ErrClosed, backend.ErrNotFound, backend.ErrInvalidArgument, backend.ErrUnsupported, context.Canceled, context.DeadlineExceeded} {
-		if errors.Is(err, own) {
-			return err
-		}
-	}
-	if strings.HasPrefix(err.Error(), prefix) {
-		return err // one of this module's errors already
-	}
-	return fmt.Errorf("redisx: %s: %w", cmd, err)
 }
 
 // BlockTime returns how long the blocking command args may keep the server

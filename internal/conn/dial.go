@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gomodule/redigo/redis"
+	"github.com/redisx-go/kit/internal/failure"
 	"github.com/redisx-go/kit/strategy/backend"
 )
 
@@ -41,7 +42,7 @@ func Dial(ctx context.Context, cfg *backend.Config, addr string) (net.Conn, erro
 		if username, password, err = cfg.Credentials(ctx); err != nil {
 			// The function's error is the user's: it is wrapped, and had
 			// better not hold the secret it failed to produce.
-			return nil, MarkUnsent(fmt.Errorf("%w: credentials for %s: %w", backend.ErrConnection, addr, err))
+			return nil, failure.MarkUnsent(fmt.Errorf("%w: credentials for %s: %w", backend.ErrConnection, addr, err))
 		}
 	}
 	var nc net.Conn
@@ -83,7 +84,7 @@ func Dial(ctx context.Context, cfg *backend.Config, addr string) (net.Conn, erro
 		var role []any
 		if role, err = redis.Values(redis.DoContext(rc, ctx, "ROLE")); err == nil && roleOf(role) != "master" {
 			nc.Close()
-			return nil, MarkUnsent(fmt.Errorf("%w: dial %s: %w (ROLE %s)", backend.ErrConnection, addr, ErrNotMaster, roleOf(role)))
+			return nil, failure.MarkUnsent(fmt.Errorf("%w: dial %s: %w (ROLE %s)", backend.ErrConnection, addr, ErrNotMaster, roleOf(role)))
 		}
 	} else if err == nil && cfg.ReadFrom != backend.ReadPrimary {
 		// A Redis Cluster whose reads may go to replicas: a replica
@@ -116,9 +117,9 @@ func Dial(ctx context.Context, cfg *backend.Config, addr string) (net.Conn, erro
 		}
 		// Nothing but the handshake was written: no caller's request.
 		if ended := endedBy(caller, err); ended != nil {
-			return nil, MarkUnsent(DialEnded(addr, ended))
+			return nil, failure.MarkUnsent(failure.DialEnded(addr, ended))
 		}
-		return nil, MarkUnsent(handshakeError(cfg, addr, err, nc != nil))
+		return nil, failure.MarkUnsent(handshakeError(cfg, addr, err, nc != nil))
 	}
 	return nc, nil
 }

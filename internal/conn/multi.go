@@ -8,27 +8,12 @@ import (
 	"time"
 
 	"github.com/gomodule/redigo/redis"
+	"github.com/redisx-go/kit/internal/failure"
 	"github.com/redisx-go/kit/strategy/backend"
 )
 
 // Pipelines, dedicated connections and session dials: what the
 // transports share for DoMulti, transactions and Pub/Sub.
-
-// crossSlotError is an error that wraps both ErrCrossSlot and
-// ErrInvalidArgument, reading "redisx: keys in different cluster slots:
-// <detail>".
-type crossSlotError struct{ detail string }
-
-func (e *crossSlotError) Error() string { return backend.ErrCrossSlot.Error() + ": " + e.detail }
-func (e *crossSlotError) Unwrap() []error {
-	return []error{backend.ErrCrossSlot, backend.ErrInvalidArgument}
-}
-
-// CrossSlot returns an error wrapping ErrCrossSlot and ErrInvalidArgument
-// with detail, which must name no key.
-func CrossSlot(format string, args ...any) error {
-	return &crossSlotError{detail: fmt.Sprintf(format, args...)}
-}
 
 // CheckMulti validates the commands of a pipeline before anything is
 // sent, as CheckCommand does one command. When one is refused, every
@@ -53,37 +38,7 @@ func CheckMulti(cmds [][]any) (classes []Class, blocking bool, res []backend.Res
 	if bad < 0 {
 		return classes, blocking, nil, true
 	}
-	return nil, false, Refused(len(cmds), bad, badErr), false
-}
-
-// Refused returns the results of a batch of n commands not sent because
-// command bad (an index) was refused with err: for it err, with its
-// position, as in "redisx: command #2 (index 1) of the pipeline:
-// unsupported: MULTI …"; for the others an error that says the batch was
-// not sent and why, wraps err (so that errors.Is finds its sentinel) and
-// Unsent reports.
-func Refused(n, bad int, err error) []backend.Result {
-	res := make([]backend.Result, n)
-	where := Position(bad) + " of the pipeline"
-	other := MarkUnsent(Detail("not sent: "+where+" was refused", err))
-	for i := range res {
-		res[i].Err = other
-	}
-	res[bad].Err = Detail(where, err)
-	return res
-}
-
-// Position names the command at index i of a batch for an error message,
-// counted from 1 as people count, with its index: "command #2 (index 1)".
-func Position(i int) string { return fmt.Sprintf("command #%d (index %d)", i+1, i) }
-
-// FailAll returns the results of n commands that all failed with err.
-func FailAll(n int, err error) []backend.Result {
-	res := make([]backend.Result, n)
-	for i := range res {
-		res[i].Err = err
-	}
-	return res
+	return nil, false, failure.Refused(len(cmds), bad, badErr), false
 }
 
 // BlockTimeAll is the block time of a pipeline: the sum of its commands'
@@ -127,7 +82,7 @@ func Results(cmds [][]any, rps []Reply) []backend.Result {
 	res := make([]backend.Result, len(rps))
 	for i := range rps {
 		if rps[i].Err != nil {
-			res[i].Err = ReplyError(ArgName(cmds[i], 0), rps[i].Err)
+			res[i].Err = failure.ReplyError(ArgName(cmds[i], 0), rps[i].Err)
 			continue
 		}
 		res[i].Value = rps[i].Any
@@ -170,7 +125,7 @@ func RunHello(ctx context.Context, nc net.Conn, hello func(net.Conn) error) erro
 	stop := context.AfterFunc(ctx, func() { nc.SetDeadline(time.Unix(1, 0)) })
 	err := hello(nc)
 	if !stop() {
-		return CtxErr(nc.RemoteAddr().String(), true, ctx.Err())
+		return failure.CtxErr(nc.RemoteAddr().String(), true, ctx.Err())
 	}
 	if err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/redisx-go/kit/internal/failure"
 	"github.com/redisx-go/kit/strategy/backend"
 )
 
@@ -53,7 +54,7 @@ func GetWithTTL(ctx context.Context, n Execer, key string) ([]byte, time.Duratio
 		return nil, 0, err
 	}
 	if rps[0].Err != nil {
-		return nil, 0, ReplyError("get", rps[0].Err)
+		return nil, 0, failure.ReplyError("get", rps[0].Err)
 	}
 	if rps[0].Val == nil {
 		return nil, 0, backend.ErrNotFound
@@ -72,7 +73,7 @@ func MGetWithTTL(ctx context.Context, n Execer, keys []string) ([][]byte, []time
 		return nil, nil, err
 	}
 	if rps[0].Err != nil {
-		return nil, nil, ReplyError("mget", rps[0].Err)
+		return nil, nil, failure.ReplyError("mget", rps[0].Err)
 	}
 	ttls := make([]time.Duration, len(keys))
 	for i := range keys {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/internal/failure"
 	"github.com/redisx-go/kit/internal/resp"
 	"github.com/redisx-go/kit/strategy/backend"
 )
@@ -344,7 +345,7 @@ func (c *muxConn) fail(err error) {
 	}
 	closing := errors.Is(err, backend.ErrClosed)
 	if !closing {
-		err = conn.ConnError(c.node.addr, err)
+		err = failure.ConnError(c.node.addr, err)
 	}
 	c.err = err
 	c.broken.Store(true)

@@ -5,6 +5,7 @@ import (
 	"net"
 
 	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/internal/failure"
 	"github.com/redisx-go/kit/strategy/backend"
 )
 
@@ -30,7 +31,7 @@ func (n *Node) DoMulti(ctx context.Context, cmds ...[]any) []backend.Result {
 	case blocking:
 		side, err := n.sidePool()
 		if err != nil {
-			return conn.FailAll(len(cmds), err)
+			return failure.FailAll(len(cmds), err)
 		}
 		return side.DoMulti(ctx, cmds...)
 	}
@@ -40,7 +41,7 @@ func (n *Node) DoMulti(ctx context.Context, cmds ...[]any) []backend.Result {
 	}
 	rps := conn.MultiReplies(len(cmds))
 	if err := n.pipeline(ctx, cmds, size, rps, func(b []byte) []byte { return conn.AppendMulti(b, cmds) }); err != nil {
-		return conn.FailAll(len(cmds), err)
+		return failure.FailAll(len(cmds), err)
 	}
 	return conn.Results(cmds, rps)
 }
@@ -66,7 +67,7 @@ func (n *Node) pipeline(ctx context.Context, cmds [][]any, size int, rps []conn.
 	cl.Kind, cl.pipe, cl.lead = conn.ReplyPipe, rps, true
 	leads := c.push(cl, int64(len(rps)), true)
 	if err := c.await(ctx, cl, leads); err != nil {
-		return conn.CtxErr(n.addr, true, err)
+		return failure.CtxErr(n.addr, true, err)
 	}
 	n.calls.put(cl)
 	return nil

@@ -13,6 +13,7 @@ import (
 
 	"github.com/redisx-go/kit/internal/cluster"
 	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/internal/failure"
 	"github.com/redisx-go/kit/internal/pool"
 	"github.com/redisx-go/kit/strategy/backend"
 )
@@ -87,7 +88,7 @@ func Open(ctx context.Context, cfg backend.Config, addr string, o Options) (*Nod
 			if err == ctx.Err() {
 				// The dial runs on under the node's life, whose Close
 				// just ended it: the caller is told whom it waited for.
-				err = conn.MarkUnsent(conn.DialEnded(addr, err))
+				err = failure.MarkUnsent(failure.DialEnded(addr, err))
 			}
 			return nil, err
 		}
@@ -206,7 +207,7 @@ func (n *Node) enqueueTo(ctx context.Context, cl *call, big bool) (*muxConn, err
 	for {
 		if err := ctx.Err(); err != nil {
 			unclaim()
-			return nil, conn.CtxErr(n.addr, false, err)
+			return nil, failure.CtxErr(n.addr, false, err)
 		}
 		if n.closed.Load() {
 			unclaim()
@@ -227,7 +228,7 @@ func (n *Node) enqueueTo(ctx context.Context, cl *call, big bool) (*muxConn, err
 			}
 		} else if c, err = n.conn(ctx, i); err != nil {
 			unclaim()
-			return nil, conn.CtxErr(n.addr, false, err)
+			return nil, failure.CtxErr(n.addr, false, err)
 		}
 		if c != claimed {
 			unclaim()
@@ -250,9 +251,9 @@ func (n *Node) enqueueTo(ctx context.Context, cl *call, big bool) (*muxConn, err
 			}
 			continue
 		case ctx.Err() != nil, errors.Is(err, backend.ErrClosed):
-			return nil, conn.CtxErr(n.addr, false, err)
+			return nil, failure.CtxErr(n.addr, false, err)
 		}
-		return nil, conn.MarkUnsent(err)
+		return nil, failure.MarkUnsent(err)
 	}
 }
 
@@ -285,11 +286,11 @@ func (n *Node) roundTripSized(ctx context.Context, cl *call, cmd string, rp *con
 	cl.Reply, cl.lead = *rp, true
 	leads := c.push(cl, int64(rp.Count()), true)
 	if err := c.await(ctx, cl, leads); err != nil {
-		return conn.CtxErr(n.addr, true, err)
+		return failure.CtxErr(n.addr, true, err)
 	}
 	*rp = cl.Reply
 	n.calls.put(cl)
-	return conn.ReplyError(cmd, rp.Err)
+	return failure.ReplyError(cmd, rp.Err)
 }
 
 // keyCall returns a call for a command on key.
@@ -480,7 +481,7 @@ func (n *Node) Exec(ctx context.Context, keys []string, buf []byte, rps []conn.R
 	cl.Kind, cl.pipe, cl.lead = conn.ReplyPipe, rps, true
 	leads := c.push(cl, int64(cl.replies()), true)
 	if err := c.await(ctx, cl, leads); err != nil {
-		return conn.CtxErr(n.addr, true, err)
+		return failure.CtxErr(n.addr, true, err)
 	}
 	n.calls.put(cl)
 	return nil
@@ -519,7 +520,7 @@ func (cl *call) Await(ctx context.Context) error { return cl.conn.node.await(ctx
 // await is the second half of send.
 func (n *Node) await(ctx context.Context, cl *call) error {
 	if err := wait(ctx, cl); err != nil {
-		return conn.CtxErr(n.addr, true, err)
+		return failure.CtxErr(n.addr, true, err)
 	}
 	n.calls.put(cl)
 	return nil

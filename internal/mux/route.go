@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/internal/failure"
 	"github.com/redisx-go/kit/strategy/backend"
 )
 
@@ -114,7 +114,7 @@ func (n *Node) waitPinned(ctx context.Context, cl *call) error {
 	for {
 		select {
 		case <-ctx.Done():
-			return conn.CtxErr(n.addr, false, ctx.Err())
+			return failure.CtxErr(n.addr, false, ctx.Err())
 		case <-n.stop:
 			return backend.ErrClosed
 		case <-t.C:

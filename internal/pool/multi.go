@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/puddle/v2"
 	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/internal/failure"
 	"github.com/redisx-go/kit/strategy/backend"
 )
 
@@ -27,7 +28,7 @@ func (n *Node) DoMulti(ctx context.Context, cmds ...[]any) []backend.Result {
 	}
 	rps := conn.MultiReplies(len(cmds))
 	if err := n.ExecBlocking(ctx, conn.BlockTimeAll(cmds, classes), func(b []byte) []byte { return conn.AppendMulti(b, cmds) }, rps); err != nil {
-		return conn.FailAll(len(cmds), err)
+		return failure.FailAll(len(cmds), err)
 	}
 	return conn.Results(cmds, rps)
 }
@@ -109,17 +110,17 @@ func (d *dedicated) DoMulti(ctx context.Context, cmds ...[]any) ([]backend.Resul
 	case done:
 		return nil, backend.ErrClosed
 	case d.broken:
-		return nil, conn.MarkUnsent(conn.ConnError(d.n.addr, errBroken))
+		return nil, failure.MarkUnsent(failure.ConnError(d.n.addr, errBroken))
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, conn.CtxErr(d.n.addr, false, err)
+		return nil, failure.CtxErr(d.n.addr, false, err)
 	}
 	if d.n.closed.Load() {
 		return nil, backend.ErrClosed
 	}
 	for _, args := range cmds {
 		if err := conn.CheckArgs(args); err != nil {
-			return nil, conn.MarkUnsent(err)
+			return nil, failure.MarkUnsent(err)
 		}
 	}
 	c := d.c
@@ -139,19 +140,19 @@ func (d *dedicated) DoMulti(ctx context.Context, cmds ...[]any) ([]backend.Resul
 	if stop != nil && !stop() {
 		d.broken = true
 		c.deadline = time.Time{}
-		return nil, conn.CtxErr(d.n.addr, !unsent, ctx.Err())
+		return nil, failure.CtxErr(d.n.addr, !unsent, ctx.Err())
 	}
 	if err != nil {
 		d.broken = true
 		if e := contextError(ctx, err); e != nil {
-			return nil, conn.CtxErr(d.n.addr, !unsent, e)
+			return nil, failure.CtxErr(d.n.addr, !unsent, e)
 		}
 		if d.n.closed.Load() {
 			return nil, backend.ErrClosed
 		}
-		err = conn.ConnError(d.n.addr, err)
+		err = failure.ConnError(d.n.addr, err)
 		if unsent {
-			err = conn.MarkUnsent(err)
+			err = failure.MarkUnsent(err)
 		}
 		return nil, err
 	}

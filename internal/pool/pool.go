@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/puddle/v2"
 	"github.com/redisx-go/kit/internal/cluster"
 	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/internal/failure"
 	"github.com/redisx-go/kit/internal/resp"
 	"github.com/redisx-go/kit/strategy/backend"
 )
@@ -88,9 +89,9 @@ func Open(ctx context.Context, cfg backend.Config, addr string, o Options) (*Nod
 		switch {
 		case errors.Is(err, backend.ErrConnection) || errors.Is(err, backend.ErrAuth) || errors.Is(err, backend.ErrInvalidArgument):
 		case ctx.Err() != nil: // puddle's wait for a connection ended with ctx
-			err = conn.MarkUnsent(conn.DialEnded(addr, ctx.Err()))
+			err = failure.MarkUnsent(failure.DialEnded(addr, ctx.Err()))
 		default:
-			err = conn.ConnError(addr, err)
+			err = failure.ConnError(addr, err)
 		}
 		return nil, err
 	}
@@ -201,7 +202,7 @@ func (n *Node) destruct(c *pconn) {
 // Unsent error.
 func (n *Node) acquire(ctx context.Context) (*puddle.Resource[*pconn], error) {
 	if err := ctx.Err(); err != nil {
-		return nil, conn.CtxErr(n.addr, false, err)
+		return nil, failure.CtxErr(n.addr, false, err)
 	}
 	if n.closed.Load() {
 		return nil, backend.ErrClosed
@@ -233,13 +234,13 @@ func (n *Node) acquire(ctx context.Context) (*puddle.Resource[*pconn], error) {
 		<-n.gate
 		switch {
 		case ctx.Err() != nil:
-			return nil, conn.CtxErr(n.addr, false, ctx.Err())
+			return nil, failure.CtxErr(n.addr, false, ctx.Err())
 		case errors.Is(err, puddle.ErrClosedPool), n.closed.Load():
 			return nil, backend.ErrClosed
 		case errors.Is(err, backend.ErrConnection), errors.Is(err, backend.ErrAuth), errors.Is(err, backend.ErrInvalidArgument):
-			return nil, conn.MarkUnsent(err)
+			return nil, failure.MarkUnsent(err)
 		}
-		return nil, conn.MarkUnsent(conn.ConnError(n.addr, err))
+		return nil, failure.MarkUnsent(failure.ConnError(n.addr, err))
 	}
 	return res, nil
 }
@@ -372,16 +373,16 @@ func (x *exchange) end(ctx context.Context, cmd string, err error) error {
 		x.n.done()
 		if err := contextError(ctx, err); err != nil {
 			x.n.broken.Add(1)
-			return conn.CtxErr(x.n.addr, !x.unsent, err)
+			return failure.CtxErr(x.n.addr, !x.unsent, err)
 		}
 		if x.n.closed.Load() {
 			return backend.ErrClosed
 		}
 		x.n.broken.Add(1)
 		if x.unsent {
-			return conn.MarkUnsent(conn.ConnError(x.n.addr, err))
+			return failure.MarkUnsent(failure.ConnError(x.n.addr, err))
 		}
-		return conn.ConnError(x.n.addr, err)
+		return failure.ConnError(x.n.addr, err)
 	}
 	if cap(x.c.buf) > 1<<20 {
 		x.c.buf = make([]byte, 0, 512)
@@ -393,7 +394,7 @@ func (x *exchange) end(ctx context.Context, cmd string, err error) error {
 		x.res.Release()
 	}
 	x.n.done()
-	return conn.ReplyError(cmd, err)
+	return failure.ReplyError(cmd, err)
 }
 
 // roundTrip is one command on a borrowed connection: enc encodes it, rp

@@ -13,6 +13,7 @@ import (
 	"github.com/redisx-go/kit/internal/cluster"
 	"github.com/redisx-go/kit/internal/command"
 	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/internal/failure"
 	"github.com/redisx-go/kit/strategy/backend"
 )
 
@@ -228,7 +229,7 @@ func (b *Backend) check(m *member, err error) error {
 	var re redis.Error
 	switch {
 	case errors.As(err, &re) && strings.HasPrefix(string(re), "READONLY"):
-		err = conn.MarkUnsent(fmt.Errorf("%w: %s refused a write as a replica (READONLY): %w", backend.ErrConnection, m.n.Address(), conn.ErrNotMaster))
+		err = failure.MarkUnsent(fmt.Errorf("%w: %s refused a write as a replica (READONLY): %w", backend.ErrConnection, m.n.Address(), conn.ErrNotMaster))
 		b.demoted(m, err)
 	case errors.Is(err, backend.ErrClosed), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 	case errors.Is(err, backend.ErrConnection) && b.cur.Load() == m:

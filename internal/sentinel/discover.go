@@ -17,6 +17,7 @@ import (
 
 	"github.com/gomodule/redigo/redis"
 	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/internal/failure"
 	"github.com/redisx-go/kit/strategy/backend"
 )
 
@@ -106,9 +107,9 @@ func ask(ctx context.Context, cfg *backend.Config, addr string) answer {
 	if err != nil {
 		if caller.Err() != nil {
 			// The caller's end closed the connection under the question.
-			err = conn.DialEnded(addr, caller.Err())
+			err = failure.DialEnded(addr, caller.Err())
 		} else {
-			err = conn.ConnError(addr, err)
+			err = failure.ConnError(addr, err)
 		}
 		a.err = err
 		return a

@@ -4,7 +4,7 @@ import (
 	"context"
 	"net"
 
-	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/internal/failure"
 	"github.com/redisx-go/kit/strategy/backend"
 )
 
@@ -14,7 +14,7 @@ import (
 func (b *Backend) DoMulti(ctx context.Context, cmds ...[]any) []backend.Result {
 	m, err := b.acquire()
 	if err != nil {
-		return conn.FailAll(len(cmds), err)
+		return failure.FailAll(len(cmds), err)
 	}
 	res := m.n.DoMulti(ctx, cmds...)
 	m.Release()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gomodule/redigo/redis"
 	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/internal/failure"
 	"github.com/redisx-go/kit/strategy/backend"
 )
 
@@ -112,13 +113,13 @@ func (b *Backend) askReplicas(ctx context.Context, addr string) ([]listed, error
 	deadline, _ := ctx.Deadline()
 	v, err := redis.Values(redis.DoWithTimeout(c, remaining(deadline), "SENTINEL", "REPLICAS", b.cfg.Sentinel.Master))
 	if err != nil {
-		return nil, conn.ConnError(addr, err)
+		return nil, failure.ConnError(addr, err)
 	}
 	var out []listed
 	for _, item := range v {
 		f, err := redis.StringMap(item, nil)
 		if err != nil {
-			return nil, conn.ConnError(addr, err)
+			return nil, failure.ConnError(addr, err)
 		}
 		flags := f["flags"]
 		out = append(out, listed{
@@ -280,7 +281,7 @@ func (b *Backend) afterRead(m *member, r *replica, err error) error {
 	if r == nil {
 		return b.check(m, err)
 	}
-	if err != nil && conn.Temporary(err) {
+	if err != nil && failure.Temporary(err) {
 		r.healthy.Store(false)
 	}
 	return err

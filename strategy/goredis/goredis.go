@@ -17,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/redisx-go/kit/internal/command"
 	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/internal/failure"
 	"github.com/redisx-go/kit/internal/resp"
 	"github.com/redisx-go/kit/strategy"
 )
@@ -81,7 +82,7 @@ func (g Strategy) Open(ctx context.Context, cfg strategy.Config) (strategy.Backe
 		if ctx.Err() != nil {
 			// The server did not answer before ctx ended: say whom the
 			// open waited for, as the module's transports do.
-			return nil, conn.MarkUnsent(conn.DialEnded(addrOf(g.Client), ctx.Err()))
+			return nil, failure.MarkUnsent(failure.DialEnded(addrOf(g.Client), ctx.Err()))
 		}
 		return nil, goRedisError(ctx, "ping", err)
 	}
@@ -123,7 +124,7 @@ func goRedisError(ctx context.Context, cmd string, err error) error {
 		// timer has ended it.
 		return context.DeadlineExceeded
 	}
-	return conn.Wrap(strategy.ErrConnection, cmd, err)
+	return failure.Wrap(strategy.ErrConnection, cmd, err)
 }
 
 func (g *goRedisBackend) check(ctx context.Context) error {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/internal/failure"
 	"github.com/redisx-go/kit/strategy"
 )
 
@@ -19,7 +20,7 @@ func (g *goRedisBackend) DoMulti(ctx context.Context, cmds ...[]any) []strategy.
 		return res
 	}
 	if err := g.check(ctx); err != nil {
-		return conn.FailAll(len(cmds), err)
+		return failure.FailAll(len(cmds), err)
 	}
 	if len(cmds) == 0 {
 		return []strategy.Result{}

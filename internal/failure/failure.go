@@ -1,7 +1,9 @@
-// Package conn holds what the transports share: the classification of
-// failures (Unsent, Temporary), the dial, the encoders of commands and the
-// decoding of replies.
-package conn
+// Package failure classifies and words the errors of this module: whether
+// the request of a call that failed was sent (Unsent), whether its
+// failure may pass (Temporary), and the wrappers that say so — one
+// "redisx: " prefix per message, the sentinels of package backend kept
+// for errors.Is.
+package failure
 
 import (
 	"context"
@@ -225,4 +227,69 @@ func (e *kindError) Unwrap() []error { return []error{e.kind, e.cause} }
 // prefix, whatever cause says. errors.Is finds kind and what cause wraps.
 func Wrap(kind error, detail string, cause error) error {
 	return &kindError{kind: kind, detail: detail, cause: cause}
+}
+
+// crossSlotError is an error that wraps both ErrCrossSlot and
+// ErrInvalidArgument, reading "redisx: keys in different cluster slots:
+// <detail>".
+type crossSlotError struct{ detail string }
+
+func (e *crossSlotError) Error() string { return backend.ErrCrossSlot.Error() + ": " + e.detail }
+func (e *crossSlotError) Unwrap() []error {
+	return []error{backend.ErrCrossSlot, backend.ErrInvalidArgument}
+}
+
+// CrossSlot returns an error wrapping ErrCrossSlot and ErrInvalidArgument
+// with detail, which must name no key.
+func CrossSlot(format string, args ...any) error {
+	return &crossSlotError{detail: fmt.Sprintf(format, args...)}
+}
+
+// ReplyError wraps a reply-level error (a server error reply, kept as a
+// redis.Error for errors.As, or a reply of an unexpected type) of cmd. An
+// error that already carries one of this package's sentinels, or a
+// context's error, is returned as it is: one "redisx:" prefix per error.
+func ReplyError(cmd string, err error) error {
+	if err == nil {
+		return nil
+	}
+	for _, own := range [...]error{backend.ErrConnection, backend.ErrClosed, backend.ErrNotFound, backend.ErrInvalidArgument, backend.ErrUnsupported, context.Canceled, context.DeadlineExceeded} {
+		if errors.Is(err, own) {
+			return err
+		}
+	}
+	if strings.HasPrefix(err.Error(), prefix) {
+		return err // one of this module's errors already
+	}
+	return fmt.Errorf("redisx: %s: %w", cmd, err)
+}
+
+// Refused returns the results of a batch of n commands not sent because
+// command bad (an index) was refused with err: for it err, with its
+// position, as in "redisx: command #2 (index 1) of the pipeline:
+// unsupported: MULTI …"; for the others an error that says the batch was
+// not sent and why, wraps err (so that errors.Is finds its sentinel) and
+// Unsent reports.
+func Refused(n, bad int, err error) []backend.Result {
+	res := make([]backend.Result, n)
+	where := Position(bad) + " of the pipeline"
+	other := MarkUnsent(Detail("not sent: "+where+" was refused", err))
+	for i := range res {
+		res[i].Err = other
+	}
+	res[bad].Err = Detail(where, err)
+	return res
+}
+
+// Position names the command at index i of a batch for an error message,
+// counted from 1 as people count, with its index: "command #2 (index 1)".
+func Position(i int) string { return fmt.Sprintf("command #%d (index %d)", i+1, i) }
+
+// FailAll returns the results of n commands that all failed with err.
+func FailAll(n int, err error) []backend.Result {
+	res := make([]backend.Result, n)
+	for i := range res {
+		res[i].Err = err
+	}
+	return res
 }
