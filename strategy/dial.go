@@ -4,7 +4,7 @@ import (
 	"context"
 	"net"
 
-	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/internal/dial"
 )
 
 // Dial opens one connection to addr with the shared settings of cfg —
@@ -16,5 +16,5 @@ import (
 // ErrConnection otherwise; Unsent reports true for both.
 func Dial(ctx context.Context, cfg Config, addr string) (net.Conn, error) {
 	c := cfg
-	return conn.Dial(ctx, &c, addr)
+	return dial.Dial(ctx, &c, addr)
 }

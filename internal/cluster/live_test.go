@@ -33,8 +33,8 @@ func TestLiveCluster(t *testing.T) {
 	t.Run("Failover", func(t *testing.T) { testFailover(t, c) })
 }
 
-// dial connects to addr and closes the connection when t ends.
-func dial(t *testing.T, addr string) redis.Conn {
+// redigoDial connects to addr and closes the connection when t ends.
+func redigoDial(t *testing.T, addr string) redis.Conn {
 	t.Helper()
 	conn, err := redis.Dial("tcp", addr,
 		redis.DialConnectTimeout(2*time.Second),
@@ -57,7 +57,7 @@ func timeout(t *testing.T, d time.Duration) context.Context {
 // fetchMap asks addr for its slot map with cmd ("SHARDS" or "SLOTS").
 func fetchMap(t *testing.T, addr, cmd string) ([]Shard, *Map) {
 	t.Helper()
-	reply, err := dial(t, addr).Do("CLUSTER", cmd)
+	reply, err := redigoDial(t, addr).Do("CLUSTER", cmd)
 	if err != nil {
 		t.Fatalf("%s: CLUSTER %s: %v", addr, cmd, err)
 	}
@@ -125,7 +125,7 @@ func testSlots(t *testing.T, c *launcher.Cluster) {
 // testKeySlot compares Slot with the server's CLUSTER KEYSLOT on random
 // binary keys, some with hash tags.
 func testKeySlot(t *testing.T, c *launcher.Cluster) {
-	conn := dial(t, c.Addrs()[0])
+	conn := redigoDial(t, c.Addrs()[0])
 	r := rand.New(rand.NewPCG(3, 4))
 	alphabet := []byte("{}{}ab\x00\xff\x80 ")
 	keys := make([]string, 2000)
@@ -164,7 +164,7 @@ func testRouting(t *testing.T, c *launcher.Cluster) {
 	for i := range 12 {
 		key := fmt.Sprintf("routing:%d", i)
 		owner := m.Master(Slot(key))
-		conn := dial(t, owner)
+		conn := redigoDial(t, owner)
 		if _, err := conn.Do("SET", key, i); err != nil {
 			t.Fatalf("SET %s at %s: %v", key, owner, err)
 		}
@@ -175,7 +175,7 @@ func testRouting(t *testing.T, c *launcher.Cluster) {
 		if other == owner {
 			other = m.Masters()[1]
 		}
-		_, err := dial(t, other).Do("GET", key)
+		_, err := redigoDial(t, other).Do("GET", key)
 		var rerr redis.Error
 		if !errors.As(err, &rerr) {
 			t.Fatalf("GET %s at %s: %v, want a MOVED error", key, other, err)
@@ -215,7 +215,7 @@ func testMoveSlot(t *testing.T, c *launcher.Cluster) {
 
 	// More keys than one MIGRATE batch.
 	const n = 250
-	src := dial(t, from.Addr())
+	src := redigoDial(t, from.Addr())
 	for i := range n {
 		if err := src.Send("SET", fmt.Sprintf("%s:%d", tag, i), i); err != nil {
 			t.Fatal(err)
@@ -234,7 +234,7 @@ func testMoveSlot(t *testing.T, c *launcher.Cluster) {
 	if got, err := c.MasterOf(ctx, slot); err != nil || got != to {
 		t.Fatalf("MasterOf(%d) = %v, %v; want %s", slot, got, err, to.Addr())
 	}
-	dst := dial(t, to.Addr())
+	dst := redigoDial(t, to.Addr())
 	for i := range n {
 		key := fmt.Sprintf("%s:%d", tag, i)
 		if got, err := redis.Int(dst.Do("GET", key)); err != nil || got != i {
@@ -279,7 +279,7 @@ func testFailover(t *testing.T, c *launcher.Cluster) {
 		t.Fatalf("shard of slot %d: %+v; want master %s with 1 replica (all: %+v)", slot, sh, victim.Addr(), shards)
 	}
 	replica := sh.Replicas[0]
-	conn := dial(t, victim.Addr())
+	conn := redigoDial(t, victim.Addr())
 	if _, err := conn.Do("SET", key, "survives"); err != nil {
 		t.Fatal(err)
 	}
@@ -302,7 +302,7 @@ func testFailover(t *testing.T, c *launcher.Cluster) {
 	if promoted.Addr() != replica {
 		t.Fatalf("slot %d is served by %s, want the former replica %s", slot, promoted.Addr(), replica)
 	}
-	if got, err := redis.String(dial(t, replica).Do("GET", key)); err != nil || got != "survives" {
+	if got, err := redis.String(redigoDial(t, replica).Do("GET", key)); err != nil || got != "survives" {
 		t.Fatalf("GET %s at the promoted replica = %q, %v", key, got, err)
 	}
 	masters, err := c.Masters(timeout(t, 5*time.Second))
@@ -341,7 +341,7 @@ func testFailover(t *testing.T, c *launcher.Cluster) {
 		checkHealthy(t, c, addr, "SHARDS", shards, m)
 	}
 	// The rejoined replica got the data from its new master.
-	rc := dial(t, victim.Addr())
+	rc := redigoDial(t, victim.Addr())
 	if _, err := rc.Do("READONLY"); err != nil {
 		t.Fatal(err)
 	}

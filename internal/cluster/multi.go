@@ -10,6 +10,7 @@ import (
 
 	"github.com/redisx-go/kit/internal/command"
 	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/internal/dial"
 	"github.com/redisx-go/kit/internal/failure"
 	"github.com/redisx-go/kit/strategy/backend"
 )
@@ -402,7 +403,7 @@ func (c *Router) DialSession(ctx context.Context, slot int, hello func(net.Conn)
 		func(n Node) (err error) { nc, err = n.DialSession(ctx, slot, hello); return err },
 		func(n Node) (err error) {
 			nc, err = n.DialSession(ctx, slot, func(s net.Conn) error {
-				if err := conn.Asking(s); err != nil {
+				if err := dial.Asking(s); err != nil {
 					return err
 				}
 				return hello(s)

@@ -11,7 +11,7 @@ import (
 )
 
 // Reads from replicas (Config.ReadFrom other than ReadPrimary). Every
-// node's connections are READONLY (conn.Dial), so that a replica serves
+// node's connections are READONLY (dial.Dial), so that a replica serves
 // the reads of its master's slots. The topology keeps, by master, the
 // replicas CLUSTER SHARDS lists as online (a failed or loading one is not
 // listed); a read goes to one of them (ReplicaPreferred: in turn;

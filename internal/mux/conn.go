@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/internal/dial"
 	"github.com/redisx-go/kit/internal/failure"
 	"github.com/redisx-go/kit/internal/resp"
 	"github.com/redisx-go/kit/strategy/backend"
@@ -115,7 +115,7 @@ type muxConn struct {
 	// all acknowledged by then: they were answered).
 	marks   [sendMarks]sendMark
 	nmarks  uint64
-	acks    conn.Acks
+	acks    dial.Acks
 	ackBase int64
 
 	// Callers waiting for room under MaxPending sleep on room, which the
@@ -138,7 +138,7 @@ func (n *Node) startConn(nc net.Conn, slot int) *muxConn {
 		drainSig: make(chan struct{}, 1),
 	}
 	c.r = resp.NewReader(progressReader{c}, 32<<10)
-	if c.acks = conn.AcksOf(nc); c.acks != (conn.Acks{}) {
+	if c.acks = dial.AcksOf(nc); c.acks != (dial.Acks{}) {
 		c.ackBase, _, _ = c.acks.Read()
 	}
 	c.out.cur = c.chunk()

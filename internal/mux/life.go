@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/internal/dial"
 	"github.com/redisx-go/kit/strategy/backend"
 )
 
@@ -59,7 +59,7 @@ func (n *Node) dial(s *muxSlot) *muxDial {
 // retired.
 func (n *Node) redial(s *muxSlot, d *muxDial) {
 	defer n.wg.Done()
-	nc, err := conn.Dial(n.life, &n.cfg, n.addr)
+	nc, err := dial.Dial(n.life, &n.cfg, n.addr)
 	n.dials.Add(1)
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -5,6 +5,7 @@ import (
 	"net"
 
 	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/internal/dial"
 	"github.com/redisx-go/kit/internal/failure"
 	"github.com/redisx-go/kit/strategy/backend"
 )
@@ -89,5 +90,5 @@ func (n *Node) DialSession(ctx context.Context, _ int, hello func(net.Conn) erro
 	if n.closed.Load() {
 		return nil, backend.ErrClosed
 	}
-	return conn.DialSession(ctx, &n.cfg, n.addr, hello)
+	return dial.Session(ctx, &n.cfg, n.addr, hello)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/puddle/v2"
 	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/internal/dial"
 	"github.com/redisx-go/kit/internal/failure"
 	"github.com/redisx-go/kit/strategy/backend"
 )
@@ -192,7 +193,7 @@ func (n *Node) DialSession(ctx context.Context, _ int, hello func(net.Conn) erro
 	if n.closed.Load() {
 		return nil, backend.ErrClosed
 	}
-	return conn.DialSession(ctx, &n.cfg, n.addr, hello)
+	return dial.Session(ctx, &n.cfg, n.addr, hello)
 }
 
 // errBroken is the failure of a dedicated connection used again after it

@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/puddle/v2"
 	"github.com/redisx-go/kit/internal/cluster"
 	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/internal/dial"
 	"github.com/redisx-go/kit/internal/failure"
 	"github.com/redisx-go/kit/internal/resp"
 	"github.com/redisx-go/kit/strategy/backend"
@@ -161,7 +162,7 @@ func New(cfg backend.Config, addr string, opts Options) (*Node, error) {
 // acquirer's cancellation (the acquirer waits within its own context); the
 // dial timeout bounds it, and Close aborts it.
 func (n *Node) construct(ctx context.Context) (*pconn, error) {
-	nc, err := conn.Dial(ctx, &n.cfg, n.addr)
+	nc, err := dial.Dial(ctx, &n.cfg, n.addr)
 	n.dials.Add(1)
 	if err != nil {
 		n.dialErrors.Add(1)

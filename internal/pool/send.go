@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/internal/dial"
 	"github.com/redisx-go/kit/strategy/backend"
 )
 
@@ -51,7 +52,7 @@ func (c *pconn) request(ctx context.Context, cfg *backend.Config, block time.Dur
 
 // awaitSent waits until the big request just written has been sent — its
 // last byte acknowledged by the peer, where the socket tells (see
-// conn.Acks), since a write returns once the kernel has the bytes — or
+// dial.Acks), since a write returns once the kernel has the bytes — or
 // its reply begins, and then arms the read deadline: timeout plus block
 // from then. While it is being sent, the peer must acknowledge some of it
 // at least every timeout: a peer that acknowledges nothing for that long
@@ -59,7 +60,7 @@ func (c *pconn) request(ctx context.Context, cfg *backend.Config, block time.Dur
 // as a missing reply would. Where nothing tells, the request is sent when
 // its write returns.
 func (c *pconn) awaitSent(ctx context.Context, timeout, block time.Duration) error {
-	a := conn.AcksOf(c.nc)
+	a := dial.AcksOf(c.nc)
 	acked, unacked, ok := a.Read()
 	if !ok || unacked == 0 {
 		return c.setDeadline(ctx, time.Now().Add(timeout+block))

@@ -13,6 +13,7 @@ import (
 	"github.com/redisx-go/kit/internal/cluster"
 	"github.com/redisx-go/kit/internal/command"
 	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/internal/dial"
 	"github.com/redisx-go/kit/internal/failure"
 	"github.com/redisx-go/kit/strategy/backend"
 )
@@ -30,7 +31,7 @@ import (
 // KILL TYPE normal with the REPLICAOF), so a call in flight on it fails
 // with ErrConnection within its deadline rather than being answered by a
 // replica. Every new connection checks with ROLE that it reached a master
-// (conn.Dial with Config.Sentinel set).
+// (dial.Dial with Config.Sentinel set).
 //
 // What moves a backend: a +switch-master message on the sentinel watched
 // (watch.go), or a discovery (Discover) that names another master. A
@@ -229,7 +230,7 @@ func (b *Backend) check(m *member, err error) error {
 	var re redis.Error
 	switch {
 	case errors.As(err, &re) && strings.HasPrefix(string(re), "READONLY"):
-		err = failure.MarkUnsent(fmt.Errorf("%w: %s refused a write as a replica (READONLY): %w", backend.ErrConnection, m.n.Address(), conn.ErrNotMaster))
+		err = failure.MarkUnsent(fmt.Errorf("%w: %s refused a write as a replica (READONLY): %w", backend.ErrConnection, m.n.Address(), dial.ErrNotMaster))
 		b.demoted(m, err)
 	case errors.Is(err, backend.ErrClosed), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 	case errors.Is(err, backend.ErrConnection) && b.cur.Load() == m:

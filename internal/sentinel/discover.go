@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/gomodule/redigo/redis"
-	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/internal/dial"
 	"github.com/redisx-go/kit/internal/failure"
 	"github.com/redisx-go/kit/strategy/backend"
 )
@@ -85,7 +85,7 @@ func ask(ctx context.Context, cfg *backend.Config, addr string) answer {
 	scfg := sentinelConfig(cfg)
 	// Dialled under the caller's context: its DialTimeout is askTimeout,
 	// and the error says which of the two ended it.
-	nc, err := conn.Dial(caller, &scfg, addr)
+	nc, err := dial.Dial(caller, &scfg, addr)
 	if err != nil {
 		a.err = err
 		return a
@@ -199,7 +199,7 @@ func remaining(deadline time.Time) time.Duration {
 // verify dials addr with cfg, whose Sentinel makes the dial check that
 // the server is a master, and closes the connection.
 func verify(ctx context.Context, cfg *backend.Config, addr string) error {
-	nc, err := conn.Dial(ctx, cfg, addr)
+	nc, err := dial.Dial(ctx, cfg, addr)
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gomodule/redigo/redis"
 	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/internal/dial"
 	"github.com/redisx-go/kit/internal/failure"
 	"github.com/redisx-go/kit/strategy/backend"
 )
@@ -103,7 +104,7 @@ func (b *Backend) askReplicas(ctx context.Context, addr string) ([]listed, error
 	ctx, cancel := context.WithTimeout(ctx, askTimeout(&b.cfg))
 	defer cancel()
 	scfg := sentinelConfig(&b.cfg)
-	nc, err := conn.Dial(caller, &scfg, addr) // bounded by askTimeout as DialTimeout
+	nc, err := dial.Dial(caller, &scfg, addr) // bounded by askTimeout as DialTimeout
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gomodule/redigo/redis"
 	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/internal/dial"
 	"github.com/redisx-go/kit/strategy/backend"
 )
 
@@ -61,7 +62,7 @@ func (b *Backend) session(addr string) (subscribed bool) {
 	scfg := sentinelConfig(&b.cfg)
 	hctx, cancel := context.WithTimeout(b.life, askTimeout(&b.cfg))
 	defer cancel()
-	nc, err := conn.Dial(b.life, &scfg, addr) // bounded by askTimeout as DialTimeout
+	nc, err := dial.Dial(b.life, &scfg, addr) // bounded by askTimeout as DialTimeout
 	if err != nil {
 		return false
 	}
@@ -194,7 +195,7 @@ func (b *Backend) checkRole() {
 		return
 	}
 	if role, ok := v.([]any); !ok || len(role) == 0 || string(asBytes(role[0])) != "master" {
-		b.demoted(m, fmt.Errorf("%w: %s: %w (ROLE)", backend.ErrConnection, m.n.Address(), conn.ErrNotMaster))
+		b.demoted(m, fmt.Errorf("%w: %s: %w (ROLE)", backend.ErrConnection, m.n.Address(), dial.ErrNotMaster))
 	}
 }
 

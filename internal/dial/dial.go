@@ -1,4 +1,8 @@
-package conn
+// Package dial opens the transports' connections to a server — TCP, TLS,
+// credentials and the handshake (AUTH, SELECT, CLIENT SETNAME, and the
+// checks that a Redis server, a master, answers) — and reads what the
+// kernel knows of one (Acks).
+package dial
 
 import (
 	"context"
