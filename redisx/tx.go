@@ -11,7 +11,6 @@ import (
 	"github.com/gomodule/redigo/redis"
 	"github.com/redisx-go/kit/internal/cluster"
 	"github.com/redisx-go/kit/internal/command"
-	"github.com/redisx-go/kit/internal/conn"
 	"github.com/redisx-go/kit/internal/failure"
 	"github.com/redisx-go/kit/strategy"
 )
@@ -240,7 +239,7 @@ func (tx *Tx) check(args []any) ([]string, error) {
 	if tx.done {
 		return nil, errTxDone
 	}
-	if _, err := conn.CheckCommand(args); err != nil {
+	if _, err := command.CheckCommand(args); err != nil {
 		return nil, err // WATCH, MULTI, EXEC… are Watch's and Exec's
 	}
 	keys, _, _ := command.Keys(args)
@@ -369,7 +368,7 @@ func execResults(cmds [][]any, queued []Result, exec Result) ([]Result, error) {
 	}
 	for i, v := range replies {
 		if re, isErr := v.(redis.Error); isErr {
-			out[i].Err = failure.ReplyError(conn.ArgName(cmds[i], 0), re)
+			out[i].Err = failure.ReplyError(command.ArgName(cmds[i], 0), re)
 			continue
 		}
 		out[i].Value = v

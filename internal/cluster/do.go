@@ -36,7 +36,7 @@ import (
 // redirects and TRYAGAIN but does not retry after a connection failure:
 // the command may have run.
 func (c *Router) Do(ctx context.Context, args ...any) (any, error) {
-	if _, err := conn.CheckCommand(args); err != nil {
+	if _, err := command.CheckCommand(args); err != nil {
 		return nil, err
 	}
 	if c.closed.Load() {
@@ -153,7 +153,7 @@ func (c *Router) doUnknown(ctx context.Context, args []any) (any, error) {
 	if len(keys) == 0 {
 		return c.doAny(ctx, args)
 	}
-	slot, err := oneSlot(strings.ToUpper(conn.ArgName(args, 0)), keys, nil, false)
+	slot, err := oneSlot(strings.ToUpper(command.ArgName(args, 0)), keys, nil, false)
 	if err != nil {
 		return nil, err
 	}
@@ -188,7 +188,7 @@ func oneSlot(name string, keys []string, pos []int, multiShard bool) (int, error
 // commandName names the command of args for messages: "EVALSHA",
 // "OBJECT ENCODING".
 func commandName(args []any, spec *command.Spec) string {
-	name := strings.ToUpper(conn.ArgName(args, 0))
+	name := strings.ToUpper(command.ArgName(args, 0))
 	if strings.Contains(spec.Name, "|") {
 		name += " " + strings.ToUpper(command.Arg(args, 1))
 	}
@@ -354,7 +354,7 @@ func (c *Router) Masters() []string {
 
 // DoOn implements NodeDoer.
 func (c *Router) DoOn(ctx context.Context, addr string, args ...any) (any, error) {
-	if _, err := conn.CheckCommand(args); err != nil {
+	if _, err := command.CheckCommand(args); err != nil {
 		return nil, err
 	}
 	if c.closed.Load() {

@@ -240,7 +240,7 @@ func (c *Router) sendPipelines(ctx context.Context, groups []*multiGroup, cmds [
 			rp := &rps[j][r]
 			r++
 			if rp.Err != nil {
-				res[i] = backend.Result{Err: failure.ReplyError(conn.ArgName(cmds[i], 0), rp.Err)}
+				res[i] = backend.Result{Err: failure.ReplyError(command.ArgName(cmds[i], 0), rp.Err)}
 				continue
 			}
 			res[i] = backend.Result{Value: rp.Any}

@@ -1,8 +1,7 @@
 package conn
 
 import (
-	"time"
-
+	"github.com/redisx-go/kit/internal/command"
 	"github.com/redisx-go/kit/internal/failure"
 	"github.com/redisx-go/kit/strategy/backend"
 )
@@ -17,41 +16,23 @@ import (
 // that no part of it runs without the rest (a MULTI refused would leave
 // the commands after it to run outside a transaction). classes[i] is
 // command i's class; blocking reports a ClassBlocking command.
-func CheckMulti(cmds [][]any) (classes []Class, blocking bool, res []backend.Result, ok bool) {
-	classes = make([]Class, len(cmds))
+func CheckMulti(cmds [][]any) (classes []command.Class, blocking bool, res []backend.Result, ok bool) {
+	classes = make([]command.Class, len(cmds))
 	bad := -1
 	var badErr error
 	for i, args := range cmds {
-		c, err := CheckCommand(args)
+		c, err := command.CheckCommand(args)
 		if err != nil {
 			bad, badErr = i, err
 			break
 		}
 		classes[i] = c
-		blocking = blocking || c == ClassBlocking
+		blocking = blocking || c == command.ClassBlocking
 	}
 	if bad < 0 {
 		return classes, blocking, nil, true
 	}
 	return nil, false, failure.Refused(len(cmds), bad, badErr), false
-}
-
-// BlockTimeAll is the block time of a pipeline: the sum of its commands'
-// (the server runs them one after another), BlockForever when one blocks
-// forever.
-func BlockTimeAll(cmds [][]any, classes []Class) time.Duration {
-	var total time.Duration
-	for i, args := range cmds {
-		if classes != nil && classes[i] != ClassBlocking {
-			continue
-		}
-		b := BlockTime(args)
-		if b == BlockForever {
-			return BlockForever
-		}
-		total = min(total+b, MaxBlock)
-	}
-	return total
 }
 
 // AppendMulti encodes cmds, already checked, back to back.
@@ -77,7 +58,7 @@ func Results(cmds [][]any, rps []Reply) []backend.Result {
 	res := make([]backend.Result, len(rps))
 	for i := range rps {
 		if rps[i].Err != nil {
-			res[i].Err = failure.ReplyError(ArgName(cmds[i], 0), rps[i].Err)
+			res[i].Err = failure.ReplyError(command.ArgName(cmds[i], 0), rps[i].Err)
 			continue
 		}
 		res[i].Value = rps[i].Any
@@ -91,7 +72,7 @@ func SizeOf(cmds [][]any) int {
 	for _, args := range cmds {
 		n += 16
 		for _, a := range args {
-			n += 16 + bulkLen(a)
+			n += 16 + command.BulkLen(a)
 		}
 	}
 	return n

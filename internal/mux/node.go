@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/redisx-go/kit/internal/cluster"
+	"github.com/redisx-go/kit/internal/command"
 	"github.com/redisx-go/kit/internal/conn"
 	"github.com/redisx-go/kit/internal/failure"
 	"github.com/redisx-go/kit/internal/pool"
@@ -368,11 +369,11 @@ func (n *Node) MSet(ctx context.Context, kv map[string][]byte, ttl time.Duration
 
 // Do implements Doer. Blocking commands run on a dedicated connection.
 func (n *Node) Do(ctx context.Context, args ...any) (any, error) {
-	class, err := conn.CheckCommand(args)
+	class, err := command.CheckCommand(args)
 	if err != nil {
 		return nil, err
 	}
-	if class == conn.ClassBlocking {
+	if class == command.ClassBlocking {
 		side, err := n.sidePool()
 		if err != nil {
 			return nil, err
@@ -382,8 +383,8 @@ func (n *Node) Do(ctx context.Context, args ...any) (any, error) {
 	cl := n.calls.get(ctx)
 	cl.args = args
 	rp := conn.Reply{Kind: conn.ReplyAny}
-	if err := n.roundTrip(ctx, cl, conn.ArgName(args, 0), &rp, func(b []byte) []byte {
-		b, _ = conn.AppendArgs(b, args) // cannot fail: conn.CheckCommand refused what it cannot encode
+	if err := n.roundTrip(ctx, cl, command.ArgName(args, 0), &rp, func(b []byte) []byte {
+		b, _ = conn.AppendArgs(b, args) // cannot fail: command.CheckCommand refused what it cannot encode
 		return b
 	}); err != nil {
 		return nil, err

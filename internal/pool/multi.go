@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/puddle/v2"
+	"github.com/redisx-go/kit/internal/command"
 	"github.com/redisx-go/kit/internal/conn"
 	"github.com/redisx-go/kit/internal/dial"
 	"github.com/redisx-go/kit/internal/failure"
@@ -28,14 +29,14 @@ func (n *Node) DoMulti(ctx context.Context, cmds ...[]any) []backend.Result {
 		return []backend.Result{}
 	}
 	rps := conn.MultiReplies(len(cmds))
-	if err := n.ExecBlocking(ctx, conn.BlockTimeAll(cmds, classes), func(b []byte) []byte { return conn.AppendMulti(b, cmds) }, rps); err != nil {
+	if err := n.ExecBlocking(ctx, command.BlockTimeAll(cmds, classes), func(b []byte) []byte { return conn.AppendMulti(b, cmds) }, rps); err != nil {
 		return failure.FailAll(len(cmds), err)
 	}
 	return conn.Results(cmds, rps)
 }
 
 // ExecBlocking is Exec for a pipeline that may block the server's answer
-// for block (see conn.BlockTimeAll), encoded by enc into the connection's
+// for block (see command.BlockTimeAll), encoded by enc into the connection's
 // buffer.
 func (n *Node) ExecBlocking(ctx context.Context, block time.Duration, enc func([]byte) []byte, rps []conn.Reply) error {
 	x, err := n.begin(ctx, block)
@@ -120,12 +121,12 @@ func (d *dedicated) DoMulti(ctx context.Context, cmds ...[]any) ([]backend.Resul
 		return nil, backend.ErrClosed
 	}
 	for _, args := range cmds {
-		if err := conn.CheckArgs(args); err != nil {
+		if err := command.CheckArgs(args); err != nil {
 			return nil, failure.MarkUnsent(err)
 		}
 	}
 	c := d.c
-	block := conn.BlockTimeAll(cmds, nil)
+	block := command.BlockTimeAll(cmds, nil)
 	c.arm(ctx, d.n.cfg.ReadTimeout, block)
 	var stop func() bool
 	if ctx.Done() != nil {

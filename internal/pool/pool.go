@@ -15,6 +15,7 @@ import (
 
 	"github.com/jackc/puddle/v2"
 	"github.com/redisx-go/kit/internal/cluster"
+	"github.com/redisx-go/kit/internal/command"
 	"github.com/redisx-go/kit/internal/conn"
 	"github.com/redisx-go/kit/internal/dial"
 	"github.com/redisx-go/kit/internal/failure"
@@ -280,12 +281,12 @@ type exchange struct {
 	res    *puddle.Resource[*pconn]
 	c      *pconn
 	stop   func() bool
-	block  time.Duration // the command's block time (see conn.BlockTime)
+	block  time.Duration // the command's block time (see command.BlockTime)
 	unsent bool          // the write failed with nothing written
 }
 
 // begin borrows a connection for a command that may block the server's
-// answer for block (see conn.BlockTime).
+// answer for block (see command.BlockTime).
 func (n *Node) begin(ctx context.Context, block time.Duration) (exchange, error) {
 	res, err := n.acquire(ctx)
 	if err != nil {
@@ -317,7 +318,7 @@ func (c *pconn) arm(ctx context.Context, timeout, block time.Duration) {
 	fromTimeout := false
 	switch {
 	case ok:
-	case timeout <= 0 || block == conn.BlockForever:
+	case timeout <= 0 || block == command.BlockForever:
 		deadline = time.Time{}
 	case block > 0:
 		deadline = time.Now().Add(timeout + block)
@@ -400,7 +401,7 @@ func (x *exchange) end(ctx context.Context, cmd string, err error) error {
 
 // roundTrip is one command on a borrowed connection: enc encodes it, rp
 // (whose kind, and for a run of SETs n, say what to expect) receives its
-// reply. block is the command's own block time (see conn.BlockTime). It returns
+// reply. block is the command's own block time (see command.BlockTime). It returns
 // the context's error, the connection's failure, or rp's reply error
 // wrapped with cmd.
 func (n *Node) roundTrip(ctx context.Context, cmd string, block time.Duration, rp *conn.Reply, enc func([]byte) []byte) error {
@@ -473,12 +474,12 @@ func (n *Node) MSet(ctx context.Context, kv map[string][]byte, ttl time.Duration
 // caller's alone for the call, and the read deadline is extended by the
 // command's own timeout.
 func (n *Node) Do(ctx context.Context, args ...any) (any, error) {
-	if _, err := conn.CheckCommand(args); err != nil {
+	if _, err := command.CheckCommand(args); err != nil {
 		return nil, err
 	}
 	rp := conn.Reply{Kind: conn.ReplyAny}
-	if err := n.roundTrip(ctx, conn.ArgName(args, 0), conn.BlockTime(args), &rp, func(b []byte) []byte {
-		b, _ = conn.AppendArgs(b, args) // cannot fail: conn.CheckCommand refused what it cannot encode
+	if err := n.roundTrip(ctx, command.ArgName(args, 0), command.BlockTime(args), &rp, func(b []byte) []byte {
+		b, _ = conn.AppendArgs(b, args) // cannot fail: command.CheckCommand refused what it cannot encode
 		return b
 	}); err != nil {
 		return nil, err

@@ -6,7 +6,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/internal/command"
 	"github.com/redisx-go/kit/internal/dial"
 	"github.com/redisx-go/kit/strategy/backend"
 )
@@ -26,7 +26,7 @@ const bigRequest = 16 << 10
 // written under WriteTimeout instead (no bound when not positive), and
 // the read deadline is armed once it has been sent.
 func (c *pconn) request(ctx context.Context, cfg *backend.Config, block time.Duration) (int, error) {
-	if len(c.buf) < bigRequest || cfg.ReadTimeout <= 0 || block == conn.BlockForever {
+	if len(c.buf) < bigRequest || cfg.ReadTimeout <= 0 || block == command.BlockForever {
 		return c.nc.Write(c.buf)
 	}
 	if _, ok := ctx.Deadline(); ok {

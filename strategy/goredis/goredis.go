@@ -217,7 +217,7 @@ func (g *goRedisBackend) MSet(ctx context.Context, kv map[string][]byte, ttl tim
 }
 
 func (g *goRedisBackend) Do(ctx context.Context, args ...any) (any, error) {
-	if _, err := conn.CheckCommand(args); err != nil {
+	if _, err := command.CheckCommand(args); err != nil {
 		return nil, err
 	}
 	if err := g.check(ctx); err != nil {
@@ -233,7 +233,7 @@ func doReply(ctx context.Context, args []any, v any, err error) (any, error) {
 	case errors.Is(err, redis.Nil):
 		return nil, nil
 	case err != nil:
-		return nil, goRedisError(ctx, conn.ArgName(args, 0), err)
+		return nil, goRedisError(ctx, command.ArgName(args, 0), err)
 	}
 	if s, ok := v.(string); ok && statusReply(args, s) {
 		return s, nil
@@ -257,7 +257,7 @@ func textArgs(args []any) []any {
 		if &out[0] == &args[0] {
 			out = slices.Clone(args)
 		}
-		out[i], _ = resp.ArgText(a) // checked by conn.CheckCommand
+		out[i], _ = resp.ArgText(a) // checked by command.CheckCommand
 	}
 	return out
 }
