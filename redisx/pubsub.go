@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/gomodule/redigo/redis"
-	"github.com/redisx-go/kit/internal/cluster"
+	"github.com/redisx-go/kit/internal/topology"
 	"github.com/redisx-go/kit/strategy"
 )
 
@@ -383,7 +383,7 @@ func (s *Subscription) keyOf(kind subKind, name string) int {
 	case kind != kindShard:
 		return classicKey
 	case s.shards:
-		return cluster.Slot(name)
+		return topology.Slot(name)
 	}
 	return 0
 }

@@ -9,9 +9,9 @@ import (
 	"sync/atomic"
 
 	"github.com/gomodule/redigo/redis"
-	"github.com/redisx-go/kit/internal/cluster"
 	"github.com/redisx-go/kit/internal/command"
 	"github.com/redisx-go/kit/internal/failure"
+	"github.com/redisx-go/kit/internal/topology"
 	"github.com/redisx-go/kit/strategy"
 )
 
@@ -173,7 +173,7 @@ func (tx *Tx) conn(ctx context.Context, keys []string) error {
 		}
 		fits := true
 		for _, k := range keys {
-			fits = fits && cluster.Slot(k) == slot
+			fits = fits && topology.Slot(k) == slot
 		}
 		switch {
 		case fits:
@@ -198,7 +198,7 @@ func (tx *Tx) conn(ctx context.Context, keys []string) error {
 // firstOther returns the slot of the first key of keys not in slot.
 func firstOther(keys []string, slot int) int {
 	for _, k := range keys {
-		if s := cluster.Slot(k); s != slot {
+		if s := topology.Slot(k); s != slot {
 			return s
 		}
 	}

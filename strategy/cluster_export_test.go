@@ -5,11 +5,12 @@ import (
 	"fmt"
 
 	"github.com/redisx-go/kit/internal/cluster"
+	"github.com/redisx-go/kit/internal/topology"
 )
 
 // InstallShardsForTest makes shards the slot map of b, a cluster backend
 // (or SlotGrouped over one): see cluster.Router.InstallShards.
-func InstallShardsForTest(b Backend, shards []cluster.Shard) error {
+func InstallShardsForTest(b Backend, shards []topology.Shard) error {
 	r, err := routerOf(b)
 	if err != nil {
 		return err

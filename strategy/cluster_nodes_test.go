@@ -13,8 +13,8 @@ import (
 	redigo "github.com/gomodule/redigo/redis"
 	"go.uber.org/goleak"
 
-	"github.com/redisx-go/kit/internal/cluster"
 	"github.com/redisx-go/kit/internal/launcher"
+	"github.com/redisx-go/kit/internal/topology"
 	"github.com/redisx-go/kit/strategy"
 )
 
@@ -211,7 +211,7 @@ func TestClusterForcedMapChange(t *testing.T) {
 				}
 			}
 			// Every slot to keep: victim and the third master leave.
-			if err := strategy.InstallShardsForTest(d.Backend, []cluster.Shard{{Master: keep.Addr(), Ranges: [][2]int{{0, cluster.Slots - 1}}}}); err != nil {
+			if err := strategy.InstallShardsForTest(d.Backend, []topology.Shard{{Master: keep.Addr(), Ranges: [][2]int{{0, topology.Slots - 1}}}}); err != nil {
 				t.Fatal(err)
 			}
 			if got := d.nodes.Masters(); !slices.Equal(got, []string{keep.Addr()}) {
@@ -249,7 +249,7 @@ func TestClusterForcedMapChange(t *testing.T) {
 			// A stale map whose only master accepts connections and never
 			// answers: the refresh waits on it for its own timeout, then
 			// asks the seeds.
-			if err := strategy.InstallShardsForTest(d.Backend, []cluster.Shard{{Master: hole, Ranges: [][2]int{{0, cluster.Slots - 1}}}}); err != nil {
+			if err := strategy.InstallShardsForTest(d.Backend, []topology.Shard{{Master: hole, Ranges: [][2]int{{0, topology.Slots - 1}}}}); err != nil {
 				t.Fatal(err)
 			}
 			refreshes := d.Stats().TopologyRefreshes
@@ -287,7 +287,7 @@ func TestClusterForcedMapChange(t *testing.T) {
 			// dial to the silent master (backends do not retry: the
 			// Client's Retry policy does), with a temporary error; the map
 			// is right again without further calls.
-			if err := strategy.InstallShardsForTest(d.Backend, []cluster.Shard{{Master: hole, Ranges: [][2]int{{0, cluster.Slots - 1}}}}); err != nil {
+			if err := strategy.InstallShardsForTest(d.Backend, []topology.Shard{{Master: hole, Ranges: [][2]int{{0, topology.Slots - 1}}}}); err != nil {
 				t.Fatal(err)
 			}
 			hurried, cancelHurried = context.WithTimeout(ctx, 20*time.Millisecond)

@@ -5,13 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"strings"
 	"time"
 
 	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/internal/topology"
 	"github.com/redisx-go/kit/strategy/backend"
-
-	"github.com/gomodule/redigo/redis"
 )
 
 // Backend is what a transport's node, a Router and a Grouped offer:
@@ -71,8 +69,6 @@ type Transport interface {
 	OpenNode(ctx context.Context, cfg backend.Config, addr string) (Node, error)
 }
 
-var errNotCluster = errors.New("cluster support disabled")
-
 // Open connects to the first seed that answers and finds out
 // whether it is a standalone server (the node is returned as is) or a
 // cluster member (a cluster backend over one node per master is).
@@ -99,18 +95,18 @@ func Open(ctx context.Context, cfg backend.Config, t Transport) (Backend, error)
 			errs = append(errs, err)
 			continue
 		}
-		shards, err := discover(ctx, n, cfg.TLS != nil)
+		shards, err := topology.Discover(ctx, n.Do, addr, cfg.TLS != nil)
 		switch {
-		case errors.Is(err, errNotCluster) && len(cfg.Addrs) > 1:
+		case errors.Is(err, topology.ErrNotCluster) && len(cfg.Addrs) > 1:
 			// Every call would go to this server, the others unused.
 			n.Close()
 			return nil, fmt.Errorf("%w: %s is a standalone server (cluster support disabled), but %d addresses were given: "+
 				"several addresses are the seeds of one Redis Cluster; give a standalone server's address alone",
 				backend.ErrInvalidArgument, addr, len(cfg.Addrs))
-		case errors.Is(err, errNotCluster) && cfg.ReadFrom != backend.ReadPrimary:
+		case errors.Is(err, topology.ErrNotCluster) && cfg.ReadFrom != backend.ReadPrimary:
 			n.Close()
 			return nil, fmt.Errorf("%w: ReadFrom other than ReadPrimary on a standalone server: replicas are found through Sentinel or a Redis Cluster", backend.ErrInvalidArgument)
-		case errors.Is(err, errNotCluster):
+		case errors.Is(err, topology.ErrNotCluster):
 			return n, nil
 		case err != nil:
 			n.Close()
@@ -145,34 +141,4 @@ func Open(ctx context.Context, cfg backend.Config, t Transport) (Backend, error)
 // which no other node nor another attempt would accept.
 func refused(err error) bool {
 	return errors.Is(err, backend.ErrInvalidArgument) || errors.Is(err, backend.ErrAuth)
-}
-
-// discover asks n for the cluster's shards: CLUSTER SHARDS, falling back
-// to CLUSTER SLOTS on servers older than Redis 7. It returns errNotCluster
-// for a server with cluster support disabled. With useTLS the nodes'
-// addresses have their TLS ports: CLUSTER SHARDS lists both ports of a
-// node, CLUSTER SLOTS those of the connection it is asked over.
-func discover(ctx context.Context, n Node, useTLS bool) ([]Shard, error) {
-	v, err := n.Do(ctx, "CLUSTER", "SHARDS")
-	var re redis.Error
-	if errors.As(err, &re) {
-		msg := strings.ToLower(string(re))
-		switch {
-		case strings.Contains(msg, "cluster support disabled"):
-			return nil, errNotCluster
-		case strings.Contains(msg, "unknown"):
-			v, err = n.Do(ctx, "CLUSTER", "SLOTS")
-			if err != nil {
-				return nil, err
-			}
-			return ParseSlots(v)
-		}
-	}
-	if err != nil {
-		return nil, err
-	}
-	if useTLS {
-		return ParseShardsTLS(v)
-	}
-	return ParseShards(v)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/redisx-go/kit/internal/command"
 	"github.com/redisx-go/kit/internal/conn"
 	"github.com/redisx-go/kit/internal/failure"
+	"github.com/redisx-go/kit/internal/topology"
 	"github.com/redisx-go/kit/strategy/backend"
 )
 
@@ -75,7 +76,7 @@ func publishSlot(spec *command.Spec, args []any) (int, bool) {
 	if spec.Name != "publish" || len(args) != 3 {
 		return 0, false
 	}
-	return Slot(command.Arg(args, 1)), true
+	return topology.Slot(command.Arg(args, 1)), true
 }
 
 // doSlot runs args, a command on keys, on the master of slot (a read-only
@@ -103,7 +104,7 @@ func (c *Router) doSlot(ctx context.Context, slot int, keys []string, args []any
 // doAny runs a keyless command on one master, picked at random (weighted
 // by the slots it serves).
 func (c *Router) doAny(ctx context.Context, args []any) (any, error) {
-	return c.doSlot(ctx, rand.IntN(Slots), nil, args)
+	return c.doSlot(ctx, rand.IntN(topology.Slots), nil, args)
 }
 
 // doKeyless sends a command without keys as its request policy says.
@@ -165,9 +166,9 @@ func (c *Router) doUnknown(ctx context.Context, args []any) (any, error) {
 // command with CROSSSLOT. pos, when known, are the keys' argument indexes,
 // for the message (keys themselves are never put in errors).
 func oneSlot(name string, keys []string, pos []int, multiShard bool) (int, error) {
-	slot := Slot(keys[0])
+	slot := topology.Slot(keys[0])
 	for i := 1; i < len(keys); i++ {
-		s := Slot(keys[i])
+		s := topology.Slot(keys[i])
 		if s == slot {
 			continue
 		}

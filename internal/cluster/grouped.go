@@ -12,6 +12,7 @@ import (
 
 	"github.com/redisx-go/kit/internal/conn"
 	"github.com/redisx-go/kit/internal/failure"
+	"github.com/redisx-go/kit/internal/topology"
 	"github.com/redisx-go/kit/strategy/backend"
 )
 
@@ -96,7 +97,7 @@ func (g *Grouped) plan(keys []string) ([]*member, [][]batchGroup) {
 	}
 	order := make([]sortKey, n)
 	for i, k := range keys {
-		s := Slot(k)
+		s := topology.Slot(k)
 		order[i] = sortKey{uint32(top.owner[s])<<14 | uint32(s), int32(i)}
 	}
 	// Stable: keys of one slot keep the caller's order.
@@ -112,7 +113,7 @@ func (g *Grouped) plan(keys []string) ([]*member, [][]batchGroup) {
 		if j < n && order[j].k == order[start].k && j-start < g.batch {
 			continue
 		}
-		slot := int(order[start].k & (Slots - 1))
+		slot := int(order[start].k & (topology.Slots - 1))
 		if len(groups) > first && order[start].k>>14 != uint32(top.owner[groups[first].slot]) {
 			perNode = append(perNode, groups[first:len(groups):len(groups)])
 			first = len(groups)

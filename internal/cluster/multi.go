@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
-	"strings"
 
 	"github.com/redisx-go/kit/internal/command"
 	"github.com/redisx-go/kit/internal/conn"
 	"github.com/redisx-go/kit/internal/dial"
 	"github.com/redisx-go/kit/internal/failure"
+	"github.com/redisx-go/kit/internal/topology"
 	"github.com/redisx-go/kit/strategy/backend"
 )
 
@@ -61,7 +61,7 @@ func planMulti(cmds [][]any) (slots []int, keys [][]string, bad int, err error) 
 				slots[i] = aloneSlot
 			default:
 				if anySlot < 0 {
-					anySlot = rand.IntN(Slots)
+					anySlot = rand.IntN(topology.Slots)
 				}
 				slots[i] = anySlot
 			}
@@ -302,7 +302,7 @@ func (c *Router) redirected(pending []int, groups []*multiGroup, res []backend.R
 			continue
 		}
 		c.redirects.Add(1)
-		addr := fullAddr(rd.Addr, from[i])
+		addr := topology.FullAddr(rd.Addr, from[i])
 		if rd.Ask {
 			asks[i] = addr
 		} else if !patched[rd.Slot] {
@@ -314,27 +314,17 @@ func (c *Router) redirected(pending []int, groups []*multiGroup, res []backend.R
 	return again, asks
 }
 
-// fullAddr is a redirect's address, whose empty host means the host of
-// the node that replied (from).
-func fullAddr(addr, from string) string {
-	if !strings.HasPrefix(addr, ":") {
-		return addr
-	}
-	host, _, _ := net.SplitHostPort(from)
-	return net.JoinHostPort(host, addr[1:])
-}
-
 // Dedicated implements Dedicator: a connection of its own on the master
 // of keys' slot (any master without keys), which it serves.
 func (c *Router) Dedicated(ctx context.Context, keys []string) (backend.Dedicated, error) {
 	if c.closed.Load() {
 		return nil, backend.ErrClosed
 	}
-	slot := rand.IntN(Slots)
+	slot := rand.IntN(topology.Slots)
 	if len(keys) > 0 {
-		slot = Slot(keys[0])
+		slot = topology.Slot(keys[0])
 		for _, k := range keys[1:] {
-			if s := Slot(k); s != slot {
+			if s := topology.Slot(k); s != slot {
 				return nil, failure.CrossSlot("a transaction's keys span slots %d and %d; on a cluster every key of a transaction must share a slot: give them a common {hash tag}", slot, s)
 			}
 		}
@@ -379,7 +369,7 @@ func (r *routedDedicated) DoMulti(ctx context.Context, cmds ...[]any) ([]backend
 	for _, x := range res {
 		if rd, ok := redirectOf(x.Err); ok && !rd.Ask {
 			r.c.redirects.Add(1)
-			r.c.moved(rd.Slot, fullAddr(rd.Addr, r.m.n.Address()))
+			r.c.moved(rd.Slot, topology.FullAddr(rd.Addr, r.m.n.Address()))
 			break
 		}
 	}
@@ -396,7 +386,7 @@ func (r *routedDedicated) Release(reuse bool) {
 // followed as any command's.
 func (c *Router) DialSession(ctx context.Context, slot int, hello func(net.Conn) error) (net.Conn, error) {
 	if slot < 0 {
-		slot = rand.IntN(Slots)
+		slot = rand.IntN(topology.Slots)
 	}
 	var nc net.Conn
 	err := c.route(ctx, slot,

@@ -111,7 +111,7 @@ func (c *Router) acquireMasters() []*member {
 
 // install makes top the slot map and takes the nodes it no longer needs
 // out of c.nodes (see prune). c.mu must be held.
-func (c *Router) install(top *topology) []*member {
+func (c *Router) install(top *table) []*member {
 	c.state.Store(top)
 	return c.prune()
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/redisx-go/kit/internal/conn"
 	"github.com/redisx-go/kit/internal/failure"
+	"github.com/redisx-go/kit/internal/topology"
 	"github.com/redisx-go/kit/strategy/backend"
 )
 
@@ -36,7 +37,7 @@ func askExec(ctx context.Context, n Node, keys []string, rp *conn.Reply, enc fun
 // Get implements Backend.
 func (c *Router) Get(ctx context.Context, key string) ([]byte, error) {
 	var v []byte
-	err := c.routeRead(ctx, Slot(key),
+	err := c.routeRead(ctx, topology.Slot(key),
 		func(n Node) (err error) { v, err = n.Get(ctx, key); return err },
 		func(n Node) error {
 			rp := conn.Reply{Kind: conn.ReplyBulk}
@@ -55,7 +56,7 @@ func (c *Router) Get(ctx context.Context, key string) ([]byte, error) {
 
 // Set implements Backend.
 func (c *Router) Set(ctx context.Context, key string, value []byte, ttl time.Duration) error {
-	return c.route(ctx, Slot(key),
+	return c.route(ctx, topology.Slot(key),
 		func(n Node) error { return n.Set(ctx, key, value, ttl) },
 		func(n Node) error {
 			rp := conn.Reply{Kind: conn.ReplyOK}
@@ -75,7 +76,7 @@ func groupBySlot(keys []string) []slotGroup {
 	var groups []slotGroup
 	index := map[int]int{}
 	for i, k := range keys {
-		s := Slot(k)
+		s := topology.Slot(k)
 		g, ok := index[s]
 		if !ok {
 			g = len(groups)
@@ -163,7 +164,7 @@ func (c *Router) MSet(ctx context.Context, kv map[string][]byte, ttl time.Durati
 	bySlot := map[int]map[string][]byte{}
 	var order []int
 	for k, v := range kv {
-		s := Slot(k)
+		s := topology.Slot(k)
 		m, ok := bySlot[s]
 		if !ok {
 			m = map[string][]byte{}

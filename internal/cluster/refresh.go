@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/redisx-go/kit/internal/topology"
 	"github.com/redisx-go/kit/strategy/backend"
 )
 
@@ -204,15 +205,15 @@ func (c *Router) reload() (changed bool, err error) {
 		// The refresh is shared by every caller that needs it: it runs
 		// under a context of its own, never a caller's (issue #7).
 		ctx, cancel := context.WithTimeout(c.life, refreshTimeout)
-		var shards []Shard
-		shards, err = discover(ctx, n.n, c.cfg.TLS != nil)
+		var shards []topology.Shard
+		shards, err = topology.Discover(ctx, n.n.Do, addr, c.cfg.TLS != nil)
 		cancel()
 		n.Release()
 		if err != nil {
 			continue
 		}
 		c.mu.Lock()
-		var top *topology
+		var top *table
 		var gone []*member
 		if c.nodes == nil {
 			err = backend.ErrClosed

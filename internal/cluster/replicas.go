@@ -7,6 +7,7 @@ import (
 
 	"github.com/redisx-go/kit/internal/conn"
 	"github.com/redisx-go/kit/internal/failure"
+	"github.com/redisx-go/kit/internal/topology"
 	"github.com/redisx-go/kit/strategy/backend"
 )
 
@@ -27,7 +28,7 @@ const skipFor = time.Second
 // replicaMembers returns the members of the online replicas of the shard
 // serving slot in m, created (unconnected) on first use; none when reads
 // go to masters only. c.mu must be held.
-func (c *Router) replicaMembers(m *Map, slot int) ([]*member, error) {
+func (c *Router) replicaMembers(m *topology.Map, slot int) ([]*member, error) {
 	if c.cfg.ReadFrom == backend.ReadPrimary {
 		return nil, nil
 	}
@@ -44,7 +45,7 @@ func (c *Router) replicaMembers(m *Map, slot int) ([]*member, error) {
 }
 
 // replicasOf returns the replicas t keeps for master m.
-func (t *topology) replicasOf(m *member) []*member {
+func (t *table) replicasOf(m *member) []*member {
 	for i, mm := range t.masters {
 		if mm == m && i < len(t.replicas) {
 			return t.replicas[i]

@@ -4,15 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/gomodule/redigo/redis"
 	"github.com/redisx-go/kit/internal/failure"
+	"github.com/redisx-go/kit/internal/topology"
 	"github.com/redisx-go/kit/strategy/backend"
 )
 
@@ -39,7 +38,7 @@ type Router struct {
 	cfg   backend.Config
 	t     Transport
 	name  string // the transport's Stats name, kept for Stats after Close
-	state atomic.Pointer[topology]
+	state atomic.Pointer[table]
 
 	mu       sync.Mutex           // guards the fields below and every change of state
 	nodes    map[string]*member   // the nodes held open, by address; nil once closed
@@ -74,11 +73,11 @@ type dialWait struct {
 	err  error
 }
 
-// topology is one immutable view of the slot map. Its masters are
+// table is one immutable view of the slot map. Its masters are
 // members of the cluster's nodes when it is installed; a member that
 // leaves a later view is retired (see member).
-type topology struct {
-	owner   [Slots]uint16 // 0: unassigned; i+1: masters[i]
+type table struct {
+	owner   [topology.Slots]uint16 // 0: unassigned; i+1: masters[i]
 	masters []*member
 	// replicas are, by master, its online replicas: with ReadFrom other
 	// than ReadPrimary only (replicas.go).
@@ -87,20 +86,20 @@ type topology struct {
 
 // same reports whether t and o map every slot to the same node, with the
 // same replicas.
-func (t *topology) same(o *topology) bool {
+func (t *table) same(o *table) bool {
 	return t.owner == o.owner && slices.Equal(t.masters, o.masters) &&
 		slices.EqualFunc(t.replicas, o.replicas, slices.Equal)
 }
 
 // master returns the member serving slot, or nil.
-func (t *topology) master(slot int) *member {
+func (t *table) master(slot int) *member {
 	if i := t.owner[slot]; i != 0 {
 		return t.masters[i-1]
 	}
 	return nil
 }
 
-func newRouter(cfg backend.Config, t Transport, seed Node, shards []Shard) (*Router, error) {
+func newRouter(cfg backend.Config, t Transport, seed Node, shards []topology.Shard) (*Router, error) {
 	c := &Router{
 		cfg:      cfg,
 		t:        t,
@@ -120,13 +119,13 @@ func newRouter(cfg backend.Config, t Transport, seed Node, shards []Shard) (*Rou
 	return c, nil
 }
 
-// build makes the topology of shards, creating (unconnected) the nodes of
+// build makes the table of shards, creating (unconnected) the nodes of
 // masters met for the first time. c.mu must be held.
-func (c *Router) build(shards []Shard) (*topology, error) {
-	m := NewMap(shards)
-	top := &topology{}
+func (c *Router) build(shards []topology.Shard) (*table, error) {
+	m := topology.NewMap(shards)
+	top := &table{}
 	index := map[string]uint16{}
-	for slot := 0; slot < Slots; slot++ {
+	for slot := 0; slot < topology.Slots; slot++ {
 		addr := m.Master(slot)
 		if addr == "" {
 			continue
@@ -172,9 +171,9 @@ func (c *Router) moved(slot int, addr string) {
 		}
 		return old.master(s)
 	}
-	top := &topology{}
+	top := &table{}
 	index := map[*member]uint16{}
-	for s := range Slots {
+	for s := range topology.Slots {
 		m := owner(s)
 		if m == nil {
 			continue
@@ -233,12 +232,7 @@ func (c *Router) route(ctx context.Context, slot int, op, ask func(Node) error) 
 			return err
 		}
 		c.redirects.Add(1)
-		addr := rd.Addr
-		if strings.HasPrefix(addr, ":") {
-			// An empty host means the host of the node that replied.
-			host, _, _ := net.SplitHostPort(m.n.Address())
-			addr = net.JoinHostPort(host, addr[1:])
-		}
+		addr := topology.FullAddr(rd.Addr, m.n.Address())
 		if !rd.Ask {
 			c.moved(rd.Slot, addr)
 			continue
@@ -261,12 +255,12 @@ func (c *Router) route(ctx context.Context, slot int, op, ask func(Node) error) 
 }
 
 // redirectOf returns the MOVED or ASK redirect err holds, if any.
-func redirectOf(err error) (Redirect, bool) {
+func redirectOf(err error) (topology.Redirect, bool) {
 	var re redis.Error
 	if !errors.As(err, &re) {
-		return Redirect{}, false
+		return topology.Redirect{}, false
 	}
-	return ParseRedirect(string(re))
+	return topology.ParseRedirect(string(re))
 }
 
 // refreshAfter triggers a reload of the slot map when err, a failed
@@ -294,7 +288,7 @@ var errSlotUnserved = failure.MarkUnsent(fmt.Errorf("%w: slot served by no maste
 // the nodes the map no longer lists are retired, and the next refresh may
 // start at once. Tests force a map change with it — a master leaving, a
 // stale map — without waiting for the cluster to make one.
-func (c *Router) InstallShards(shards []Shard) error {
+func (c *Router) InstallShards(shards []topology.Shard) error {
 	c.refreshMu.Lock()
 	c.lastRefresh = time.Time{}
 	c.refreshMu.Unlock()
@@ -303,7 +297,7 @@ func (c *Router) InstallShards(shards []Shard) error {
 
 // installShards makes shards the slot map and retires the nodes it no
 // longer lists.
-func (c *Router) installShards(shards []Shard) error {
+func (c *Router) installShards(shards []topology.Shard) error {
 	c.mu.Lock()
 	top, err := c.build(shards)
 	var gone []*member

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/internal/topology"
 	"github.com/redisx-go/kit/strategy/backend"
 )
 
@@ -14,7 +15,7 @@ import (
 func (c *Router) GetWithTTL(ctx context.Context, key string) ([]byte, time.Duration, error) {
 	var v []byte
 	var ttl time.Duration
-	err := c.route(ctx, Slot(key),
+	err := c.route(ctx, topology.Slot(key),
 		func(n Node) (err error) { v, ttl, err = conn.GetWithTTL(ctx, n, key); return err },
 		func(n Node) error {
 			rp := conn.Reply{Kind: conn.ReplyBulk}

@@ -1,9 +1,9 @@
-package cluster_test
+package topology_test
 
 import (
 	"testing"
 
-	"github.com/redisx-go/kit/internal/cluster"
+	"github.com/redisx-go/kit/internal/topology"
 )
 
 // specSlot is the key-to-slot mapping written from the Redis Cluster
@@ -27,7 +27,7 @@ func specSlot(key string) int {
 		}
 		break // only the first '{' counts
 	}
-	return int(bitwiseCRC16(hashed) % cluster.Slots)
+	return int(bitwiseCRC16(hashed) % topology.Slots)
 }
 
 // bitwiseCRC16 is CRC16-XMODEM bit by bit: polynomial 0x1021, initial
@@ -67,7 +67,7 @@ func TestSpecSlotVectors(t *testing.T) {
 		{"{", "{"},
 		{"}{a}", "a"},
 	} {
-		if got, want := specSlot(tt.key), int(bitwiseCRC16(tt.same)%cluster.Slots); got != want {
+		if got, want := specSlot(tt.key), int(bitwiseCRC16(tt.same)%topology.Slots); got != want {
 			t.Errorf("specSlot(%q) = %d, want %d (the slot of %q)", tt.key, got, want, tt.same)
 		}
 	}
@@ -79,12 +79,12 @@ func FuzzSlot(f *testing.F) {
 	// More seeds are in testdata/fuzz/FuzzSlot.
 	f.Add("123456789")
 	f.Fuzz(func(t *testing.T, key string) {
-		got, want := cluster.Slot(key), specSlot(key)
+		got, want := topology.Slot(key), specSlot(key)
 		if got != want {
 			t.Fatalf("Slot(%q) = %d, want %d", key, got, want)
 		}
-		if got < 0 || got >= cluster.Slots {
-			t.Fatalf("Slot(%q) = %d, outside 0..%d", key, got, cluster.Slots-1)
+		if got < 0 || got >= topology.Slots {
+			t.Fatalf("Slot(%q) = %d, outside 0..%d", key, got, topology.Slots-1)
 		}
 	})
 }

@@ -1,11 +1,14 @@
-// Package cluster holds the Redis Cluster pieces the transports share: key
-// hashing to slots ([Slot]), the slot map built from a CLUSTER SHARDS or
-// CLUSTER SLOTS reply ([ParseShards], [ParseSlots], [Map]) and the parsing of
-// MOVED and ASK redirections ([ParseRedirect]).
+// Package topology knows the layout of a Redis Cluster: the slot of a key
+// ([Slot]), the slot map a node reports ([Discover]: CLUSTER SHARDS, or
+// CLUSTER SLOTS, read into [Shard]s and a [Map]) and where a MOVED or ASK
+// redirection points ([ParseRedirect]).
 //
-// The package does no I/O: callers send the commands and hand the replies,
-// in redigo's types, to the parsers.
-package cluster
+// Discover is the one place that asks a node for the map — the cluster
+// router, the near-cache's invalidation connections and the benchmark
+// harness all call it — through a function the caller gives, so the
+// package holds no connection of its own. The parsers take replies in
+// redigo's types.
+package topology
 
 import "strings"
 
