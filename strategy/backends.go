@@ -7,18 +7,19 @@ import (
 	"github.com/redisx-go/kit/internal/mux"
 	"github.com/redisx-go/kit/internal/pool"
 	"github.com/redisx-go/kit/internal/sentinel"
+	"github.com/redisx-go/kit/internal/transport"
 )
 
 // The running backends of this package's strategies, as the contract
 // has them: the transports (internal/mux, internal/pool), the cluster
 // router (internal/cluster) and Sentinel's backend (internal/sentinel)
-// behind the method set of cluster.Backend — so that no other exported
+// behind the method set of transport.Backend — so that no other exported
 // method of theirs is found by a type assertion — with the router's
 // NodeDoer, the master Sentinel's backend follows, and SlotGrouped's
 // Unwrap.
 
 // running is a transport's backend: a node, a router or a Grouped.
-type running struct{ cluster.Backend }
+type running struct{ transport.Backend }
 
 // routed is a cluster's backend: a running backend that is a NodeDoer too.
 type routed struct {
@@ -44,7 +45,7 @@ type grouped struct {
 func (g grouped) Unwrap() Backend { return g.inner }
 
 // public returns b as the contract has it.
-func public(b cluster.Backend) Backend {
+func public(b transport.Backend) Backend {
 	switch t := b.(type) {
 	case *cluster.Router:
 		return routed{running{b}, t}
@@ -55,7 +56,7 @@ func public(b cluster.Backend) Backend {
 }
 
 // transportOf returns the transport of s, a Multiplexed or a Pool.
-func transportOf(s Strategy) (cluster.Transport, bool) {
+func transportOf(s Strategy) (transport.Transport, bool) {
 	switch s := s.(type) {
 	case Multiplexed:
 		return mux.Options(s), true
@@ -66,13 +67,13 @@ func transportOf(s Strategy) (cluster.Transport, bool) {
 }
 
 var (
-	_ Statser         = running{}
-	_ MultiDoer       = running{}
-	_ Dedicator       = running{}
-	_ SessionDialer   = running{}
-	_ NodeDoer        = routed{}
-	_ Unwrapper       = grouped{}
-	_ cluster.Node    = (*mux.Node)(nil)
-	_ cluster.Node    = (*pool.Node)(nil)
-	_ cluster.Backend = (*cluster.Router)(nil)
+	_ Statser           = running{}
+	_ MultiDoer         = running{}
+	_ Dedicator         = running{}
+	_ SessionDialer     = running{}
+	_ NodeDoer          = routed{}
+	_ Unwrapper         = grouped{}
+	_ transport.Node    = (*mux.Node)(nil)
+	_ transport.Node    = (*pool.Node)(nil)
+	_ transport.Backend = (*cluster.Router)(nil)
 )

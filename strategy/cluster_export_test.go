@@ -6,6 +6,7 @@ import (
 
 	"github.com/redisx-go/kit/internal/cluster"
 	"github.com/redisx-go/kit/internal/topology"
+	"github.com/redisx-go/kit/internal/transport"
 )
 
 // InstallShardsForTest makes shards the slot map of b, a cluster backend
@@ -30,7 +31,7 @@ func RefreshForTest(ctx context.Context, b Backend) error {
 }
 
 func routerOf(b Backend) (*cluster.Router, error) {
-	var m cluster.Backend
+	var m transport.Backend
 	switch w := b.(type) {
 	case grouped:
 		m = w.Backend.(*cluster.Grouped).Inner()

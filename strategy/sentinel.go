@@ -3,8 +3,8 @@ package strategy
 import (
 	"context"
 
-	"github.com/redisx-go/kit/internal/cluster"
 	"github.com/redisx-go/kit/internal/sentinel"
+	"github.com/redisx-go/kit/internal/transport"
 	"github.com/redisx-go/kit/strategy/backend"
 )
 
@@ -29,7 +29,7 @@ type MasterFollower interface {
 
 // open opens the backend of transport t: over the master the sentinels of
 // cfg.Sentinel name, or on a standalone server or a cluster.
-func open(ctx context.Context, cfg Config, t cluster.Transport) (Backend, error) {
+func open(ctx context.Context, cfg Config, t transport.Transport) (Backend, error) {
 	b, err := sentinel.OpenBackend(ctx, cfg, t)
 	if err != nil {
 		return nil, err

@@ -12,6 +12,7 @@ import (
 	"github.com/redisx-go/kit/internal/conn"
 	"github.com/redisx-go/kit/internal/failure"
 	"github.com/redisx-go/kit/internal/topology"
+	"github.com/redisx-go/kit/internal/transport"
 	"github.com/redisx-go/kit/strategy/backend"
 )
 
@@ -88,8 +89,8 @@ func (c *Router) doSlot(ctx context.Context, slot int, keys []string, args []any
 		route = c.routeRead // a replica may serve it (ReadFrom)
 	}
 	err := route(ctx, slot,
-		func(n Node) (err error) { v, err = n.Do(ctx, args...); return err },
-		func(n Node) error {
+		func(n transport.Node) (err error) { v, err = n.Do(ctx, args...); return err },
+		func(n transport.Node) error {
 			rp := conn.Reply{Kind: conn.ReplyAny}
 			err := askExec(ctx, n, keys, &rp, func(b []byte) []byte {
 				b, _ = conn.AppendArgs(b, args) // checked by Do

@@ -13,17 +13,18 @@ import (
 	"github.com/redisx-go/kit/internal/conn"
 	"github.com/redisx-go/kit/internal/failure"
 	"github.com/redisx-go/kit/internal/topology"
+	"github.com/redisx-go/kit/internal/transport"
 	"github.com/redisx-go/kit/strategy/backend"
 )
 
 // NewGrouped returns a Grouped over b, a Router or a transport's Node,
 // whose commands hold at most maxBatch keys.
-func NewGrouped(b Backend, maxBatch int) (*Grouped, error) {
+func NewGrouped(b transport.Backend, maxBatch int) (*Grouped, error) {
 	g := &Grouped{inner: b, batch: maxBatch}
 	switch in := b.(type) {
 	case *Router:
 		g.cluster = in
-	case Node:
+	case transport.Node:
 		g.single = in
 		g.one = &member{n: in} // never retired
 	default:
@@ -34,9 +35,9 @@ func NewGrouped(b Backend, maxBatch int) (*Grouped, error) {
 
 // Grouped runs multi-key calls the SlotGrouped way (see strategy.SlotGrouped).
 type Grouped struct {
-	inner   Backend
+	inner   transport.Backend
 	cluster *Router // one of cluster and single is set
-	single  Node
+	single  transport.Node
 	one     *member // single, as plan returns it
 	batch   int
 }
@@ -131,7 +132,7 @@ func (g *Grouped) plan(keys []string) ([]*member, [][]batchGroup) {
 // sender is a node that can have pipelines in flight on several nodes
 // from one goroutine: Multiplexed's (mux.Node.Send).
 type sender interface {
-	Send(ctx context.Context, keys []string, buf []byte, rps []conn.Reply) (conn.Pending, error)
+	Send(ctx context.Context, keys []string, buf []byte, rps []conn.Reply) (transport.Pending, error)
 }
 
 // runPipelines sends bufs[i], commands on keys[i], to nodes[i], decoding
@@ -141,9 +142,9 @@ type sender interface {
 // reply itself), then the others awaited; other nodes get a goroutine
 // each. errs[i] is node i's connection or context failure; a nil node
 // fails with errSlotUnserved.
-func runPipelines(ctx context.Context, nodes []Node, keys [][]string, bufs [][]byte, rps [][]conn.Reply) []error {
+func runPipelines(ctx context.Context, nodes []transport.Node, keys [][]string, bufs [][]byte, rps [][]conn.Reply) []error {
 	errs := make([]error, len(nodes))
-	calls := make([]conn.Pending, len(nodes))
+	calls := make([]transport.Pending, len(nodes))
 	var blocking []int
 	last := -1 // the last multiplexed node: its pipeline is sent last, and awaited first
 	for i, n := range nodes {
@@ -221,7 +222,7 @@ func (g *Grouped) grouped(ctx context.Context, keys []string, cmd string,
 	// Each node is held for its pipeline; one retired since the plan was
 	// made counts as serving no slot, so its groups are retried through
 	// the new map.
-	nodes := make([]Node, len(members))
+	nodes := make([]transport.Node, len(members))
 	for i, m := range members {
 		if m != nil && m.Acquire() {
 			nodes[i] = m.n
@@ -237,7 +238,7 @@ func (g *Grouped) grouped(ctx context.Context, keys []string, cmd string,
 }
 
 // run is grouped once its nodes are held.
-func (g *Grouped) run(ctx context.Context, nodes []Node, perNode [][]batchGroup, keys []string, cmd string,
+func (g *Grouped) run(ctx context.Context, nodes []transport.Node, perNode [][]batchGroup, keys []string, cmd string,
 	enc func(buf []byte, bg batchGroup) ([]byte, conn.Reply),
 	ok func(bg batchGroup, rp *conn.Reply),
 	retry func(bg batchGroup) error) error {
@@ -334,7 +335,7 @@ func (g *Grouped) MGet(ctx context.Context, keys []string) ([][]byte, error) {
 	return vs, err
 }
 
-func nodeAddr(n Node) string {
+func nodeAddr(n transport.Node) string {
 	if n == nil {
 		return "(no master)"
 	}
@@ -408,7 +409,7 @@ func (g *Grouped) Del(ctx context.Context, keys ...string) (int64, error) {
 // retries the keys of a *NodeError whose failure is Temporary).
 type nodeFailure struct {
 	g    *Grouped
-	n    Node
+	n    transport.Node
 	keys []string
 	err  error
 }

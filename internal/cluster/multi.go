@@ -12,6 +12,7 @@ import (
 	"github.com/redisx-go/kit/internal/dial"
 	"github.com/redisx-go/kit/internal/failure"
 	"github.com/redisx-go/kit/internal/topology"
+	"github.com/redisx-go/kit/internal/transport"
 	"github.com/redisx-go/kit/strategy/backend"
 )
 
@@ -201,7 +202,7 @@ var errRetired = failure.MarkUnsent(fmt.Errorf("%w: node left the slot map befor
 // sendPipelines sends every group as one pipeline, all at once, and
 // stores each command's result.
 func (c *Router) sendPipelines(ctx context.Context, groups []*multiGroup, cmds [][]any, keys [][]string, res []backend.Result) {
-	nodes := make([]Node, len(groups))
+	nodes := make([]transport.Node, len(groups))
 	nodeKeys := make([][]string, len(groups))
 	bufs := make([][]byte, len(groups))
 	rps := make([][]conn.Reply, len(groups))
@@ -390,8 +391,8 @@ func (c *Router) DialSession(ctx context.Context, slot int, hello func(net.Conn)
 	}
 	var nc net.Conn
 	err := c.route(ctx, slot,
-		func(n Node) (err error) { nc, err = n.DialSession(ctx, slot, hello); return err },
-		func(n Node) (err error) {
+		func(n transport.Node) (err error) { nc, err = n.DialSession(ctx, slot, hello); return err },
+		func(n transport.Node) (err error) {
 			nc, err = n.DialSession(ctx, slot, func(s net.Conn) error {
 				if err := dial.Asking(s); err != nil {
 					return err

@@ -3,7 +3,7 @@ package cluster
 import (
 	"sync/atomic"
 
-	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/internal/transport"
 	"github.com/redisx-go/kit/strategy/backend"
 )
 
@@ -21,8 +21,8 @@ import (
 // Held): a master that leaves the slot map is closed when its last call
 // ends.
 type member struct {
-	Held
-	n Node // the node; use it between Acquire and Release
+	transport.Held
+	n transport.Node // the node; use it between Acquire and Release
 	c *Router
 
 	// Reads from replicas (replicas.go): until when a replica is skipped
@@ -40,13 +40,13 @@ func (m *member) address() string {
 	return m.n.Address()
 }
 
-func (c *Router) newMember(n Node) *member {
+func (c *Router) newMember(n transport.Node) *member {
 	m := &member{n: n, c: c}
 	m.Init(func() {
 		// Its counters move to the cluster's.
 		n.Close()
 		c.mu.Lock()
-		conn.AddCounters(&c.gone, n.Stats())
+		transport.AddCounters(&c.gone, n.Stats())
 		delete(c.retiring, m)
 		c.mu.Unlock()
 	})
@@ -186,12 +186,12 @@ func (c *Router) Close() error {
 func (c *Router) Stats() backend.Stats {
 	s := backend.Stats{Strategy: c.name}
 	c.mu.Lock()
-	conn.AddCounters(&s, c.gone)
+	transport.AddCounters(&s, c.gone)
 	for _, m := range c.nodes {
-		conn.AddNode(&s, m.n.Stats())
+		transport.AddNode(&s, m.n.Stats())
 	}
 	for m := range c.retiring {
-		conn.AddNode(&s, m.n.Stats())
+		transport.AddNode(&s, m.n.Stats())
 	}
 	s.Nodes = len(c.nodes) + len(c.retiring)
 	open := c.nodes != nil

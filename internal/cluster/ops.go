@@ -9,6 +9,7 @@ import (
 	"github.com/redisx-go/kit/internal/conn"
 	"github.com/redisx-go/kit/internal/failure"
 	"github.com/redisx-go/kit/internal/topology"
+	"github.com/redisx-go/kit/internal/transport"
 	"github.com/redisx-go/kit/strategy/backend"
 )
 
@@ -21,7 +22,7 @@ const askingCmd = "*1\r\n$6\r\nASKING\r\n"
 
 // askExec runs the command appended by enc, on keys, on n right after
 // ASKING, in one round trip, decoding its reply into rp.
-func askExec(ctx context.Context, n Node, keys []string, rp *conn.Reply, enc func([]byte) []byte) error {
+func askExec(ctx context.Context, n transport.Node, keys []string, rp *conn.Reply, enc func([]byte) []byte) error {
 	buf := enc(append(make([]byte, 0, 64), askingCmd...))
 	rps := []conn.Reply{{Kind: conn.ReplyOK}, *rp}
 	if err := n.Exec(ctx, keys, buf, rps); err != nil {
@@ -38,8 +39,8 @@ func askExec(ctx context.Context, n Node, keys []string, rp *conn.Reply, enc fun
 func (c *Router) Get(ctx context.Context, key string) ([]byte, error) {
 	var v []byte
 	err := c.routeRead(ctx, topology.Slot(key),
-		func(n Node) (err error) { v, err = n.Get(ctx, key); return err },
-		func(n Node) error {
+		func(n transport.Node) (err error) { v, err = n.Get(ctx, key); return err },
+		func(n transport.Node) error {
 			rp := conn.Reply{Kind: conn.ReplyBulk}
 			err := askExec(ctx, n, []string{key}, &rp, func(b []byte) []byte { return conn.AppendGet(b, key) })
 			if err == nil && rp.Val == nil {
@@ -57,8 +58,8 @@ func (c *Router) Get(ctx context.Context, key string) ([]byte, error) {
 // Set implements Backend.
 func (c *Router) Set(ctx context.Context, key string, value []byte, ttl time.Duration) error {
 	return c.route(ctx, topology.Slot(key),
-		func(n Node) error { return n.Set(ctx, key, value, ttl) },
-		func(n Node) error {
+		func(n transport.Node) error { return n.Set(ctx, key, value, ttl) },
+		func(n transport.Node) error {
 			rp := conn.Reply{Kind: conn.ReplyOK}
 			return askExec(ctx, n, []string{key}, &rp, func(b []byte) []byte { return conn.AppendSet(b, key, value, ttl) })
 		})
@@ -95,8 +96,8 @@ func (c *Router) Del(ctx context.Context, keys ...string) (int64, error) {
 	for i, g := range groupBySlot(keys) {
 		var n64 int64
 		err := c.route(ctx, g.slot,
-			func(n Node) (err error) { n64, err = n.Del(ctx, g.keys...); return err },
-			func(n Node) error {
+			func(n transport.Node) (err error) { n64, err = n.Del(ctx, g.keys...); return err },
+			func(n transport.Node) error {
 				rp := conn.Reply{Kind: conn.ReplyInt}
 				err := askExec(ctx, n, g.keys, &rp, func(b []byte) []byte { return conn.AppendKeys(b, "DEL", g.keys) })
 				n64 = rp.Num
@@ -117,8 +118,8 @@ func (c *Router) Del(ctx context.Context, keys ...string) (int64, error) {
 func (c *Router) mgetSlot(ctx context.Context, g slotGroup, vs [][]byte) error {
 	var got [][]byte
 	err := c.routeRead(ctx, g.slot,
-		func(n Node) (err error) { got, err = n.MGet(ctx, g.keys); return err },
-		func(n Node) error {
+		func(n transport.Node) (err error) { got, err = n.MGet(ctx, g.keys); return err },
+		func(n transport.Node) error {
 			rp := conn.Reply{Kind: conn.ReplyBulks, Vals: make([][]byte, len(g.keys))}
 			err := askExec(ctx, n, g.keys, &rp, func(b []byte) []byte { return conn.AppendKeys(b, "MGET", g.keys) })
 			got = rp.Vals
@@ -148,8 +149,8 @@ func (c *Router) MGet(ctx context.Context, keys []string) ([][]byte, error) {
 func (c *Router) msetSlot(ctx context.Context, slot int, kv map[string][]byte, ttl time.Duration) error {
 	keys := slices.Collect(maps.Keys(kv))
 	return c.route(ctx, slot,
-		func(n Node) error { return n.MSet(ctx, kv, ttl) },
-		func(n Node) error {
+		func(n transport.Node) error { return n.MSet(ctx, kv, ttl) },
+		func(n transport.Node) error {
 			rp := conn.Reply{Kind: conn.ReplyOK}
 			return askExec(ctx, n, keys, &rp, func(b []byte) []byte {
 				b, rp.N = conn.AppendMSet(b, kv, ttl)

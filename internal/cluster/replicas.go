@@ -5,9 +5,9 @@ import (
 	"errors"
 	"time"
 
-	"github.com/redisx-go/kit/internal/conn"
 	"github.com/redisx-go/kit/internal/failure"
 	"github.com/redisx-go/kit/internal/topology"
+	"github.com/redisx-go/kit/internal/transport"
 	"github.com/redisx-go/kit/strategy/backend"
 )
 
@@ -105,7 +105,7 @@ func (c *Router) reader(slot int) *member {
 // one is chosen, on the master (route) otherwise or when the replica
 // fails it. Reads are idempotent: the master's answer replaces a failed
 // replica's within the caller's context.
-func (c *Router) routeRead(ctx context.Context, slot int, op, ask func(Node) error) error {
+func (c *Router) routeRead(ctx context.Context, slot int, op, ask func(transport.Node) error) error {
 	if c.cfg.ReadFrom == backend.ReadPrimary {
 		return c.route(ctx, slot, op, ask)
 	}
@@ -117,7 +117,7 @@ func (c *Router) routeRead(ctx context.Context, slot int, op, ask func(Node) err
 		err := op(r.n)
 		r.Release()
 		if err == nil || errors.Is(err, backend.ErrNotFound) || ctx.Err() != nil || !replicaFailure(err) {
-			conn.ObserveRTT(&r.rtt, time.Since(start))
+			transport.ObserveRTT(&r.rtt, time.Since(start))
 			return err
 		}
 		r.skipUntil.Store(time.Now().Add(skipFor).UnixNano())
@@ -129,7 +129,7 @@ func (c *Router) routeRead(ctx context.Context, slot int, op, ask func(Node) err
 	err := c.route(ctx, slot, op, ask)
 	if c.cfg.ReadFrom == backend.ReadNearest && (err == nil || errors.Is(err, backend.ErrNotFound)) {
 		if m := c.state.Load().master(slot); m != nil {
-			conn.ObserveRTT(&m.rtt, time.Since(start))
+			transport.ObserveRTT(&m.rtt, time.Since(start))
 		}
 	}
 	return err

@@ -1,3 +1,18 @@
+// Package cluster routes calls over a Redis Cluster: the Router keeps one
+// transport node per master and an immutable table (slot → master)
+// swapped atomically. MOVED patches the slot at once and refreshes the
+// whole map in the background; ASK sends ASKING and the command together
+// to the importing node; every other failure is returned, the map
+// refreshed when it may be stale (see route): retries are
+// redisx.Client's, by one policy. Open tells a cluster from a standalone
+// server, whose node it returns as it is.
+//
+// The rest of the mechanism, by file: nodes.go, which nodes are held open
+// and when one that left the map is closed; refresh.go, the reloads of the
+// map (topology.Discover); replicas.go, reads from replicas; ops.go, the
+// cache operations; do.go, where a generic command (Do) goes; multi.go,
+// pipelines, transactions and sessions. grouped.go is SlotGrouped's
+// Grouped, which plans multi-key calls over the Router's table.
 package cluster
 
 import (
@@ -12,20 +27,14 @@ import (
 	"github.com/gomodule/redigo/redis"
 	"github.com/redisx-go/kit/internal/failure"
 	"github.com/redisx-go/kit/internal/topology"
+	"github.com/redisx-go/kit/internal/transport"
 	"github.com/redisx-go/kit/strategy/backend"
 )
 
-// Cluster routing. A clusterBackend keeps one transport node per master
-// and an immutable topology (slot → master) swapped atomically. MOVED
-// patches the slot at once and refreshes the whole map in the background;
-// ASK sends ASKING and the command together to the importing node;
-// every other failure is returned, the map refreshed when it may be stale
-// (see route): retries are redisx.Client's, by one policy.
-//
-// The rest of the mechanism, by file: clusternodes.go, which nodes are
-// held open and when one that left the map is closed; clusterrefresh.go,
-// the reloads of the map; clusterops.go, the cache operations; clusterdo.go,
-// where a generic command (Do) goes.
+var (
+	_ transport.Backend = (*Router)(nil)
+	_ transport.Backend = (*Grouped)(nil)
+)
 
 const (
 	maxRedirects    = 8                      // MOVED and ASK redirects followed by one command
@@ -34,9 +43,11 @@ const (
 	refreshTimeout  = 2 * time.Second        // one refresh attempt
 )
 
+// Router is a transport.Backend over a Redis Cluster (see the package
+// doc).
 type Router struct {
 	cfg   backend.Config
-	t     Transport
+	t     transport.Transport
 	name  string // the transport's Stats name, kept for Stats after Close
 	state atomic.Pointer[table]
 
@@ -99,7 +110,7 @@ func (t *table) master(slot int) *member {
 	return nil
 }
 
-func newRouter(cfg backend.Config, t Transport, seed Node, shards []topology.Shard) (*Router, error) {
+func newRouter(cfg backend.Config, t transport.Transport, seed transport.Node, shards []topology.Shard) (*Router, error) {
 	c := &Router{
 		cfg:      cfg,
 		t:        t,
@@ -202,7 +213,7 @@ func (c *Router) moved(slot int, addr string) {
 // (redisx.Retry, which Temporary and Unsent inform). The node is held
 // (acquire) for the length of each call, so that it is not closed under
 // it.
-func (c *Router) route(ctx context.Context, slot int, op, ask func(Node) error) error {
+func (c *Router) route(ctx context.Context, slot int, op, ask func(transport.Node) error) error {
 	if c.closed.Load() {
 		return backend.ErrClosed
 	}
@@ -314,4 +325,4 @@ func (c *Router) installShards(shards []topology.Shard) error {
 func (c *Router) Refresh(ctx context.Context) error { return c.refresh(ctx) }
 
 // Inner is the backend a Grouped runs over.
-func (g *Grouped) Inner() Backend { return g.inner }
+func (g *Grouped) Inner() transport.Backend { return g.inner }

@@ -1,8 +1,6 @@
 package conn
 
 import (
-	"context"
-
 	"github.com/redisx-go/kit/internal/resp"
 )
 
@@ -77,12 +75,4 @@ func ReadAll(r *resp.Reader, rps []Reply) error {
 		}
 	}
 	return nil
-}
-
-// Pending is a pipeline sent and not yet awaited, as a transport that can
-// have pipelines in flight on several nodes from one goroutine returns it
-// (mux.Node.Send).
-type Pending interface {
-	// Await waits, within ctx, for the pipeline's replies.
-	Await(ctx context.Context) error
 }

@@ -11,11 +11,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/redisx-go/kit/internal/cluster"
 	"github.com/redisx-go/kit/internal/command"
 	"github.com/redisx-go/kit/internal/conn"
 	"github.com/redisx-go/kit/internal/failure"
 	"github.com/redisx-go/kit/internal/pool"
+	"github.com/redisx-go/kit/internal/transport"
 	"github.com/redisx-go/kit/strategy/backend"
 )
 
@@ -63,14 +63,14 @@ func New(cfg backend.Config, addr string, o Options) (*Node, error) {
 	return newMuxNode(cfg, addr, o), nil
 }
 
-// NewNode implements cluster.Transport: New.
-func (o Options) NewNode(cfg backend.Config, addr string) (cluster.Node, error) {
-	return cluster.AsNode(New(cfg, addr, o))
+// NewNode implements transport.Transport: New.
+func (o Options) NewNode(cfg backend.Config, addr string) (transport.Node, error) {
+	return transport.AsNode(New(cfg, addr, o))
 }
 
-// OpenNode implements cluster.Transport: Open.
-func (o Options) OpenNode(ctx context.Context, cfg backend.Config, addr string) (cluster.Node, error) {
-	return cluster.AsNode(Open(ctx, cfg, addr, o))
+// OpenNode implements transport.Transport: Open.
+func (o Options) OpenNode(ctx context.Context, cfg backend.Config, addr string) (transport.Node, error) {
+	return transport.AsNode(Open(ctx, cfg, addr, o))
 }
 
 // Open returns a Node for addr once every shared connection is dialled.
@@ -507,7 +507,7 @@ func (n *Node) send(ctx context.Context, keys []string, buf []byte, rps []conn.R
 
 // Send is send for another package: the pipeline's outcome is the
 // returned Pending's, once awaited.
-func (n *Node) Send(ctx context.Context, keys []string, buf []byte, rps []conn.Reply) (conn.Pending, error) {
+func (n *Node) Send(ctx context.Context, keys []string, buf []byte, rps []conn.Reply) (transport.Pending, error) {
 	cl, err := n.send(ctx, keys, buf, rps)
 	if err != nil {
 		return nil, err
@@ -515,7 +515,7 @@ func (n *Node) Send(ctx context.Context, keys []string, buf []byte, rps []conn.R
 	return cl, nil
 }
 
-// Await implements conn.Pending: the second half of Send.
+// Await implements transport.Pending: the second half of Send.
 func (cl *call) Await(ctx context.Context) error { return cl.conn.node.await(ctx, cl) }
 
 // await is the second half of send.
@@ -531,10 +531,10 @@ func (n *Node) Address() string { return n.addr }
 
 // GetWithTTL implements TTLGetter.
 func (n *Node) GetWithTTL(ctx context.Context, key string) ([]byte, time.Duration, error) {
-	return conn.GetWithTTL(ctx, n, key)
+	return transport.GetWithTTL(ctx, n, key)
 }
 
 // MGetWithTTL implements TTLGetter.
 func (n *Node) MGetWithTTL(ctx context.Context, keys []string) ([][]byte, []time.Duration, error) {
-	return conn.MGetWithTTL(ctx, n, keys)
+	return transport.MGetWithTTL(ctx, n, keys)
 }

@@ -14,12 +14,12 @@ import (
 	"time"
 
 	"github.com/jackc/puddle/v2"
-	"github.com/redisx-go/kit/internal/cluster"
 	"github.com/redisx-go/kit/internal/command"
 	"github.com/redisx-go/kit/internal/conn"
 	"github.com/redisx-go/kit/internal/dial"
 	"github.com/redisx-go/kit/internal/failure"
 	"github.com/redisx-go/kit/internal/resp"
+	"github.com/redisx-go/kit/internal/transport"
 	"github.com/redisx-go/kit/strategy/backend"
 )
 
@@ -60,14 +60,14 @@ func (p Options) WithDefaults() (Options, error) {
 	return p, nil
 }
 
-// NewNode implements cluster.Transport: New.
-func (o Options) NewNode(cfg backend.Config, addr string) (cluster.Node, error) {
-	return cluster.AsNode(New(cfg, addr, o))
+// NewNode implements transport.Transport: New.
+func (o Options) NewNode(cfg backend.Config, addr string) (transport.Node, error) {
+	return transport.AsNode(New(cfg, addr, o))
 }
 
-// OpenNode implements cluster.Transport: Open.
-func (o Options) OpenNode(ctx context.Context, cfg backend.Config, addr string) (cluster.Node, error) {
-	return cluster.AsNode(Open(ctx, cfg, addr, o))
+// OpenNode implements transport.Transport: Open.
+func (o Options) OpenNode(ctx context.Context, cfg backend.Config, addr string) (transport.Node, error) {
+	return transport.AsNode(Open(ctx, cfg, addr, o))
 }
 
 // Open returns a Node for addr once it has opened a connection (or
@@ -608,10 +608,10 @@ func (n *Node) Address() string { return n.addr }
 
 // GetWithTTL implements TTLGetter.
 func (n *Node) GetWithTTL(ctx context.Context, key string) ([]byte, time.Duration, error) {
-	return conn.GetWithTTL(ctx, n, key)
+	return transport.GetWithTTL(ctx, n, key)
 }
 
 // MGetWithTTL implements TTLGetter.
 func (n *Node) MGetWithTTL(ctx context.Context, keys []string) ([][]byte, []time.Duration, error) {
-	return conn.MGetWithTTL(ctx, n, keys)
+	return transport.MGetWithTTL(ctx, n, keys)
 }

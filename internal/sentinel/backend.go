@@ -12,14 +12,14 @@ import (
 	"github.com/gomodule/redigo/redis"
 	"github.com/redisx-go/kit/internal/cluster"
 	"github.com/redisx-go/kit/internal/command"
-	"github.com/redisx-go/kit/internal/conn"
 	"github.com/redisx-go/kit/internal/dial"
 	"github.com/redisx-go/kit/internal/failure"
+	"github.com/redisx-go/kit/internal/transport"
 	"github.com/redisx-go/kit/strategy/backend"
 )
 
 // Backend is a transport's node for the master the sentinels name, moved
-// to the new master on a failover. It implements cluster.Backend.
+// to the new master on a failover. It implements transport.Backend.
 //
 // The master's node is a member held by reference counts, as a cluster's
 // nodes are (internal/cluster/nodes.go): a call acquires the current
@@ -43,7 +43,7 @@ import (
 // replica's connections serve nothing more.
 type Backend struct {
 	cfg  backend.Config // the master's nodes' settings: Sentinel set
-	t    cluster.Transport
+	t    transport.Transport
 	name string // the transport's Stats name, kept after Close
 
 	cur atomic.Pointer[member] // nil once closed
@@ -70,12 +70,12 @@ type Backend struct {
 	wg     sync.WaitGroup
 }
 
-var _ cluster.Backend = (*Backend)(nil)
+var _ transport.Backend = (*Backend)(nil)
 
 // OpenBackend opens transport t's backend for cfg: over the master the
 // sentinels of cfg.Sentinel name (Open), or by cluster.Open — a
 // standalone server or a cluster. A ReadFrom out of range is refused.
-func OpenBackend(ctx context.Context, cfg backend.Config, t cluster.Transport) (cluster.Backend, error) {
+func OpenBackend(ctx context.Context, cfg backend.Config, t transport.Transport) (transport.Backend, error) {
 	if cfg.ReadFrom > backend.ReadNearest {
 		return nil, fmt.Errorf("%w: ReadFrom %d is not ReadPrimary, ReadReplicaPreferred nor ReadNearest", backend.ErrInvalidArgument, cfg.ReadFrom)
 	}
@@ -92,7 +92,7 @@ func OpenBackend(ctx context.Context, cfg backend.Config, t cluster.Transport) (
 // Open asks the sentinels of cfg.Sentinel for the master, opens t's node
 // for it, and starts watching the sentinels. A master in cluster mode is
 // refused: a Redis Cluster fails over by itself.
-func Open(ctx context.Context, cfg backend.Config, t cluster.Transport) (*Backend, error) {
+func Open(ctx context.Context, cfg backend.Config, t transport.Transport) (*Backend, error) {
 	if err := Validate(cfg.Sentinel); err != nil {
 		return nil, err
 	}
@@ -239,7 +239,7 @@ func (b *Backend) check(m *member, err error) error {
 	return err
 }
 
-// Close implements cluster.Backend: the watch ends, and every node is
+// Close implements transport.Backend: the watch ends, and every node is
 // closed; calls in flight fail with ErrClosed.
 func (b *Backend) Close() error {
 	b.mu.Lock()
@@ -270,28 +270,28 @@ func (b *Backend) Close() error {
 	return nil
 }
 
-// Stats implements cluster.Backend: the current node's figures, with the
+// Stats implements transport.Backend: the current node's figures, with the
 // counters of the nodes closed since Open.
 func (b *Backend) Stats() backend.Stats {
 	s := backend.Stats{Strategy: b.name}
 	b.mu.Lock()
-	conn.AddCounters(&s, b.gone)
+	transport.AddCounters(&s, b.gone)
 	if m := b.cur.Load(); m != nil {
-		conn.AddNode(&s, m.n.Stats())
+		transport.AddNode(&s, m.n.Stats())
 	}
 	for m := range b.retiring {
-		conn.AddNode(&s, m.n.Stats())
+		transport.AddNode(&s, m.n.Stats())
 	}
 	if rs := b.replicas.Load(); rs != nil {
 		for _, r := range *rs {
-			conn.AddNode(&s, r.m.n.Stats())
+			transport.AddNode(&s, r.m.n.Stats())
 		}
 	}
 	b.mu.Unlock()
 	return s
 }
 
-// Get implements cluster.Backend.
+// Get implements transport.Backend.
 func (b *Backend) Get(ctx context.Context, key string) ([]byte, error) {
 	m, r, err := b.acquireRead()
 	if err != nil {
@@ -302,7 +302,7 @@ func (b *Backend) Get(ctx context.Context, key string) ([]byte, error) {
 	return v, b.afterRead(m, r, err)
 }
 
-// Set implements cluster.Backend.
+// Set implements transport.Backend.
 func (b *Backend) Set(ctx context.Context, key string, value []byte, ttl time.Duration) error {
 	m, err := b.acquire()
 	if err != nil {
@@ -313,7 +313,7 @@ func (b *Backend) Set(ctx context.Context, key string, value []byte, ttl time.Du
 	return b.check(m, err)
 }
 
-// Del implements cluster.Backend.
+// Del implements transport.Backend.
 func (b *Backend) Del(ctx context.Context, keys ...string) (int64, error) {
 	m, err := b.acquire()
 	if err != nil {
@@ -324,7 +324,7 @@ func (b *Backend) Del(ctx context.Context, keys ...string) (int64, error) {
 	return n, b.check(m, err)
 }
 
-// MGet implements cluster.Backend.
+// MGet implements transport.Backend.
 func (b *Backend) MGet(ctx context.Context, keys []string) ([][]byte, error) {
 	m, r, err := b.acquireRead()
 	if err != nil {
@@ -335,7 +335,7 @@ func (b *Backend) MGet(ctx context.Context, keys []string) ([][]byte, error) {
 	return vs, b.afterRead(m, r, err)
 }
 
-// MSet implements cluster.Backend.
+// MSet implements transport.Backend.
 func (b *Backend) MSet(ctx context.Context, kv map[string][]byte, ttl time.Duration) error {
 	m, err := b.acquire()
 	if err != nil {
@@ -346,7 +346,7 @@ func (b *Backend) MSet(ctx context.Context, kv map[string][]byte, ttl time.Durat
 	return b.check(m, err)
 }
 
-// Do implements cluster.Backend.
+// Do implements transport.Backend.
 func (b *Backend) Do(ctx context.Context, args ...any) (any, error) {
 	var m *member
 	var r *replica
@@ -364,7 +364,7 @@ func (b *Backend) Do(ctx context.Context, args ...any) (any, error) {
 	return v, b.afterRead(m, r, err)
 }
 
-// GetWithTTL implements cluster.Backend.
+// GetWithTTL implements transport.Backend.
 func (b *Backend) GetWithTTL(ctx context.Context, key string) ([]byte, time.Duration, error) {
 	m, r, err := b.acquireRead()
 	if err != nil {
@@ -375,7 +375,7 @@ func (b *Backend) GetWithTTL(ctx context.Context, key string) ([]byte, time.Dura
 	return v, ttl, b.afterRead(m, r, err)
 }
 
-// MGetWithTTL implements cluster.Backend.
+// MGetWithTTL implements transport.Backend.
 func (b *Backend) MGetWithTTL(ctx context.Context, keys []string) ([][]byte, []time.Duration, error) {
 	m, r, err := b.acquireRead()
 	if err != nil {
@@ -387,21 +387,21 @@ func (b *Backend) MGetWithTTL(ctx context.Context, keys []string) ([][]byte, []t
 }
 
 // member is a master's or a replica's node, held by the calls using it
-// (cluster.Held): a node that is replaced is closed when its last call
+// (transport.Held): a node that is replaced is closed when its last call
 // ends.
 type member struct {
-	cluster.Held
-	n cluster.Node
+	transport.Held
+	n transport.Node
 }
 
 // newMember returns the member of n, whose close moves its counters to
 // b's.
-func (b *Backend) newMember(n cluster.Node) *member {
+func (b *Backend) newMember(n transport.Node) *member {
 	m := &member{n: n}
 	m.Init(func() {
 		n.Close()
 		b.mu.Lock()
-		conn.AddCounters(&b.gone, n.Stats())
+		transport.AddCounters(&b.gone, n.Stats())
 		delete(b.retiring, m)
 		b.mu.Unlock()
 	})

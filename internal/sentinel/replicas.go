@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/gomodule/redigo/redis"
-	"github.com/redisx-go/kit/internal/conn"
 	"github.com/redisx-go/kit/internal/dial"
 	"github.com/redisx-go/kit/internal/failure"
+	"github.com/redisx-go/kit/internal/transport"
 	"github.com/redisx-go/kit/strategy/backend"
 )
 
@@ -218,7 +218,7 @@ func (b *Backend) checkReplica(ctx context.Context, r *replica) {
 		r.healthy.Store(false)
 		return
 	}
-	conn.ObserveRTT(&r.rtt, time.Since(start))
+	transport.ObserveRTT(&r.rtt, time.Since(start))
 	f := map[string]string{}
 	for line := range strings.Lines(info) {
 		if k, v, ok := strings.Cut(strings.TrimSpace(line), ":"); ok {

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/gomodule/redigo/redis"
-	"github.com/redisx-go/kit/internal/conn"
 	"github.com/redisx-go/kit/internal/dial"
+	"github.com/redisx-go/kit/internal/transport"
 	"github.com/redisx-go/kit/strategy/backend"
 )
 
@@ -188,7 +188,7 @@ func (b *Backend) checkRole() {
 	cancel()
 	m.Release()
 	if err == nil {
-		conn.ObserveRTT(&b.masterRTT, time.Since(start))
+		transport.ObserveRTT(&b.masterRTT, time.Since(start))
 	}
 	if err != nil {
 		b.check(m, err)

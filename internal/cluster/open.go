@@ -4,70 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"time"
 
-	"github.com/redisx-go/kit/internal/conn"
 	"github.com/redisx-go/kit/internal/topology"
+	"github.com/redisx-go/kit/internal/transport"
 	"github.com/redisx-go/kit/strategy/backend"
 )
-
-// Backend is what a transport's node, a Router and a Grouped offer:
-// strategy.Backend and the optional interfaces this module's backends
-// have, with the values of package backend.
-type Backend interface {
-	Get(ctx context.Context, key string) ([]byte, error)
-	Set(ctx context.Context, key string, value []byte, ttl time.Duration) error
-	Del(ctx context.Context, keys ...string) (int64, error)
-	Close() error
-	MGet(ctx context.Context, keys []string) ([][]byte, error)
-	MSet(ctx context.Context, kv map[string][]byte, ttl time.Duration) error
-	Do(ctx context.Context, args ...any) (any, error)
-	GetWithTTL(ctx context.Context, key string) ([]byte, time.Duration, error)
-	MGetWithTTL(ctx context.Context, keys []string) ([][]byte, []time.Duration, error)
-	Stats() backend.Stats
-	// DoMulti, Dedicated and DialSession are strategy.MultiDoer's,
-	// strategy.Dedicator's and strategy.SessionDialer's (see multi.go).
-	DoMulti(ctx context.Context, cmds ...[]any) []backend.Result
-	Dedicated(ctx context.Context, keys []string) (backend.Dedicated, error)
-	DialSession(ctx context.Context, slot int, hello func(net.Conn) error) (net.Conn, error)
-}
-
-var (
-	_ Backend = (*Router)(nil)
-	_ Backend = (*Grouped)(nil)
-)
-
-// Node is a transport's backend for one server: the unit a cluster
-// routes to (mux.Node, pool.Node).
-type Node interface {
-	Backend
-	// Exec sends the commands encoded in buf back to back, on the
-	// connection of keys, the keys they name, and decodes their replies
-	// into rps.
-	Exec(ctx context.Context, keys []string, buf []byte, rps []conn.Reply) error
-	// Address is the node's host:port.
-	Address() string
-}
-
-// AsNode returns n as a Node, and no Node but the error when err is not
-// nil: what a Transport's methods return from a constructor of a
-// concrete node type, whose nil would otherwise be a non-nil Node.
-func AsNode[N Node](n N, err error) (Node, error) {
-	if err != nil {
-		return nil, err
-	}
-	return n, nil
-}
-
-// Transport opens the nodes of one transport (package strategy has one
-// for Multiplexed and one for Pool).
-type Transport interface {
-	// NewNode returns a node for addr without connecting.
-	NewNode(cfg backend.Config, addr string) (Node, error)
-	// OpenNode returns a node for addr once it has connected.
-	OpenNode(ctx context.Context, cfg backend.Config, addr string) (Node, error)
-}
 
 // Open connects to the first seed that answers and finds out
 // whether it is a standalone server (the node is returned as is) or a
@@ -75,7 +16,7 @@ type Transport interface {
 // Several seeds name a cluster: a standalone server among them is
 // refused. A seed that refuses the credentials or a setting (the DB) ends
 // Open with its error alone.
-func Open(ctx context.Context, cfg backend.Config, t Transport) (Backend, error) {
+func Open(ctx context.Context, cfg backend.Config, t transport.Transport) (transport.Backend, error) {
 	if len(cfg.Addrs) == 0 {
 		return nil, fmt.Errorf("%w: no address", backend.ErrInvalidArgument)
 	}
