@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/redisx-go/kit/internal/conn"
 	"github.com/redisx-go/kit/internal/failure"
+	"github.com/redisx-go/kit/internal/wire"
 	"github.com/redisx-go/kit/strategy"
 )
 
@@ -23,7 +23,7 @@ import (
 // batch is sent, and flushed after). GETs answered by the server are not
 // stored locally, as Do's are not.
 func (n *near) DoMulti(ctx context.Context, cmds ...[]any) []strategy.Result {
-	if _, _, res, ok := conn.CheckMulti(cmds); !ok {
+	if _, _, res, ok := wire.CheckMulti(cmds); !ok {
 		return res
 	}
 	if err := ctx.Err(); err != nil {

@@ -8,7 +8,7 @@ import (
 	"net"
 	"time"
 
-	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/internal/wire"
 )
 
 // Capability discovery, in one place (database/sql's ctxutil.go is the
@@ -211,7 +211,7 @@ func (c *Capabilities) DoMulti(ctx context.Context, cmds ...[]any) []Result {
 	}
 	// The fallback refuses a batch as the strategies do, before anything
 	// is sent, rather than run its first commands.
-	if _, _, res, ok := conn.CheckMulti(cmds); !ok {
+	if _, _, res, ok := wire.CheckMulti(cmds); !ok {
 		return res
 	}
 	return DoEach(ctx, c.b, cmds...)

@@ -9,10 +9,10 @@ import (
 
 	"github.com/gomodule/redigo/redis"
 	"github.com/redisx-go/kit/internal/command"
-	"github.com/redisx-go/kit/internal/conn"
 	"github.com/redisx-go/kit/internal/failure"
 	"github.com/redisx-go/kit/internal/topology"
 	"github.com/redisx-go/kit/internal/transport"
+	"github.com/redisx-go/kit/internal/wire"
 	"github.com/redisx-go/kit/strategy/backend"
 )
 
@@ -91,9 +91,9 @@ func (c *Router) doSlot(ctx context.Context, slot int, keys []string, args []any
 	err := route(ctx, slot,
 		func(n transport.Node) (err error) { v, err = n.Do(ctx, args...); return err },
 		func(n transport.Node) error {
-			rp := conn.Reply{Kind: conn.ReplyAny}
+			rp := wire.Reply{Kind: wire.ReplyAny}
 			err := askExec(ctx, n, keys, &rp, func(b []byte) []byte {
-				b, _ = conn.AppendArgs(b, args) // checked by Do
+				b, _ = wire.AppendArgs(b, args) // checked by Do
 				return b
 			})
 			v = rp.Any

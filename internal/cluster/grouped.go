@@ -10,10 +10,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/redisx-go/kit/internal/conn"
 	"github.com/redisx-go/kit/internal/failure"
 	"github.com/redisx-go/kit/internal/topology"
 	"github.com/redisx-go/kit/internal/transport"
+	"github.com/redisx-go/kit/internal/wire"
 	"github.com/redisx-go/kit/strategy/backend"
 )
 
@@ -132,7 +132,7 @@ func (g *Grouped) plan(keys []string) ([]*member, [][]batchGroup) {
 // sender is a node that can have pipelines in flight on several nodes
 // from one goroutine: Multiplexed's (mux.Node.Send).
 type sender interface {
-	Send(ctx context.Context, keys []string, buf []byte, rps []conn.Reply) (transport.Pending, error)
+	Send(ctx context.Context, keys []string, buf []byte, rps []wire.Reply) (transport.Pending, error)
 }
 
 // runPipelines sends bufs[i], commands on keys[i], to nodes[i], decoding
@@ -142,7 +142,7 @@ type sender interface {
 // reply itself), then the others awaited; other nodes get a goroutine
 // each. errs[i] is node i's connection or context failure; a nil node
 // fails with errSlotUnserved.
-func runPipelines(ctx context.Context, nodes []transport.Node, keys [][]string, bufs [][]byte, rps [][]conn.Reply) []error {
+func runPipelines(ctx context.Context, nodes []transport.Node, keys [][]string, bufs [][]byte, rps [][]wire.Reply) []error {
 	errs := make([]error, len(nodes))
 	calls := make([]transport.Pending, len(nodes))
 	var blocking []int
@@ -215,8 +215,8 @@ func (f *failures) err() error {
 // nodeFailure). The error joins one *NodeError per node with keys that
 // still failed.
 func (g *Grouped) grouped(ctx context.Context, keys []string, cmd string,
-	enc func(buf []byte, bg batchGroup) ([]byte, conn.Reply),
-	ok func(bg batchGroup, rp *conn.Reply),
+	enc func(buf []byte, bg batchGroup) ([]byte, wire.Reply),
+	ok func(bg batchGroup, rp *wire.Reply),
 	retry func(bg batchGroup) error) error {
 	members, perNode := g.plan(keys)
 	// Each node is held for its pipeline; one retired since the plan was
@@ -239,13 +239,13 @@ func (g *Grouped) grouped(ctx context.Context, keys []string, cmd string,
 
 // run is grouped once its nodes are held.
 func (g *Grouped) run(ctx context.Context, nodes []transport.Node, perNode [][]batchGroup, keys []string, cmd string,
-	enc func(buf []byte, bg batchGroup) ([]byte, conn.Reply),
-	ok func(bg batchGroup, rp *conn.Reply),
+	enc func(buf []byte, bg batchGroup) ([]byte, wire.Reply),
+	ok func(bg batchGroup, rp *wire.Reply),
 	retry func(bg batchGroup) error) error {
 	nodeKeys := make([][]string, len(nodes))
 	bufs := make([][]byte, len(nodes))
-	rps := make([][]conn.Reply, len(nodes))
-	all := make([]conn.Reply, 0, len(keys))
+	rps := make([][]wire.Reply, len(nodes))
+	all := make([]wire.Reply, 0, len(keys))
 	for i, groups := range perNode {
 		size, count := 0, 0
 		for _, bg := range groups {
@@ -260,7 +260,7 @@ func (g *Grouped) run(ctx context.Context, nodes []transport.Node, perNode [][]b
 		nk := make([]string, 0, count)
 		for _, bg := range groups {
 			nk = append(nk, bg.keys...)
-			var rp conn.Reply
+			var rp wire.Reply
 			buf, rp = enc(buf, bg)
 			all = append(all, rp)
 		}
@@ -272,7 +272,7 @@ func (g *Grouped) run(ctx context.Context, nodes []transport.Node, perNode [][]b
 	// each retry is a round trip or a wait for the cluster.
 	var retrying []int
 	for i, groups := range perNode {
-		if errs[i] != nil || slices.ContainsFunc(rps[i], func(rp conn.Reply) bool { return rp.Err != nil }) {
+		if errs[i] != nil || slices.ContainsFunc(rps[i], func(rp wire.Reply) bool { return rp.Err != nil }) {
 			retrying = append(retrying, i)
 			continue
 		}
@@ -317,13 +317,13 @@ func (g *Grouped) MGet(ctx context.Context, keys []string) ([][]byte, error) {
 	flat := make([][]byte, len(keys)) // every group's replies, in plan order
 	off := 0
 	err := g.grouped(ctx, keys, "mget",
-		func(buf []byte, bg batchGroup) ([]byte, conn.Reply) {
+		func(buf []byte, bg batchGroup) ([]byte, wire.Reply) {
 			n := len(bg.keys)
-			rp := conn.Reply{Kind: conn.ReplyBulks, Vals: flat[off : off+n : off+n]}
+			rp := wire.Reply{Kind: wire.ReplyBulks, Vals: flat[off : off+n : off+n]}
 			off += n
-			return conn.AppendKeys(buf, "MGET", bg.keys), rp
+			return wire.AppendKeys(buf, "MGET", bg.keys), rp
 		},
-		func(bg batchGroup, rp *conn.Reply) {
+		func(bg batchGroup, rp *wire.Reply) {
 			for k, p := range bg.pos {
 				vs[p] = rp.Vals[k]
 			}
@@ -353,20 +353,20 @@ func (g *Grouped) MSet(ctx context.Context, kv map[string][]byte, ttl time.Durat
 		keys = append(keys, k)
 	}
 	return g.grouped(ctx, keys, "mset",
-		func(buf []byte, bg batchGroup) ([]byte, conn.Reply) {
+		func(buf []byte, bg batchGroup) ([]byte, wire.Reply) {
 			if ttl <= 0 {
-				buf = conn.AppendArrayHeader(buf, 2*len(bg.keys)+1, "MSET")
+				buf = wire.AppendArrayHeader(buf, 2*len(bg.keys)+1, "MSET")
 				for _, k := range bg.keys {
-					buf = conn.AppendPair(buf, k, kv[k])
+					buf = wire.AppendPair(buf, k, kv[k])
 				}
-				return buf, conn.Reply{Kind: conn.ReplyOK, N: 1}
+				return buf, wire.Reply{Kind: wire.ReplyOK, N: 1}
 			}
 			for _, k := range bg.keys {
-				buf = conn.AppendSet(buf, k, kv[k], ttl)
+				buf = wire.AppendSet(buf, k, kv[k], ttl)
 			}
-			return buf, conn.Reply{Kind: conn.ReplyOK, N: len(bg.keys)}
+			return buf, wire.Reply{Kind: wire.ReplyOK, N: len(bg.keys)}
 		},
-		func(batchGroup, *conn.Reply) {},
+		func(batchGroup, *wire.Reply) {},
 		func(bg batchGroup) error {
 			sub := make(map[string][]byte, len(bg.keys))
 			for _, k := range bg.keys {
@@ -386,10 +386,10 @@ func (g *Grouped) Del(ctx context.Context, keys ...string) (int64, error) {
 	}
 	var total atomic.Int64
 	err := g.grouped(ctx, keys, "del",
-		func(buf []byte, bg batchGroup) ([]byte, conn.Reply) {
-			return conn.AppendKeys(buf, "DEL", bg.keys), conn.Reply{Kind: conn.ReplyInt}
+		func(buf []byte, bg batchGroup) ([]byte, wire.Reply) {
+			return wire.AppendKeys(buf, "DEL", bg.keys), wire.Reply{Kind: wire.ReplyInt}
 		},
-		func(_ batchGroup, rp *conn.Reply) { total.Add(rp.Num) },
+		func(_ batchGroup, rp *wire.Reply) { total.Add(rp.Num) },
 		func(bg batchGroup) error {
 			// Through the router, which follows redirects a bounded
 			// number of times; g.Del here recursed without end on a

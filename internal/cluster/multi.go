@@ -8,11 +8,11 @@ import (
 	"net"
 
 	"github.com/redisx-go/kit/internal/command"
-	"github.com/redisx-go/kit/internal/conn"
 	"github.com/redisx-go/kit/internal/dial"
 	"github.com/redisx-go/kit/internal/failure"
 	"github.com/redisx-go/kit/internal/topology"
 	"github.com/redisx-go/kit/internal/transport"
+	"github.com/redisx-go/kit/internal/wire"
 	"github.com/redisx-go/kit/strategy/backend"
 )
 
@@ -91,7 +91,7 @@ type multiGroup struct {
 
 // DoMulti implements MultiDoer; see above.
 func (c *Router) DoMulti(ctx context.Context, cmds ...[]any) []backend.Result {
-	_, blocking, res, ok := conn.CheckMulti(cmds)
+	_, blocking, res, ok := wire.CheckMulti(cmds)
 	switch {
 	case !ok:
 		return res
@@ -205,19 +205,19 @@ func (c *Router) sendPipelines(ctx context.Context, groups []*multiGroup, cmds [
 	nodes := make([]transport.Node, len(groups))
 	nodeKeys := make([][]string, len(groups))
 	bufs := make([][]byte, len(groups))
-	rps := make([][]conn.Reply, len(groups))
+	rps := make([][]wire.Reply, len(groups))
 	for j, g := range groups {
 		nodes[j] = g.m.n
 		var buf []byte
 		var ks []string
-		rp := make([]conn.Reply, 0, len(g.cmds))
+		rp := make([]wire.Reply, 0, len(g.cmds))
 		for k, i := range g.cmds {
 			if g.ask[k] {
 				buf = append(buf, askingCmd...)
-				rp = append(rp, conn.Reply{Kind: conn.ReplyOK})
+				rp = append(rp, wire.Reply{Kind: wire.ReplyOK})
 			}
-			buf, _ = conn.AppendArgs(buf, cmds[i]) // checked by DoMulti
-			rp = append(rp, conn.Reply{Kind: conn.ReplyAny})
+			buf, _ = wire.AppendArgs(buf, cmds[i]) // checked by DoMulti
+			rp = append(rp, wire.Reply{Kind: wire.ReplyAny})
 			ks = append(ks, keys[i]...)
 		}
 		bufs[j], rps[j], nodeKeys[j] = buf, rp, ks

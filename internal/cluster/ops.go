@@ -6,10 +6,10 @@ import (
 	"slices"
 	"time"
 
-	"github.com/redisx-go/kit/internal/conn"
 	"github.com/redisx-go/kit/internal/failure"
 	"github.com/redisx-go/kit/internal/topology"
 	"github.com/redisx-go/kit/internal/transport"
+	"github.com/redisx-go/kit/internal/wire"
 	"github.com/redisx-go/kit/strategy/backend"
 )
 
@@ -22,9 +22,9 @@ const askingCmd = "*1\r\n$6\r\nASKING\r\n"
 
 // askExec runs the command appended by enc, on keys, on n right after
 // ASKING, in one round trip, decoding its reply into rp.
-func askExec(ctx context.Context, n transport.Node, keys []string, rp *conn.Reply, enc func([]byte) []byte) error {
+func askExec(ctx context.Context, n transport.Node, keys []string, rp *wire.Reply, enc func([]byte) []byte) error {
 	buf := enc(append(make([]byte, 0, 64), askingCmd...))
-	rps := []conn.Reply{{Kind: conn.ReplyOK}, *rp}
+	rps := []wire.Reply{{Kind: wire.ReplyOK}, *rp}
 	if err := n.Exec(ctx, keys, buf, rps); err != nil {
 		return err
 	}
@@ -41,8 +41,8 @@ func (c *Router) Get(ctx context.Context, key string) ([]byte, error) {
 	err := c.routeRead(ctx, topology.Slot(key),
 		func(n transport.Node) (err error) { v, err = n.Get(ctx, key); return err },
 		func(n transport.Node) error {
-			rp := conn.Reply{Kind: conn.ReplyBulk}
-			err := askExec(ctx, n, []string{key}, &rp, func(b []byte) []byte { return conn.AppendGet(b, key) })
+			rp := wire.Reply{Kind: wire.ReplyBulk}
+			err := askExec(ctx, n, []string{key}, &rp, func(b []byte) []byte { return wire.AppendGet(b, key) })
 			if err == nil && rp.Val == nil {
 				err = backend.ErrNotFound
 			}
@@ -60,8 +60,8 @@ func (c *Router) Set(ctx context.Context, key string, value []byte, ttl time.Dur
 	return c.route(ctx, topology.Slot(key),
 		func(n transport.Node) error { return n.Set(ctx, key, value, ttl) },
 		func(n transport.Node) error {
-			rp := conn.Reply{Kind: conn.ReplyOK}
-			return askExec(ctx, n, []string{key}, &rp, func(b []byte) []byte { return conn.AppendSet(b, key, value, ttl) })
+			rp := wire.Reply{Kind: wire.ReplyOK}
+			return askExec(ctx, n, []string{key}, &rp, func(b []byte) []byte { return wire.AppendSet(b, key, value, ttl) })
 		})
 }
 
@@ -98,8 +98,8 @@ func (c *Router) Del(ctx context.Context, keys ...string) (int64, error) {
 		err := c.route(ctx, g.slot,
 			func(n transport.Node) (err error) { n64, err = n.Del(ctx, g.keys...); return err },
 			func(n transport.Node) error {
-				rp := conn.Reply{Kind: conn.ReplyInt}
-				err := askExec(ctx, n, g.keys, &rp, func(b []byte) []byte { return conn.AppendKeys(b, "DEL", g.keys) })
+				rp := wire.Reply{Kind: wire.ReplyInt}
+				err := askExec(ctx, n, g.keys, &rp, func(b []byte) []byte { return wire.AppendKeys(b, "DEL", g.keys) })
 				n64 = rp.Num
 				return err
 			})
@@ -120,8 +120,8 @@ func (c *Router) mgetSlot(ctx context.Context, g slotGroup, vs [][]byte) error {
 	err := c.routeRead(ctx, g.slot,
 		func(n transport.Node) (err error) { got, err = n.MGet(ctx, g.keys); return err },
 		func(n transport.Node) error {
-			rp := conn.Reply{Kind: conn.ReplyBulks, Vals: make([][]byte, len(g.keys))}
-			err := askExec(ctx, n, g.keys, &rp, func(b []byte) []byte { return conn.AppendKeys(b, "MGET", g.keys) })
+			rp := wire.Reply{Kind: wire.ReplyBulks, Vals: make([][]byte, len(g.keys))}
+			err := askExec(ctx, n, g.keys, &rp, func(b []byte) []byte { return wire.AppendKeys(b, "MGET", g.keys) })
 			got = rp.Vals
 			return err
 		})
@@ -151,9 +151,9 @@ func (c *Router) msetSlot(ctx context.Context, slot int, kv map[string][]byte, t
 	return c.route(ctx, slot,
 		func(n transport.Node) error { return n.MSet(ctx, kv, ttl) },
 		func(n transport.Node) error {
-			rp := conn.Reply{Kind: conn.ReplyOK}
+			rp := wire.Reply{Kind: wire.ReplyOK}
 			return askExec(ctx, n, keys, &rp, func(b []byte) []byte {
-				b, rp.N = conn.AppendMSet(b, kv, ttl)
+				b, rp.N = wire.AppendMSet(b, kv, ttl)
 				return b
 			})
 		})

@@ -5,9 +5,9 @@ import (
 	"errors"
 	"time"
 
-	"github.com/redisx-go/kit/internal/conn"
 	"github.com/redisx-go/kit/internal/topology"
 	"github.com/redisx-go/kit/internal/transport"
+	"github.com/redisx-go/kit/internal/wire"
 	"github.com/redisx-go/kit/strategy/backend"
 )
 
@@ -19,8 +19,8 @@ func (c *Router) GetWithTTL(ctx context.Context, key string) ([]byte, time.Durat
 	err := c.route(ctx, topology.Slot(key),
 		func(n transport.Node) (err error) { v, ttl, err = transport.GetWithTTL(ctx, n, key); return err },
 		func(n transport.Node) error {
-			rp := conn.Reply{Kind: conn.ReplyBulk}
-			err := askExec(ctx, n, []string{key}, &rp, func(b []byte) []byte { return conn.AppendGet(b, key) })
+			rp := wire.Reply{Kind: wire.ReplyBulk}
+			err := askExec(ctx, n, []string{key}, &rp, func(b []byte) []byte { return wire.AppendGet(b, key) })
 			if err == nil && rp.Val == nil {
 				err = backend.ErrNotFound
 			}
@@ -44,8 +44,8 @@ func (c *Router) MGetWithTTL(ctx context.Context, keys []string) ([][]byte, []ti
 		err := c.route(ctx, g.slot,
 			func(n transport.Node) (err error) { gv, gt, err = transport.MGetWithTTL(ctx, n, g.keys); return err },
 			func(n transport.Node) error {
-				rp := conn.Reply{Kind: conn.ReplyBulks, Vals: make([][]byte, len(g.keys))}
-				err := askExec(ctx, n, g.keys, &rp, func(b []byte) []byte { return conn.AppendKeys(b, "MGET", g.keys) })
+				rp := wire.Reply{Kind: wire.ReplyBulks, Vals: make([][]byte, len(g.keys))}
+				err := askExec(ctx, n, g.keys, &rp, func(b []byte) []byte { return wire.AppendKeys(b, "MGET", g.keys) })
 				gv, gt = rp.Vals, make([]time.Duration, len(g.keys))
 				for i := range gt {
 					gt[i] = backend.UnknownTTL

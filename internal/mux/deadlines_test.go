@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redisx-go/kit/internal/conn"
 	"github.com/redisx-go/kit/internal/faultproxy"
 	"github.com/redisx-go/kit/internal/launcher"
+	"github.com/redisx-go/kit/internal/wire"
 	"github.com/redisx-go/kit/strategy/backend"
 )
 
@@ -355,17 +355,17 @@ func TestMuxBigValuesAcrossChunks(t *testing.T) {
 							case 0:
 								got, err = n.Get(ctx, k)
 							case 1:
-								buf, rps := conn.TTLPipeline([]string{k}, true)
+								buf, rps := wire.TTLPipeline([]string{k}, true)
 								if err = n.Exec(ctx, []string{k}, buf, rps); err == nil {
 									got = rps[0].Val
 									if rps[1].Num <= 0 {
-										t.Errorf("conn.PTTL %s = %d after SET … PX", k, rps[1].Num)
+										t.Errorf("wire.PTTL %s = %d after SET … PX", k, rps[1].Num)
 									}
 								}
 							default:
-								rps := []conn.Reply{{Kind: conn.ReplyBulk}}
+								rps := []wire.Reply{{Kind: wire.ReplyBulk}}
 								var cl *call
-								if cl, err = n.send(ctx, []string{k}, conn.AppendGet(nil, k), rps); err == nil {
+								if cl, err = n.send(ctx, []string{k}, wire.AppendGet(nil, k), rps); err == nil {
 									if err = n.await(ctx, cl); err == nil {
 										got = rps[0].Val
 									}
@@ -432,9 +432,9 @@ func TestMuxIdleWatchToggles(t *testing.T) {
 				if rng.IntN(2) == 0 {
 					v, err = n.Get(ctx, k)
 				} else {
-					rps := []conn.Reply{{Kind: conn.ReplyBulk}}
+					rps := []wire.Reply{{Kind: wire.ReplyBulk}}
 					var cl *call
-					if cl, err = n.send(ctx, []string{k}, conn.AppendGet(nil, k), rps); err == nil {
+					if cl, err = n.send(ctx, []string{k}, wire.AppendGet(nil, k), rps); err == nil {
 						err = n.await(ctx, cl)
 					}
 					if err == nil { // an abandoned pipeline's replies are still written
@@ -506,8 +506,8 @@ func TestMuxWatchdogFailsHeldReadSide(t *testing.T) {
 			go func() {
 				k := keys[i%len(keys)]
 				if i%3 == 0 {
-					rps := []conn.Reply{{Kind: conn.ReplyBulk}}
-					cl, err := n.send(context.Background(), []string{k}, conn.AppendGet(nil, k), rps)
+					rps := []wire.Reply{{Kind: wire.ReplyBulk}}
+					cl, err := n.send(context.Background(), []string{k}, wire.AppendGet(nil, k), rps)
 					if err == nil {
 						err = n.await(context.Background(), cl)
 					}

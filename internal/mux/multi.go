@@ -4,9 +4,9 @@ import (
 	"context"
 	"net"
 
-	"github.com/redisx-go/kit/internal/conn"
 	"github.com/redisx-go/kit/internal/dial"
 	"github.com/redisx-go/kit/internal/failure"
+	"github.com/redisx-go/kit/internal/wire"
 	"github.com/redisx-go/kit/strategy/backend"
 )
 
@@ -23,7 +23,7 @@ import (
 // blocking pool instead, as Do sends such a command, so that it cannot
 // stall the shared connection.
 func (n *Node) DoMulti(ctx context.Context, cmds ...[]any) []backend.Result {
-	_, blocking, res, ok := conn.CheckMulti(cmds)
+	_, blocking, res, ok := wire.CheckMulti(cmds)
 	switch {
 	case !ok:
 		return res
@@ -38,19 +38,19 @@ func (n *Node) DoMulti(ctx context.Context, cmds ...[]any) []backend.Result {
 	}
 	size := 0
 	if len(cmds) > 64 {
-		size = conn.SizeOf(cmds)
+		size = wire.SizeOf(cmds)
 	}
-	rps := conn.MultiReplies(len(cmds))
-	if err := n.pipeline(ctx, cmds, size, rps, func(b []byte) []byte { return conn.AppendMulti(b, cmds) }); err != nil {
+	rps := wire.MultiReplies(len(cmds))
+	if err := n.pipeline(ctx, cmds, size, rps, func(b []byte) []byte { return wire.AppendMulti(b, cmds) }); err != nil {
 		return failure.FailAll(len(cmds), err)
 	}
-	return conn.Results(cmds, rps)
+	return wire.Results(cmds, rps)
 }
 
 // pipeline is Exec with the commands cmds encoded by enc straight into
 // the connection's write buffer (size: their size when big, else 0): one
 // call awaiting len(rps) replies.
-func (n *Node) pipeline(ctx context.Context, cmds [][]any, size int, rps []conn.Reply, enc func([]byte) []byte) error {
+func (n *Node) pipeline(ctx context.Context, cmds [][]any, size int, rps []wire.Reply, enc func([]byte) []byte) error {
 	if n.adaptive {
 		n.callers.Add(1)
 		defer n.callers.Add(-1)
@@ -65,7 +65,7 @@ func (n *Node) pipeline(ctx context.Context, cmds [][]any, size int, rps []conn.
 		c.fit(size)
 	}
 	c.out.cur = enc(c.out.cur)
-	cl.Kind, cl.pipe, cl.lead = conn.ReplyPipe, rps, true
+	cl.Kind, cl.pipe, cl.lead = wire.ReplyPipe, rps, true
 	leads := c.push(cl, int64(len(rps)), true)
 	if err := c.await(ctx, cl, leads); err != nil {
 		return failure.CtxErr(n.addr, true, err)

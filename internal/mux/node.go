@@ -12,10 +12,10 @@ import (
 	"time"
 
 	"github.com/redisx-go/kit/internal/command"
-	"github.com/redisx-go/kit/internal/conn"
 	"github.com/redisx-go/kit/internal/failure"
 	"github.com/redisx-go/kit/internal/pool"
 	"github.com/redisx-go/kit/internal/transport"
+	"github.com/redisx-go/kit/internal/wire"
 	"github.com/redisx-go/kit/strategy/backend"
 )
 
@@ -264,14 +264,14 @@ func (n *Node) enqueueTo(ctx context.Context, cl *call, big bool) (*muxConn, err
 // kind, and for a run of SETs n, say what to expect). It returns the
 // context's error, the connection's failure, or rp's reply error wrapped
 // with cmd.
-func (n *Node) roundTrip(ctx context.Context, cl *call, cmd string, rp *conn.Reply, enc func([]byte) []byte) error {
+func (n *Node) roundTrip(ctx context.Context, cl *call, cmd string, rp *wire.Reply, enc func([]byte) []byte) error {
 	return n.roundTripSized(ctx, cl, cmd, rp, 0, enc)
 }
 
 // roundTripSized is roundTrip for a command of about size bytes, when that
 // is big: it is encoded into a chunk of its own size, and, a SET, sent on
 // a connection for big values.
-func (n *Node) roundTripSized(ctx context.Context, cl *call, cmd string, rp *conn.Reply, size int, enc func([]byte) []byte) error {
+func (n *Node) roundTripSized(ctx context.Context, cl *call, cmd string, rp *wire.Reply, size int, enc func([]byte) []byte) error {
 	if n.adaptive {
 		n.callers.Add(1)
 		defer n.callers.Add(-1)
@@ -310,8 +310,8 @@ func (n *Node) keysCall(ctx context.Context, keys []string) *call {
 
 // Get implements Backend.
 func (n *Node) Get(ctx context.Context, key string) ([]byte, error) {
-	rp := conn.Reply{Kind: conn.ReplyBulk}
-	if err := n.roundTrip(ctx, n.keyCall(ctx, key), "get", &rp, func(b []byte) []byte { return conn.AppendGet(b, key) }); err != nil {
+	rp := wire.Reply{Kind: wire.ReplyBulk}
+	if err := n.roundTrip(ctx, n.keyCall(ctx, key), "get", &rp, func(b []byte) []byte { return wire.AppendGet(b, key) }); err != nil {
 		return nil, err
 	}
 	if rp.Val == nil {
@@ -322,8 +322,8 @@ func (n *Node) Get(ctx context.Context, key string) ([]byte, error) {
 
 // Set implements Backend.
 func (n *Node) Set(ctx context.Context, key string, value []byte, ttl time.Duration) error {
-	rp := conn.Reply{Kind: conn.ReplyOK}
-	enc := func(b []byte) []byte { return conn.AppendSet(b, key, value, ttl) }
+	rp := wire.Reply{Kind: wire.ReplyOK}
+	enc := func(b []byte) []byte { return wire.AppendSet(b, key, value, ttl) }
 	if len(value) >= bigValue {
 		return n.roundTripSized(ctx, n.keyCall(ctx, key), "set", &rp, len(key)+len(value)+64, enc)
 	}
@@ -335,8 +335,8 @@ func (n *Node) Del(ctx context.Context, keys ...string) (int64, error) {
 	if len(keys) == 0 {
 		return 0, nil
 	}
-	rp := conn.Reply{Kind: conn.ReplyInt}
-	err := n.roundTrip(ctx, n.keysCall(ctx, keys), "del", &rp, func(b []byte) []byte { return conn.AppendKeys(b, "DEL", keys) })
+	rp := wire.Reply{Kind: wire.ReplyInt}
+	err := n.roundTrip(ctx, n.keysCall(ctx, keys), "del", &rp, func(b []byte) []byte { return wire.AppendKeys(b, "DEL", keys) })
 	return rp.Num, err
 }
 
@@ -345,8 +345,8 @@ func (n *Node) MGet(ctx context.Context, keys []string) ([][]byte, error) {
 	if len(keys) == 0 {
 		return [][]byte{}, nil
 	}
-	rp := conn.Reply{Kind: conn.ReplyBulks, Vals: make([][]byte, len(keys))}
-	if err := n.roundTrip(ctx, n.keysCall(ctx, keys), "mget", &rp, func(b []byte) []byte { return conn.AppendKeys(b, "MGET", keys) }); err != nil {
+	rp := wire.Reply{Kind: wire.ReplyBulks, Vals: make([][]byte, len(keys))}
+	if err := n.roundTrip(ctx, n.keysCall(ctx, keys), "mget", &rp, func(b []byte) []byte { return wire.AppendKeys(b, "MGET", keys) }); err != nil {
 		return nil, err
 	}
 	return rp.Vals, nil
@@ -360,9 +360,9 @@ func (n *Node) MSet(ctx context.Context, kv map[string][]byte, ttl time.Duration
 	}
 	cl := n.calls.get(ctx)
 	cl.kv = kv
-	rp := conn.Reply{Kind: conn.ReplyOK}
+	rp := wire.Reply{Kind: wire.ReplyOK}
 	return n.roundTrip(ctx, cl, "mset", &rp, func(b []byte) []byte {
-		b, rp.N = conn.AppendMSet(b, kv, ttl)
+		b, rp.N = wire.AppendMSet(b, kv, ttl)
 		return b
 	})
 }
@@ -382,9 +382,9 @@ func (n *Node) Do(ctx context.Context, args ...any) (any, error) {
 	}
 	cl := n.calls.get(ctx)
 	cl.args = args
-	rp := conn.Reply{Kind: conn.ReplyAny}
+	rp := wire.Reply{Kind: wire.ReplyAny}
 	if err := n.roundTrip(ctx, cl, command.ArgName(args, 0), &rp, func(b []byte) []byte {
-		b, _ = conn.AppendArgs(b, args) // cannot fail: command.CheckCommand refused what it cannot encode
+		b, _ = wire.AppendArgs(b, args) // cannot fail: command.CheckCommand refused what it cannot encode
 		return b
 	}); err != nil {
 		return nil, err
@@ -468,7 +468,7 @@ func (n *Node) Close() error {
 // keys, the keys they name (see route), and decodes their replies into
 // rps, in order. Only a connection or context failure is returned; each
 // command's own error is in its reply.
-func (n *Node) Exec(ctx context.Context, keys []string, buf []byte, rps []conn.Reply) error {
+func (n *Node) Exec(ctx context.Context, keys []string, buf []byte, rps []wire.Reply) error {
 	if n.adaptive {
 		n.callers.Add(1)
 		defer n.callers.Add(-1)
@@ -479,7 +479,7 @@ func (n *Node) Exec(ctx context.Context, keys []string, buf []byte, rps []conn.R
 		return err
 	}
 	c.out.cur = append(c.out.cur, buf...)
-	cl.Kind, cl.pipe, cl.lead = conn.ReplyPipe, rps, true
+	cl.Kind, cl.pipe, cl.lead = wire.ReplyPipe, rps, true
 	leads := c.push(cl, int64(cl.replies()), true)
 	if err := c.await(ctx, cl, leads); err != nil {
 		return failure.CtxErr(n.addr, true, err)
@@ -493,13 +493,13 @@ func (n *Node) Exec(ctx context.Context, keys []string, buf []byte, rps []conn.R
 // goroutine per node; await waits for it. Such a call cannot lead (its
 // caller is busy elsewhere): the drainer reads for it. buf may be reused
 // when send returns.
-func (n *Node) send(ctx context.Context, keys []string, buf []byte, rps []conn.Reply) (*call, error) {
+func (n *Node) send(ctx context.Context, keys []string, buf []byte, rps []wire.Reply) (*call, error) {
 	cl := n.keysCall(ctx, keys)
 	c, err := n.enqueue(ctx, cl, false)
 	if err != nil {
 		return nil, err
 	}
-	cl.Kind, cl.pipe = conn.ReplyPipe, rps
+	cl.Kind, cl.pipe = wire.ReplyPipe, rps
 	c.out.cur = append(c.out.cur, buf...)
 	c.push(cl, int64(cl.replies()), false)
 	return cl, nil
@@ -507,7 +507,7 @@ func (n *Node) send(ctx context.Context, keys []string, buf []byte, rps []conn.R
 
 // Send is send for another package: the pipeline's outcome is the
 // returned Pending's, once awaited.
-func (n *Node) Send(ctx context.Context, keys []string, buf []byte, rps []conn.Reply) (transport.Pending, error) {
+func (n *Node) Send(ctx context.Context, keys []string, buf []byte, rps []wire.Reply) (transport.Pending, error) {
 	cl, err := n.send(ctx, keys, buf, rps)
 	if err != nil {
 		return nil, err

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redisx-go/kit/internal/conn"
 	"github.com/redisx-go/kit/internal/faultproxy"
 	"github.com/redisx-go/kit/internal/launcher"
+	"github.com/redisx-go/kit/internal/wire"
 	"github.com/redisx-go/kit/strategy/backend"
 )
 
@@ -87,9 +87,9 @@ func leadWorkload(t *testing.T, n *Node, keys []string, goroutines, ops int, all
 				default:
 					// A pipeline that cannot lead, awaited after a pause.
 					var buf []byte
-					buf = conn.AppendGet(buf, k)
-					buf = conn.AppendKeys(buf, "conn.PTTL", []string{k})
-					rps := []conn.Reply{{Kind: conn.ReplyBulk}, {Kind: conn.ReplyInt}}
+					buf = wire.AppendGet(buf, k)
+					buf = wire.AppendKeys(buf, "wire.PTTL", []string{k})
+					rps := []wire.Reply{{Kind: wire.ReplyBulk}, {Kind: wire.ReplyInt}}
 					var cl *call
 					cl, err = n.send(ctx, []string{k}, buf, rps)
 					if err == nil {
@@ -392,9 +392,9 @@ func TestMuxPassingTheReadSideNeverParsesAPartialPipeline(t *testing.T) {
 	}()
 	time.Sleep(50 * time.Millisecond)
 	var buf []byte
-	buf = conn.AppendGet(buf, "pass:b")
-	buf, _ = conn.AppendArgs(buf, []any{"BLPOP", "pass:nothing", 2})
-	rps := []conn.Reply{{Kind: conn.ReplyBulk}, {Kind: conn.ReplyAny}}
+	buf = wire.AppendGet(buf, "pass:b")
+	buf, _ = wire.AppendArgs(buf, []any{"BLPOP", "pass:nothing", 2})
+	rps := []wire.Reply{{Kind: wire.ReplyBulk}, {Kind: wire.ReplyAny}}
 	cl, err := n.send(context.Background(), []string{"pass:b"}, buf, rps)
 	if err != nil {
 		t.Fatal(err)

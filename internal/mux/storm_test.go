@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redisx-go/kit/internal/conn"
 	"github.com/redisx-go/kit/internal/faultproxy"
 	"github.com/redisx-go/kit/internal/launcher"
+	"github.com/redisx-go/kit/internal/wire"
 	"github.com/redisx-go/kit/strategy/backend"
 	"go.uber.org/goleak"
 )
@@ -66,8 +66,8 @@ func storm(t *testing.T, n *Node, goroutines, ops int) int64 {
 						bad.Add(1)
 					}
 				default:
-					buf := conn.AppendGet(nil, k)
-					rps := []conn.Reply{{Kind: conn.ReplyBulk}}
+					buf := wire.AppendGet(nil, k)
+					rps := []wire.Reply{{Kind: wire.ReplyBulk}}
 					var cl *call
 					if cl, err = n.send(ctx, []string{k}, buf, rps); err == nil {
 						err = n.await(ctx, cl)
@@ -187,9 +187,9 @@ func closeMidFlight(t *testing.T, tg muxReviewTarget, delayed bool, round int) {
 				case 1:
 					err = n.Set(context.Background(), k, []byte(leadValue(k)), time.Minute)
 				default:
-					rps := []conn.Reply{{Kind: conn.ReplyBulk}}
+					rps := []wire.Reply{{Kind: wire.ReplyBulk}}
 					var cl *call
-					if cl, err = n.send(context.Background(), []string{k}, conn.AppendGet(nil, k), rps); err == nil {
+					if cl, err = n.send(context.Background(), []string{k}, wire.AppendGet(nil, k), rps); err == nil {
 						runtime.Gosched()
 						err = n.await(context.Background(), cl)
 					}

@@ -9,9 +9,9 @@ import (
 
 	"github.com/jackc/puddle/v2"
 	"github.com/redisx-go/kit/internal/command"
-	"github.com/redisx-go/kit/internal/conn"
 	"github.com/redisx-go/kit/internal/dial"
 	"github.com/redisx-go/kit/internal/failure"
+	"github.com/redisx-go/kit/internal/wire"
 	"github.com/redisx-go/kit/strategy/backend"
 )
 
@@ -21,31 +21,31 @@ import (
 // connection, their replies read in order. Blocking commands are allowed:
 // the read deadline is extended by the sum of their block times.
 func (n *Node) DoMulti(ctx context.Context, cmds ...[]any) []backend.Result {
-	classes, _, res, ok := conn.CheckMulti(cmds)
+	classes, _, res, ok := wire.CheckMulti(cmds)
 	if !ok {
 		return res
 	}
 	if len(cmds) == 0 {
 		return []backend.Result{}
 	}
-	rps := conn.MultiReplies(len(cmds))
-	if err := n.ExecBlocking(ctx, command.BlockTimeAll(cmds, classes), func(b []byte) []byte { return conn.AppendMulti(b, cmds) }, rps); err != nil {
+	rps := wire.MultiReplies(len(cmds))
+	if err := n.ExecBlocking(ctx, command.BlockTimeAll(cmds, classes), func(b []byte) []byte { return wire.AppendMulti(b, cmds) }, rps); err != nil {
 		return failure.FailAll(len(cmds), err)
 	}
-	return conn.Results(cmds, rps)
+	return wire.Results(cmds, rps)
 }
 
 // ExecBlocking is Exec for a pipeline that may block the server's answer
 // for block (see command.BlockTimeAll), encoded by enc into the connection's
 // buffer.
-func (n *Node) ExecBlocking(ctx context.Context, block time.Duration, enc func([]byte) []byte, rps []conn.Reply) error {
+func (n *Node) ExecBlocking(ctx context.Context, block time.Duration, enc func([]byte) []byte, rps []wire.Reply) error {
 	x, err := n.begin(ctx, block)
 	if err != nil {
 		return err
 	}
 	x.c.buf = enc(x.c.buf)
 	if err = x.send(ctx); err == nil {
-		err = conn.ReadAll(x.c.r, rps)
+		err = wire.ReadAll(x.c.r, rps)
 	}
 	return x.end(ctx, "pipeline", err)
 }
@@ -132,12 +132,12 @@ func (d *dedicated) DoMulti(ctx context.Context, cmds ...[]any) ([]backend.Resul
 	if ctx.Done() != nil {
 		stop = context.AfterFunc(ctx, func() { c.nc.SetDeadline(aLongTimeAgo) })
 	}
-	c.buf = conn.AppendMulti(c.buf[:0], cmds)
+	c.buf = wire.AppendMulti(c.buf[:0], cmds)
 	n, err := c.request(ctx, &d.n.cfg, block)
 	unsent := err != nil && n == 0
-	rps := conn.MultiReplies(len(cmds))
+	rps := wire.MultiReplies(len(cmds))
 	if err == nil {
-		err = conn.ReadAll(c.r, rps)
+		err = wire.ReadAll(c.r, rps)
 	}
 	if stop != nil && !stop() {
 		d.broken = true
@@ -161,7 +161,7 @@ func (d *dedicated) DoMulti(ctx context.Context, cmds ...[]any) ([]backend.Resul
 	if cap(c.buf) > 1<<20 {
 		c.buf = make([]byte, 0, 512)
 	}
-	return conn.Results(cmds, rps), nil
+	return wire.Results(cmds, rps), nil
 }
 
 // Release implements backend.Dedicated.

@@ -15,11 +15,11 @@ import (
 
 	"github.com/jackc/puddle/v2"
 	"github.com/redisx-go/kit/internal/command"
-	"github.com/redisx-go/kit/internal/conn"
 	"github.com/redisx-go/kit/internal/dial"
 	"github.com/redisx-go/kit/internal/failure"
 	"github.com/redisx-go/kit/internal/resp"
 	"github.com/redisx-go/kit/internal/transport"
+	"github.com/redisx-go/kit/internal/wire"
 	"github.com/redisx-go/kit/strategy/backend"
 )
 
@@ -404,7 +404,7 @@ func (x *exchange) end(ctx context.Context, cmd string, err error) error {
 // reply. block is the command's own block time (see command.BlockTime). It returns
 // the context's error, the connection's failure, or rp's reply error
 // wrapped with cmd.
-func (n *Node) roundTrip(ctx context.Context, cmd string, block time.Duration, rp *conn.Reply, enc func([]byte) []byte) error {
+func (n *Node) roundTrip(ctx context.Context, cmd string, block time.Duration, rp *wire.Reply, enc func([]byte) []byte) error {
 	x, err := n.begin(ctx, block)
 	if err != nil {
 		return err
@@ -420,8 +420,8 @@ func (n *Node) roundTrip(ctx context.Context, cmd string, block time.Duration, r
 
 // Get implements Backend.
 func (n *Node) Get(ctx context.Context, key string) ([]byte, error) {
-	rp := conn.Reply{Kind: conn.ReplyBulk}
-	if err := n.roundTrip(ctx, "get", 0, &rp, func(b []byte) []byte { return conn.AppendGet(b, key) }); err != nil {
+	rp := wire.Reply{Kind: wire.ReplyBulk}
+	if err := n.roundTrip(ctx, "get", 0, &rp, func(b []byte) []byte { return wire.AppendGet(b, key) }); err != nil {
 		return nil, err
 	}
 	if rp.Val == nil {
@@ -432,8 +432,8 @@ func (n *Node) Get(ctx context.Context, key string) ([]byte, error) {
 
 // Set implements Backend.
 func (n *Node) Set(ctx context.Context, key string, value []byte, ttl time.Duration) error {
-	rp := conn.Reply{Kind: conn.ReplyOK}
-	return n.roundTrip(ctx, "set", 0, &rp, func(b []byte) []byte { return conn.AppendSet(b, key, value, ttl) })
+	rp := wire.Reply{Kind: wire.ReplyOK}
+	return n.roundTrip(ctx, "set", 0, &rp, func(b []byte) []byte { return wire.AppendSet(b, key, value, ttl) })
 }
 
 // Del implements Backend.
@@ -441,8 +441,8 @@ func (n *Node) Del(ctx context.Context, keys ...string) (int64, error) {
 	if len(keys) == 0 {
 		return 0, nil
 	}
-	rp := conn.Reply{Kind: conn.ReplyInt}
-	err := n.roundTrip(ctx, "del", 0, &rp, func(b []byte) []byte { return conn.AppendKeys(b, "DEL", keys) })
+	rp := wire.Reply{Kind: wire.ReplyInt}
+	err := n.roundTrip(ctx, "del", 0, &rp, func(b []byte) []byte { return wire.AppendKeys(b, "DEL", keys) })
 	return rp.Num, err
 }
 
@@ -451,8 +451,8 @@ func (n *Node) MGet(ctx context.Context, keys []string) ([][]byte, error) {
 	if len(keys) == 0 {
 		return [][]byte{}, nil
 	}
-	rp := conn.Reply{Kind: conn.ReplyBulks, Vals: make([][]byte, len(keys))}
-	if err := n.roundTrip(ctx, "mget", 0, &rp, func(b []byte) []byte { return conn.AppendKeys(b, "MGET", keys) }); err != nil {
+	rp := wire.Reply{Kind: wire.ReplyBulks, Vals: make([][]byte, len(keys))}
+	if err := n.roundTrip(ctx, "mget", 0, &rp, func(b []byte) []byte { return wire.AppendKeys(b, "MGET", keys) }); err != nil {
 		return nil, err
 	}
 	return rp.Vals, nil
@@ -463,9 +463,9 @@ func (n *Node) MSet(ctx context.Context, kv map[string][]byte, ttl time.Duration
 	if len(kv) == 0 {
 		return nil
 	}
-	rp := conn.Reply{Kind: conn.ReplyOK}
+	rp := wire.Reply{Kind: wire.ReplyOK}
 	return n.roundTrip(ctx, "mset", 0, &rp, func(b []byte) []byte {
-		b, rp.N = conn.AppendMSet(b, kv, ttl)
+		b, rp.N = wire.AppendMSet(b, kv, ttl)
 		return b
 	})
 }
@@ -477,9 +477,9 @@ func (n *Node) Do(ctx context.Context, args ...any) (any, error) {
 	if _, err := command.CheckCommand(args); err != nil {
 		return nil, err
 	}
-	rp := conn.Reply{Kind: conn.ReplyAny}
+	rp := wire.Reply{Kind: wire.ReplyAny}
 	if err := n.roundTrip(ctx, command.ArgName(args, 0), command.BlockTime(args), &rp, func(b []byte) []byte {
-		b, _ = conn.AppendArgs(b, args) // cannot fail: command.CheckCommand refused what it cannot encode
+		b, _ = wire.AppendArgs(b, args) // cannot fail: command.CheckCommand refused what it cannot encode
 		return b
 	}); err != nil {
 		return nil, err
@@ -592,14 +592,14 @@ func (n *Node) Close() error {
 // connection and decodes their replies into rps, in order. Only a
 // connection or context failure is returned; each command's own error is
 // in its reply.
-func (n *Node) Exec(ctx context.Context, _ []string, buf []byte, rps []conn.Reply) error {
+func (n *Node) Exec(ctx context.Context, _ []string, buf []byte, rps []wire.Reply) error {
 	x, err := n.begin(ctx, 0)
 	if err != nil {
 		return err
 	}
 	x.c.buf = append(x.c.buf, buf...)
 	if err = x.send(ctx); err == nil {
-		err = conn.ReadAll(x.c.r, rps)
+		err = wire.ReadAll(x.c.r, rps)
 	}
 	return x.end(ctx, "pipeline", err)
 }

@@ -11,8 +11,8 @@ import (
 	"net"
 	"time"
 
-	"github.com/redisx-go/kit/internal/conn"
 	"github.com/redisx-go/kit/internal/failure"
+	"github.com/redisx-go/kit/internal/wire"
 	"github.com/redisx-go/kit/strategy/backend"
 )
 
@@ -44,7 +44,7 @@ type Node interface {
 	// Exec sends the commands encoded in buf back to back, on the
 	// connection of keys, the keys they name, and decodes their replies
 	// into rps.
-	Exec(ctx context.Context, keys []string, buf []byte, rps []conn.Reply) error
+	Exec(ctx context.Context, keys []string, buf []byte, rps []wire.Reply) error
 	// Address is the node's host:port.
 	Address() string
 }
@@ -79,14 +79,14 @@ type Pending interface {
 // Execer is a transport's node: it sends encoded commands on the
 // connection of keys and decodes their replies.
 type Execer interface {
-	Exec(ctx context.Context, keys []string, buf []byte, rps []conn.Reply) error
+	Exec(ctx context.Context, keys []string, buf []byte, rps []wire.Reply) error
 }
 
 // GetWithTTL is strategy.TTLGetter's GetWithTTL on n: GET and PTTL in one
 // round trip.
 func GetWithTTL(ctx context.Context, n Execer, key string) ([]byte, time.Duration, error) {
 	keys := []string{key}
-	buf, rps := conn.TTLPipeline(keys, true)
+	buf, rps := wire.TTLPipeline(keys, true)
 	if err := n.Exec(ctx, keys, buf, rps); err != nil {
 		return nil, 0, err
 	}
@@ -96,7 +96,7 @@ func GetWithTTL(ctx context.Context, n Execer, key string) ([]byte, time.Duratio
 	if rps[0].Val == nil {
 		return nil, 0, backend.ErrNotFound
 	}
-	return rps[0].Val, conn.PTTL(&rps[1]), nil
+	return rps[0].Val, wire.PTTL(&rps[1]), nil
 }
 
 // MGetWithTTL is strategy.TTLGetter's MGetWithTTL on n: MGET and a PTTL
@@ -105,7 +105,7 @@ func MGetWithTTL(ctx context.Context, n Execer, keys []string) ([][]byte, []time
 	if len(keys) == 0 {
 		return [][]byte{}, []time.Duration{}, nil
 	}
-	buf, rps := conn.TTLPipeline(keys, false)
+	buf, rps := wire.TTLPipeline(keys, false)
 	if err := n.Exec(ctx, keys, buf, rps); err != nil {
 		return nil, nil, err
 	}
@@ -114,7 +114,7 @@ func MGetWithTTL(ctx context.Context, n Execer, keys []string) ([][]byte, []time
 	}
 	ttls := make([]time.Duration, len(keys))
 	for i := range keys {
-		ttls[i] = conn.PTTL(&rps[1+i])
+		ttls[i] = wire.PTTL(&rps[1+i])
 	}
 	return rps[0].Vals, ttls, nil
 }

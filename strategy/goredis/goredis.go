@@ -16,9 +16,9 @@ import (
 	redigo "github.com/gomodule/redigo/redis"
 	"github.com/redis/go-redis/v9"
 	"github.com/redisx-go/kit/internal/command"
-	"github.com/redisx-go/kit/internal/conn"
 	"github.com/redisx-go/kit/internal/failure"
 	"github.com/redisx-go/kit/internal/resp"
+	"github.com/redisx-go/kit/internal/wire"
 	"github.com/redisx-go/kit/strategy"
 )
 
@@ -156,7 +156,7 @@ func (g *goRedisBackend) Set(ctx context.Context, key string, value []byte, ttl 
 		return err
 	}
 	if ttl > 0 {
-		ttl = time.Duration(conn.TTLMillis(ttl)) * time.Millisecond
+		ttl = time.Duration(wire.TTLMillis(ttl)) * time.Millisecond
 	}
 	return goRedisError(ctx, "set", g.rdb.Set(ctx, key, value, ttl).Err())
 }
@@ -206,7 +206,7 @@ func (g *goRedisBackend) MSet(ctx context.Context, kv map[string][]byte, ttl tim
 		}
 		return goRedisError(ctx, "mset", g.rdb.MSet(ctx, pairs...).Err())
 	}
-	ttl = time.Duration(conn.TTLMillis(ttl)) * time.Millisecond
+	ttl = time.Duration(wire.TTLMillis(ttl)) * time.Millisecond
 	_, err := g.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for k, v := range kv {
 			p.Set(ctx, k, v, ttl)
