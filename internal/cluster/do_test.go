@@ -1,4 +1,4 @@
-package strategy_test
+package cluster_test
 
 import (
 	"context"
@@ -15,49 +15,13 @@ import (
 	redigo "github.com/gomodule/redigo/redis"
 
 	"github.com/redisx-go/kit/internal/launcher"
-	"github.com/redisx-go/kit/strategy"
+	"github.com/redisx-go/kit/strategy/backend"
 )
 
 // Where Do sends a command on a cluster (issue #7): by its key positions
 // from the server's key specs, to every master for the keyless commands
 // whose request policy says so, and nowhere — with a clear error — when
 // the keys span slots or each master's reply stands alone.
-
-// doBackend is a strategy's backend on a cluster with the capabilities the
-// tests use.
-type doBackend struct {
-	strategy.Backend
-	strategy.Doer
-	strategy.Statser
-	nodes strategy.NodeDoer
-}
-
-func openDo(t *testing.T, s strategy.Strategy, addrs []string) doBackend {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	b, err := s.Open(ctx, strategy.Config{Addrs: addrs, DialTimeout: 2 * time.Second, ClientName: "redisx-do-test"})
-	if err != nil {
-		t.Fatalf("Open(%T): %v", s, err)
-	}
-	t.Cleanup(func() { b.Close() })
-	d := doBackend{Backend: b, Doer: b.(strategy.Doer), Statser: b.(strategy.Statser)}
-	for x := b; x != nil; {
-		if nd, ok := x.(strategy.NodeDoer); ok {
-			d.nodes = nd
-			break
-		}
-		u, ok := x.(strategy.Unwrapper)
-		if !ok {
-			break
-		}
-		x = u.Unwrap()
-	}
-	if d.nodes == nil {
-		t.Fatalf("%T on a cluster: no NodeDoer along the Unwrap chain", s)
-	}
-	return d
-}
 
 func (d doBackend) do(t *testing.T, args ...any) any {
 	t.Helper()
@@ -68,22 +32,6 @@ func (d doBackend) do(t *testing.T, args ...any) any {
 		t.Fatalf("Do%q: %v", args, err)
 	}
 	return v
-}
-
-// masterKeys returns one key on each master, in the order of the masters.
-func masterKeys(t *testing.T, cl *launcher.Cluster, prefix string) ([]*launcher.Server, []string) {
-	t.Helper()
-	ctx := t.Context()
-	masters, err := cl.Masters(ctx)
-	if err != nil || len(masters) != 3 {
-		t.Fatalf("Masters = %v, %v", masters, err)
-	}
-	owners := &crelSlotOwners{cl: cl}
-	keys := make([]string, len(masters))
-	for i, m := range masters {
-		keys[i] = crelKeysOn(ctx, t, owners, m, prefix, 1)[0]
-	}
-	return masters, keys
 }
 
 const (
@@ -101,10 +49,10 @@ func TestClusterDo(t *testing.T) {
 	if cl.External() {
 		t.Skip("needs renamed commands on a cluster of its own")
 	}
-	strategies := []crelCase{
-		{"multiplexed", strategy.Multiplexed{}},
-		{"pool", strategy.Pool{Size: 8}},
-		{"slot-grouped", strategy.SlotGrouped{}},
+	strategies := []tcase{
+		{"multiplexed", multiplexed},
+		{"pool", pooled(8)},
+		{"slot-grouped", slotGrouped},
 	}
 	masters, _ := masterKeys(t, cl, "do:probe:")
 
@@ -265,10 +213,10 @@ func TestClusterDo(t *testing.T) {
 	})
 
 	t.Run("PerNodeCommandsRefused", func(t *testing.T) {
-		d := openDo(t, strategy.Multiplexed{}, cl.Addrs())
+		d := openDo(t, multiplexed, cl.Addrs())
 		for _, args := range [][]any{{"SCAN", 0}, {"INFO"}, {"MEMORY", "STATS"}} {
 			_, err := d.Do(t.Context(), args...)
-			if !errors.Is(err, strategy.ErrUnsupported) || !strings.Contains(err.Error(), "DoOn") ||
+			if !errors.Is(err, backend.ErrUnsupported) || !strings.Contains(err.Error(), "DoOn") ||
 				!strings.Contains(err.Error(), fmt.Sprint(args[0])) {
 				t.Errorf("Do%q on a cluster = %v; want ErrUnsupported naming it and DoOn", args, err)
 			}
@@ -318,10 +266,10 @@ func TestClusterDo(t *testing.T) {
 				if !slices.Equal(found, keys) {
 					t.Errorf("SCAN on every master with DoOn found %q; want %q", found, keys)
 				}
-				if _, err := d.nodes.DoOn(ctx, "127.0.0.1:1", "PING"); !errors.Is(err, strategy.ErrInvalidArgument) {
+				if _, err := d.nodes.DoOn(ctx, "127.0.0.1:1", "PING"); !errors.Is(err, backend.ErrInvalidArgument) {
 					t.Errorf("DoOn on an address that is no master = %v; want ErrInvalidArgument", err)
 				}
-				if _, err := d.nodes.DoOn(ctx, got[0], "SUBSCRIBE", "ch"); !errors.Is(err, strategy.ErrUnsupported) {
+				if _, err := d.nodes.DoOn(ctx, got[0], "SUBSCRIBE", "ch"); !errors.Is(err, backend.ErrUnsupported) {
 					t.Errorf("DoOn(SUBSCRIBE) = %v; want ErrUnsupported, as Do", err)
 				}
 			})
@@ -329,7 +277,7 @@ func TestClusterDo(t *testing.T) {
 	})
 
 	t.Run("CrossSlotRefusedBeforeSending", func(t *testing.T) {
-		d := openDo(t, strategy.Multiplexed{}, cl.Addrs())
+		d := openDo(t, multiplexed, cl.Addrs())
 		_, keys := masterKeys(t, cl, "do:cross:")
 		a, b := keys[0], keys[1]
 		for _, tc := range []struct {
@@ -343,7 +291,7 @@ func TestClusterDo(t *testing.T) {
 		} {
 			_, err := d.Do(t.Context(), tc.args...)
 			var re redigo.Error
-			if !errors.Is(err, strategy.ErrInvalidArgument) || errors.As(err, &re) {
+			if !errors.Is(err, backend.ErrInvalidArgument) || errors.As(err, &re) {
 				t.Errorf("Do%q across slots = %v; want ErrInvalidArgument before sending", tc.args, err)
 				continue
 			}

@@ -1,4 +1,4 @@
-package strategy_test
+package cluster_test
 
 import (
 	"context"
@@ -9,11 +9,10 @@ import (
 	"time"
 
 	"github.com/redisx-go/kit/internal/launcher"
-	"github.com/redisx-go/kit/redisx"
-	"github.com/redisx-go/kit/strategy"
+	"github.com/redisx-go/kit/strategy/backend"
 )
 
-// TestTLSCluster runs the client over a cluster that speaks TLS: the map
+// TestTLSCluster runs the router over a cluster that speaks TLS: the map
 // must give the nodes' TLS ports, which CLUSTER SHARDS lists next to the
 // plain ones (issue #7: the plain ports were dialled, and every TLS
 // handshake failed).
@@ -45,28 +44,28 @@ func TestTLSCluster(t *testing.T) {
 	for _, m := range masters {
 		want = append(want, m.TLSAddr())
 	}
-	for _, tc := range []crelCase{
-		{"multiplexed", strategy.Multiplexed{}},
-		{"pool", strategy.Pool{Size: 4}},
-		{"slot-grouped", strategy.SlotGrouped{}},
+	for _, tc := range []tcase{
+		{"multiplexed", multiplexed},
+		{"pool", pooled(4)},
+		{"slot-grouped", slotGrouped},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 			defer cancel()
-			c, err := redisx.New(ctx, redisx.Options{Addrs: cl.TLSAddrs()[:1], Strategy: tc.s, TLS: tl.ClientConfig()})
-			if err != nil {
-				t.Fatalf("New over TLS: %v", err)
+			d := open(t, tc.s, backend.Config{Addrs: cl.TLSAddrs()[:1], TLS: tl.ClientConfig(), DialTimeout: 2 * time.Second})
+			// The masters the router routes to are the TLS addresses.
+			if got := d.nodes.Masters(); !slices.Equal(got, want) {
+				t.Errorf("Masters over TLS = %v; want the TLS addresses %v", got, want)
 			}
-			defer c.Close()
 			for _, k := range keys {
-				if err := c.Set(ctx, k, []byte("v-"+k), time.Minute); err != nil {
+				if err := d.Set(ctx, k, []byte("v-"+k), time.Minute); err != nil {
 					t.Fatalf("Set(%q) over TLS: %v", k, err)
 				}
-				if v, err := c.Get(ctx, k); err != nil || string(v) != "v-"+k {
+				if v, err := d.Get(ctx, k); err != nil || string(v) != "v-"+k {
 					t.Fatalf("Get(%q) = %q, %v; want %q", k, v, err, "v-"+k)
 				}
 			}
-			vs, err := c.MGet(ctx, append(slices.Clone(keys), "tls:missing")...)
+			vs, err := d.MGet(ctx, append(slices.Clone(keys), "tls:missing"))
 			if err != nil || len(vs) != len(keys)+1 || vs[len(keys)] != nil {
 				t.Fatalf("MGet across the masters = %q, %v", vs, err)
 			}
@@ -75,23 +74,10 @@ func TestTLSCluster(t *testing.T) {
 					t.Errorf("MGet[%d] (%q) = %q; want %q", i, k, vs[i], "v-"+k)
 				}
 			}
-			st := c.Stats()
-			if st.Masters != 3 || st.Redirects != 0 || st.DialErrors != 0 {
-				t.Errorf("Stats = %+v; want 3 masters, no redirect, no failed dial", st)
-			}
-			got := c.Stats().Nodes
-			if got != 3 {
-				t.Errorf("Stats().Nodes = %d; want 3", got)
+			st := d.Stats()
+			if st.Masters != 3 || st.Redirects != 0 || st.DialErrors != 0 || st.Nodes != 3 {
+				t.Errorf("Stats = %+v; want 3 masters, 3 nodes, no redirect, no failed dial", st)
 			}
 		})
-	}
-	// The masters the client routes to are the TLS addresses.
-	b, err := strategy.Multiplexed{}.Open(t.Context(), strategy.Config{Addrs: cl.TLSAddrs()[:1], TLS: tl.ClientConfig(), DialTimeout: 2 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	if got := b.(strategy.NodeDoer).Masters(); !slices.Equal(got, want) {
-		t.Errorf("Masters over TLS = %v; want the TLS addresses %v", got, want)
 	}
 }

@@ -1,9 +1,8 @@
-package strategy_test
+package cluster_test
 
 import (
 	"context"
 	"errors"
-	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -13,28 +12,15 @@ import (
 	redigo "github.com/gomodule/redigo/redis"
 	"go.uber.org/goleak"
 
+	"github.com/redisx-go/kit/internal/failure"
 	"github.com/redisx-go/kit/internal/launcher"
 	"github.com/redisx-go/kit/internal/topology"
-	"github.com/redisx-go/kit/strategy"
 )
 
 // The cluster's set of nodes follows the slot map (issue #7): a node that
 // leaves it — a demoted master, a seed that is no master — is closed once
 // the calls in flight on it end; and the shared map refresh runs under
 // its own context, never the caller's that triggered it.
-
-// openNamed opens s on addrs with connections named name, so that the
-// servers' CLIENT LIST tells them apart.
-func openNamed(t *testing.T, s strategy.Strategy, addrs []string, name string) doBackend {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	b, err := s.Open(ctx, strategy.Config{Addrs: addrs, DialTimeout: time.Second, ClientName: name})
-	if err != nil {
-		t.Fatalf("Open(%T): %v", s, err)
-	}
-	return doBackend{Backend: b, Doer: b.(strategy.Doer), Statser: b.(strategy.Statser), nodes: b.(strategy.NodeDoer)}
-}
 
 // conns returns the CLIENT LIST lines of srv's connections named name.
 func conns(ctx context.Context, t *testing.T, srv *launcher.Server, name string) []string {
@@ -108,13 +94,13 @@ func getAll(ctx context.Context, t *testing.T, d doBackend, keys []string) {
 }
 
 func TestClusterNodesLeavingTheMapAreClosed(t *testing.T) {
-	cl := crelCluster(t, launcher.ClusterOptions{Replicas: 1})
+	cl := clusterForTest(t, launcher.ClusterOptions{Replicas: 1})
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 
 	// A manual failover demotes a master that keeps running: the client
 	// must let go of it, though nothing fails.
-	for i, tc := range []crelCase{{"multiplexed", strategy.Multiplexed{}}, {"pool", strategy.Pool{Size: 4}}} {
+	for i, tc := range []tcase{{"multiplexed", multiplexed}, {"pool", pooled(4)}} {
 		t.Run("DemotedMaster/"+tc.name, func(t *testing.T) {
 			masters, keys := masterKeys(t, cl, "depart:"+tc.name+":")
 			victim := masters[i]
@@ -142,7 +128,7 @@ func TestClusterNodesLeavingTheMapAreClosed(t *testing.T) {
 				t.Errorf("Stats().Masters after the failover = %d; want 3", st.Masters)
 			}
 			d.Close()
-			crelCheckLeaks(t, before)
+			checkLeaks(t, before)
 		})
 	}
 
@@ -155,19 +141,19 @@ func TestClusterNodesLeavingTheMapAreClosed(t *testing.T) {
 		seed := replicas[0]
 		before := goleak.IgnoreCurrent()
 		name := "redisx-seed"
-		d := openNamed(t, strategy.Multiplexed{}, []string{seed.Addr()}, name)
+		d := openNamed(t, multiplexed, []string{seed.Addr()}, name)
 		setAndCheck(ctx, t, d, keys)
 		waitNoConns(ctx, t, seed, name)
 		waitNodes(t, d, 3) // the masters, not the seed
 		// The seed is dialled again only when no master answers.
-		if err := strategy.RefreshForTest(ctx, d.Backend); err != nil {
+		if err := d.nodes.Refresh(ctx); err != nil {
 			t.Errorf("refresh: %v", err)
 		}
 		if left := conns(ctx, t, seed, name); len(left) != 0 {
 			t.Errorf("a refresh with the masters up dialled the seed: %q", left)
 		}
 		d.Close()
-		crelCheckLeaks(t, before)
+		checkLeaks(t, before)
 	})
 }
 
@@ -175,11 +161,11 @@ func TestClusterNodesLeavingTheMapAreClosed(t *testing.T) {
 // departure of a node with a call in flight, and a stale map whose only
 // master never answers.
 func TestClusterForcedMapChange(t *testing.T) {
-	cl := crelCluster(t, launcher.ClusterOptions{})
+	cl := clusterForTest(t, launcher.ClusterOptions{})
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 
-	for _, tc := range []crelCase{{"multiplexed", strategy.Multiplexed{}}, {"pool", strategy.Pool{Size: 4}}} {
+	for _, tc := range []tcase{{"multiplexed", multiplexed}, {"pool", pooled(4)}} {
 		t.Run("CallInFlightOnDepartingNodeCompletes/"+tc.name, func(t *testing.T) {
 			masters, keys := masterKeys(t, cl, "inflight:"+tc.name+":")
 			keep, victim := masters[0], masters[2]
@@ -211,7 +197,7 @@ func TestClusterForcedMapChange(t *testing.T) {
 				}
 			}
 			// Every slot to keep: victim and the third master leave.
-			if err := strategy.InstallShardsForTest(d.Backend, []topology.Shard{{Master: keep.Addr(), Ranges: [][2]int{{0, topology.Slots - 1}}}}); err != nil {
+			if err := d.nodes.InstallShards([]topology.Shard{{Master: keep.Addr(), Ranges: [][2]int{{0, topology.Slots - 1}}}}); err != nil {
 				t.Fatal(err)
 			}
 			if got := d.nodes.Masters(); !slices.Equal(got, []string{keep.Addr()}) {
@@ -232,14 +218,14 @@ func TestClusterForcedMapChange(t *testing.T) {
 			// The real map comes back through MOVED and a refresh.
 			getAll(ctx, t, d, keys)
 			d.Close()
-			crelCheckLeaks(t, before)
+			checkLeaks(t, before)
 		})
 	}
 
 	// A refresh triggered by a caller with a 20 ms deadline goes on after
 	// that caller has given up; every caller waits for it within its own
 	// context only.
-	for _, tc := range []crelCase{{"multiplexed", strategy.Multiplexed{}}, {"pool", strategy.Pool{Size: 4}}} {
+	for _, tc := range []tcase{{"multiplexed", multiplexed}, {"pool", pooled(4)}} {
 		t.Run("RefreshOutlivesTheCallerThatTriggeredIt/"+tc.name, func(t *testing.T) {
 			masters, keys := masterKeys(t, cl, "refresh:"+tc.name+":")
 			hole := blackHole(t)
@@ -249,7 +235,7 @@ func TestClusterForcedMapChange(t *testing.T) {
 			// A stale map whose only master accepts connections and never
 			// answers: the refresh waits on it for its own timeout, then
 			// asks the seeds.
-			if err := strategy.InstallShardsForTest(d.Backend, []topology.Shard{{Master: hole, Ranges: [][2]int{{0, topology.Slots - 1}}}}); err != nil {
+			if err := d.nodes.InstallShards([]topology.Shard{{Master: hole, Ranges: [][2]int{{0, topology.Slots - 1}}}}); err != nil {
 				t.Fatal(err)
 			}
 			refreshes := d.Stats().TopologyRefreshes
@@ -258,11 +244,11 @@ func TestClusterForcedMapChange(t *testing.T) {
 			wg.Go(func() {
 				pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 				defer cancel()
-				patientErr = strategy.RefreshForTest(pctx, d.Backend)
+				patientErr = d.nodes.Refresh(pctx)
 			})
 			start := time.Now()
 			hurried, cancelHurried := context.WithTimeout(ctx, 20*time.Millisecond)
-			err := strategy.RefreshForTest(hurried, d.Backend)
+			err := d.nodes.Refresh(hurried)
 			cancelHurried()
 			if took := time.Since(start); !errors.Is(err, context.DeadlineExceeded) || took > 2*time.Second {
 				t.Errorf("refresh with a 20 ms deadline = %v after %v; want DeadlineExceeded at once", err, took)
@@ -287,7 +273,7 @@ func TestClusterForcedMapChange(t *testing.T) {
 			// dial to the silent master (backends do not retry: the
 			// Client's Retry policy does), with a temporary error; the map
 			// is right again without further calls.
-			if err := strategy.InstallShardsForTest(d.Backend, []topology.Shard{{Master: hole, Ranges: [][2]int{{0, topology.Slots - 1}}}}); err != nil {
+			if err := d.nodes.InstallShards([]topology.Shard{{Master: hole, Ranges: [][2]int{{0, topology.Slots - 1}}}}); err != nil {
 				t.Fatal(err)
 			}
 			hurried, cancelHurried = context.WithTimeout(ctx, 20*time.Millisecond)
@@ -297,7 +283,7 @@ func TestClusterForcedMapChange(t *testing.T) {
 				t.Errorf("Get with 20 ms on a silent master = %v; want DeadlineExceeded", err)
 			}
 			pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			if _, err := d.Get(pctx, keys[0]); err != nil && !strategy.Temporary(err) {
+			if _, err := d.Get(pctx, keys[0]); err != nil && !failure.Temporary(err) {
 				t.Errorf("Get after the hurried one = %v; want success or a temporary error", err)
 			}
 			for !slices.Equal(d.nodes.Masters(), want) && pctx.Err() == nil {
@@ -306,41 +292,7 @@ func TestClusterForcedMapChange(t *testing.T) {
 			getAll(pctx, t, d, keys)
 			cancel()
 			d.Close()
-			crelCheckLeaks(t, before)
+			checkLeaks(t, before)
 		})
 	}
-}
-
-// blackHole listens on a loopback port, accepts connections and never
-// answers; it stops when t ends. It returns its address.
-func blackHole(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var accepted []net.Conn
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			accepted = append(accepted, c)
-			mu.Unlock()
-		}
-	})
-	t.Cleanup(func() {
-		l.Close()
-		wg.Wait()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range accepted {
-			c.Close()
-		}
-	})
-	return l.Addr().String()
 }

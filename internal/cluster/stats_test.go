@@ -1,11 +1,11 @@
-package strategy_test
+package cluster_test
 
 import (
 	"testing"
 	"time"
 
 	"github.com/redisx-go/kit/internal/launcher"
-	"github.com/redisx-go/kit/strategy"
+	"github.com/redisx-go/kit/internal/pool"
 )
 
 // TestClusterStatsFreshAndClosed checks a cluster client's Stats as it
@@ -16,12 +16,12 @@ func TestClusterStatsFreshAndClosed(t *testing.T) {
 	cl := launcher.ClusterForTest(t, launcher.ClusterOptions{})
 	for _, tc := range []struct {
 		name string
-		s    strategy.Strategy
+		s    opener
 	}{
-		{"multiplexed", strategy.Multiplexed{}},
-		{"pool", strategy.Pool{Size: 4}},
-		{"slot-grouped/multiplexed", strategy.SlotGrouped{}},
-		{"slot-grouped/pool", strategy.SlotGrouped{Transport: strategy.Pool{Size: 4}}},
+		{"multiplexed", multiplexed},
+		{"pool", pooled(4)},
+		{"slot-grouped/multiplexed", slotGrouped},
+		{"slot-grouped/pool", opener{t: pool.Options{Size: 4}, grouped: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := openDo(t, tc.s, cl.Addrs())
