@@ -12,11 +12,13 @@
 //     (Strategy, Backend, the optional interfaces, Capabilities and Find,
 //     re-exporting Config, Stats, the errors) and the strategy values
 //     Multiplexed, Pool and SlotGrouped, with Redis Cluster routing built
-//     in; strategy/backend defines the values the contract passes around
-//     (Config, Stats, Result, Dedicated, NodeError, the errors);
-//     strategy/goredis adapts a go-redis client (only its importers link
+//     in; strategy/goredis adapts a go-redis client (only its importers link
 //     go-redis); strategy/strategytest checks any Backend against the
 //     contract, fault scenarios included.
+//   - backend: the values the contract passes around (Config, Stats,
+//     Result, Dedicated, NodeError, the errors), defined once, where go
+//     doc shows their fields and methods; strategy and redisx re-export
+//     them.
 //   - localcache: Near, an in-process ristretto cache in front of any
 //     strategy, kept coherent by Redis's invalidation messages.
 //   - redisxtest: real redis-server processes for users' tests, and the

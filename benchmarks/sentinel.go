@@ -6,9 +6,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redisx-go/kit/backend"
 	"github.com/redisx-go/kit/internal/sentinel"
 	"github.com/redisx-go/kit/redisx"
-	"github.com/redisx-go/kit/strategy/backend"
 )
 
 // Measuring through Redis Sentinel (Servers.Sentinel): the harness asks

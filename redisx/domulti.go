@@ -3,8 +3,8 @@ package redisx
 import (
 	"context"
 
+	"github.com/redisx-go/kit/backend"
 	"github.com/redisx-go/kit/internal/failure"
-	"github.com/redisx-go/kit/strategy/backend"
 )
 
 // Result is the outcome of one command of DoMulti or Tx.Exec: its reply,

@@ -3,8 +3,8 @@ package redisx
 import (
 	"fmt"
 
+	"github.com/redisx-go/kit/backend"
 	"github.com/redisx-go/kit/strategy"
-	"github.com/redisx-go/kit/strategy/backend"
 )
 
 // ReadFrom says which node serves reads, for Options.ReadFrom: the master

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"net"
 
+	"github.com/redisx-go/kit/backend"
 	"github.com/redisx-go/kit/internal/failure"
-	"github.com/redisx-go/kit/strategy/backend"
 )
 
 // Result is the outcome of one command of a pipeline (MultiDoer) or of a

@@ -1,6 +1,6 @@
 package strategy
 
-import "github.com/redisx-go/kit/strategy/backend"
+import "github.com/redisx-go/kit/backend"
 
 // ReadFrom says which node serves reads, for Config.ReadFrom
 // (redisx.Options.ReadFrom fills it): backend.ReadFrom, whose String is

@@ -3,9 +3,9 @@ package strategy
 import (
 	"context"
 
+	"github.com/redisx-go/kit/backend"
 	"github.com/redisx-go/kit/internal/sentinel"
 	"github.com/redisx-go/kit/internal/transport"
-	"github.com/redisx-go/kit/strategy/backend"
 )
 
 // SentinelConfig names the sentinels of a Redis deployment managed by

@@ -4,8 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/redisx-go/kit/backend"
 	"github.com/redisx-go/kit/internal/failure"
-	"github.com/redisx-go/kit/strategy/backend"
 )
 
 // Sentinel errors, compared with errors.Is (see package backend, which

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/redisx-go/kit/strategy/backend"
+	"github.com/redisx-go/kit/backend"
 )
 
 // TTLGetter is an optional interface that may be implemented by a Backend:

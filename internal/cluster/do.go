@@ -8,12 +8,12 @@ import (
 	"strings"
 
 	"github.com/gomodule/redigo/redis"
+	"github.com/redisx-go/kit/backend"
 	"github.com/redisx-go/kit/internal/command"
 	"github.com/redisx-go/kit/internal/failure"
 	"github.com/redisx-go/kit/internal/topology"
 	"github.com/redisx-go/kit/internal/transport"
 	"github.com/redisx-go/kit/internal/wire"
-	"github.com/redisx-go/kit/strategy/backend"
 )
 
 // Routing of generic commands (Do) on a cluster. Where a command goes is

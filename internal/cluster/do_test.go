@@ -14,8 +14,8 @@ import (
 
 	redigo "github.com/gomodule/redigo/redis"
 
+	"github.com/redisx-go/kit/backend"
 	"github.com/redisx-go/kit/internal/launcher"
-	"github.com/redisx-go/kit/strategy/backend"
 )
 
 // Where Do sends a command on a cluster (issue #7): by its key positions

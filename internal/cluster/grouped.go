@@ -10,11 +10,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/redisx-go/kit/backend"
 	"github.com/redisx-go/kit/internal/failure"
 	"github.com/redisx-go/kit/internal/topology"
 	"github.com/redisx-go/kit/internal/transport"
 	"github.com/redisx-go/kit/internal/wire"
-	"github.com/redisx-go/kit/strategy/backend"
 )
 
 // NewGrouped returns a Grouped over b, a Router or a transport's Node,

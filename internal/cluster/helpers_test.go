@@ -9,13 +9,13 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/redisx-go/kit/backend"
 	"github.com/redisx-go/kit/internal/cluster"
 	"github.com/redisx-go/kit/internal/launcher"
 	"github.com/redisx-go/kit/internal/mux"
 	"github.com/redisx-go/kit/internal/pool"
 	"github.com/redisx-go/kit/internal/topology"
 	"github.com/redisx-go/kit/internal/transport"
-	"github.com/redisx-go/kit/strategy/backend"
 )
 
 // The tests of this package open the Router as strategy.Multiplexed,

@@ -7,13 +7,13 @@ import (
 	"math/rand/v2"
 	"net"
 
+	"github.com/redisx-go/kit/backend"
 	"github.com/redisx-go/kit/internal/command"
 	"github.com/redisx-go/kit/internal/dial"
 	"github.com/redisx-go/kit/internal/failure"
 	"github.com/redisx-go/kit/internal/topology"
 	"github.com/redisx-go/kit/internal/transport"
 	"github.com/redisx-go/kit/internal/wire"
-	"github.com/redisx-go/kit/strategy/backend"
 )
 
 // Pipelines, transactions' connections and Pub/Sub dials on a cluster.

@@ -3,8 +3,8 @@ package cluster
 import (
 	"sync/atomic"
 
+	"github.com/redisx-go/kit/backend"
 	"github.com/redisx-go/kit/internal/transport"
-	"github.com/redisx-go/kit/strategy/backend"
 )
 
 // The cluster's nodes and their lifetime. The cluster holds a node open

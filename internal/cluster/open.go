@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/redisx-go/kit/backend"
 	"github.com/redisx-go/kit/internal/topology"
 	"github.com/redisx-go/kit/internal/transport"
-	"github.com/redisx-go/kit/strategy/backend"
 )
 
 // Open connects to the first seed that answers and finds out

@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redisx-go/kit/backend"
 	"github.com/redisx-go/kit/internal/cluster"
 	"github.com/redisx-go/kit/internal/launcher"
 	"github.com/redisx-go/kit/internal/mux"
-	"github.com/redisx-go/kit/strategy/backend"
 )
 
 // loneNodeCluster starts a cluster of one master serving every slot,

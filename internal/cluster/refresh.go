@@ -5,8 +5,8 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/redisx-go/kit/backend"
 	"github.com/redisx-go/kit/internal/topology"
-	"github.com/redisx-go/kit/strategy/backend"
 )
 
 // Slot-map refreshes. A reload asks one node for the whole map and

@@ -5,10 +5,10 @@ import (
 	"errors"
 	"time"
 
+	"github.com/redisx-go/kit/backend"
 	"github.com/redisx-go/kit/internal/failure"
 	"github.com/redisx-go/kit/internal/topology"
 	"github.com/redisx-go/kit/internal/transport"
-	"github.com/redisx-go/kit/strategy/backend"
 )
 
 // Reads from replicas (Config.ReadFrom other than ReadPrimary). Every

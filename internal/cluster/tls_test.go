@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redisx-go/kit/backend"
 	"github.com/redisx-go/kit/internal/launcher"
-	"github.com/redisx-go/kit/strategy/backend"
 )
 
 // TestTLSCluster runs the router over a cluster that speaks TLS: the map

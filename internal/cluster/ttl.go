@@ -5,10 +5,10 @@ import (
 	"errors"
 	"time"
 
+	"github.com/redisx-go/kit/backend"
 	"github.com/redisx-go/kit/internal/topology"
 	"github.com/redisx-go/kit/internal/transport"
 	"github.com/redisx-go/kit/internal/wire"
-	"github.com/redisx-go/kit/strategy/backend"
 )
 
 // GetWithTTL implements TTLGetter. Under ASK (a slot being migrated) the

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/redisx-go/kit/backend"
 	"github.com/redisx-go/kit/internal/resp"
-	"github.com/redisx-go/kit/strategy/backend"
 )
 
 // Class says where a generic command may run.

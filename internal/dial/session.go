@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/gomodule/redigo/redis"
+	"github.com/redisx-go/kit/backend"
 	"github.com/redisx-go/kit/internal/failure"
-	"github.com/redisx-go/kit/strategy/backend"
 )
 
 // Session dials addr with cfg's handshake and runs hello on the new

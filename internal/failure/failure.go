@@ -12,7 +12,7 @@ import (
 	"strings"
 
 	"github.com/gomodule/redigo/redis"
-	"github.com/redisx-go/kit/strategy/backend"
+	"github.com/redisx-go/kit/backend"
 )
 
 // Unsent reports whether err shows that the request of the call that

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/gomodule/redigo/redis"
-	"github.com/redisx-go/kit/strategy/backend"
+	"github.com/redisx-go/kit/backend"
 )
 
 // A cluster's per-slot MSET or DEL that fails after an earlier slot was

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/redisx-go/kit/backend"
 	"github.com/redisx-go/kit/internal/dial"
-	"github.com/redisx-go/kit/strategy/backend"
 )
 
 // The life of a node's connections: dialled on demand, one dial per slot;

@@ -4,10 +4,10 @@ import (
 	"context"
 	"net"
 
+	"github.com/redisx-go/kit/backend"
 	"github.com/redisx-go/kit/internal/dial"
 	"github.com/redisx-go/kit/internal/failure"
 	"github.com/redisx-go/kit/internal/wire"
-	"github.com/redisx-go/kit/strategy/backend"
 )
 
 // Pipelines, dedicated connections and session dials on a Multiplexed

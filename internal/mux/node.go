@@ -11,12 +11,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/redisx-go/kit/backend"
 	"github.com/redisx-go/kit/internal/command"
 	"github.com/redisx-go/kit/internal/failure"
 	"github.com/redisx-go/kit/internal/pool"
 	"github.com/redisx-go/kit/internal/transport"
 	"github.com/redisx-go/kit/internal/wire"
-	"github.com/redisx-go/kit/strategy/backend"
 )
 
 // Options are strategy.Multiplexed's fields, field for field (strategy

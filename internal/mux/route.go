@@ -4,8 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/redisx-go/kit/backend"
 	"github.com/redisx-go/kit/internal/failure"
-	"github.com/redisx-go/kit/strategy/backend"
 )
 
 // Routing and the order of a key's commands.

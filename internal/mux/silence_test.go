@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redisx-go/kit/backend"
 	"github.com/redisx-go/kit/internal/faultproxy"
 	"github.com/redisx-go/kit/internal/launcher"
-	"github.com/redisx-go/kit/strategy/backend"
 )
 
 // TestSilenceStartsOverWhenAReplyIsAnswered is the watchdog's rule on a

@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redisx-go/kit/backend"
 	"github.com/redisx-go/kit/internal/faultproxy"
 	"github.com/redisx-go/kit/internal/launcher"
 	"github.com/redisx-go/kit/internal/wire"
-	"github.com/redisx-go/kit/strategy/backend"
 	"go.uber.org/goleak"
 )
 

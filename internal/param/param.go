@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redisx-go/kit/strategy/backend"
+	"github.com/redisx-go/kit/backend"
 )
 
 // ParseCount reads a non-negative integer.

@@ -8,11 +8,11 @@ import (
 	"time"
 
 	"github.com/jackc/puddle/v2"
+	"github.com/redisx-go/kit/backend"
 	"github.com/redisx-go/kit/internal/command"
 	"github.com/redisx-go/kit/internal/dial"
 	"github.com/redisx-go/kit/internal/failure"
 	"github.com/redisx-go/kit/internal/wire"
-	"github.com/redisx-go/kit/strategy/backend"
 )
 
 // Pipelines, dedicated connections and session dials on a Pool node.

@@ -6,9 +6,9 @@ import (
 	"os"
 	"time"
 
+	"github.com/redisx-go/kit/backend"
 	"github.com/redisx-go/kit/internal/command"
 	"github.com/redisx-go/kit/internal/dial"
-	"github.com/redisx-go/kit/strategy/backend"
 )
 
 // bigRequest is the size from which a request may take a while to send:

@@ -16,9 +16,9 @@ import (
 	"time"
 
 	"github.com/gomodule/redigo/redis"
+	"github.com/redisx-go/kit/backend"
 	"github.com/redisx-go/kit/internal/dial"
 	"github.com/redisx-go/kit/internal/failure"
-	"github.com/redisx-go/kit/strategy/backend"
 )
 
 // defaultAskTimeout bounds one question to one sentinel when the

@@ -4,8 +4,8 @@ import (
 	"context"
 	"net"
 
+	"github.com/redisx-go/kit/backend"
 	"github.com/redisx-go/kit/internal/failure"
-	"github.com/redisx-go/kit/strategy/backend"
 )
 
 // DoMulti implements transport.Backend: on the current master. A command a

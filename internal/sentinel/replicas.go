@@ -10,10 +10,10 @@ import (
 	"time"
 
 	"github.com/gomodule/redigo/redis"
+	"github.com/redisx-go/kit/backend"
 	"github.com/redisx-go/kit/internal/dial"
 	"github.com/redisx-go/kit/internal/failure"
 	"github.com/redisx-go/kit/internal/transport"
-	"github.com/redisx-go/kit/strategy/backend"
 )
 
 // Reads from replicas (Config.ReadFrom). The replicas are those a

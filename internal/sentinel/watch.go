@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/gomodule/redigo/redis"
+	"github.com/redisx-go/kit/backend"
 	"github.com/redisx-go/kit/internal/dial"
 	"github.com/redisx-go/kit/internal/transport"
-	"github.com/redisx-go/kit/strategy/backend"
 )
 
 // The watch: one connection to one sentinel at a time, subscribed to

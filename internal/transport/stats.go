@@ -4,7 +4,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/redisx-go/kit/strategy/backend"
+	"github.com/redisx-go/kit/backend"
 )
 
 // AddNode adds a node's figures ns to s.

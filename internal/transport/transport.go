@@ -11,9 +11,9 @@ import (
 	"net"
 	"time"
 
+	"github.com/redisx-go/kit/backend"
 	"github.com/redisx-go/kit/internal/failure"
 	"github.com/redisx-go/kit/internal/wire"
-	"github.com/redisx-go/kit/strategy/backend"
 )
 
 // Backend is what a transport's node, a Router and a Grouped offer:

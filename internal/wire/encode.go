@@ -9,8 +9,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/redisx-go/kit/backend"
 	"github.com/redisx-go/kit/internal/resp"
-	"github.com/redisx-go/kit/strategy/backend"
 )
 
 // Encoders of the cache-level commands. They append to a connection's

@@ -1,9 +1,9 @@
 package wire
 
 import (
+	"github.com/redisx-go/kit/backend"
 	"github.com/redisx-go/kit/internal/command"
 	"github.com/redisx-go/kit/internal/failure"
-	"github.com/redisx-go/kit/strategy/backend"
 )
 
 // Pipelines, dedicated connections and session dials: what the

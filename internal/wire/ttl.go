@@ -3,7 +3,7 @@ package wire
 import (
 	"time"
 
-	"github.com/redisx-go/kit/strategy/backend"
+	"github.com/redisx-go/kit/backend"
 )
 
 // PTTL turns a PTTL reply into a TTL: -1 no expiry, -2 (gone) and errors
