@@ -3,6 +3,7 @@ package conn
 import (
 	"context"
 	"crypto/tls"
+	"net"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -25,6 +26,7 @@ type Config struct {
 	ClientName   string
 	Sentinel     *Sentinel
 	ReadFrom     ReadFrom
+	OnConnect    func(ctx context.Context, addr string, nc net.Conn) error
 }
 
 // ReadFrom is strategy.ReadFrom: which node serves reads. Its docs are

@@ -21,6 +21,19 @@ import (
 // when DialContext returns, so the stream is clean for package resp from
 // then on.
 func Dial(ctx context.Context, cfg *Config, addr string) (net.Conn, error) {
+	return dial(ctx, cfg, addr, false)
+}
+
+// DialData is Dial for a connection that may serve reads — a shared or
+// pooled one, not a dedicated, blocking or Pub/Sub one: once the
+// handshake is done, cfg.OnConnect, when set, runs on it within the
+// dial's deadline (see strategy.Config.OnConnect). Its error is returned
+// as it is, marked unsent.
+func DialData(ctx context.Context, cfg *Config, addr string) (net.Conn, error) {
+	return dial(ctx, cfg, addr, true)
+}
+
+func dial(ctx context.Context, cfg *Config, addr string, data bool) (net.Conn, error) {
 	if cfg.DialTimeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, cfg.DialTimeout)
@@ -93,6 +106,12 @@ func Dial(ctx context.Context, cfg *Config, addr string) (net.Conn, error) {
 			err = errNotRedis
 		}
 	}
+	if err == nil && data && cfg.OnConnect != nil {
+		if err := onConnect(ctx, cfg, addr, nc); err != nil {
+			nc.Close()
+			return nil, MarkUnsent(err)
+		}
+	}
 	if err == nil {
 		// redigo leaves the read deadline of its last handshake command
 		// on the connection. The strategies manage deadlines themselves;
@@ -109,6 +128,21 @@ func Dial(ctx context.Context, cfg *Config, addr string) (net.Conn, error) {
 		return nil, MarkUnsent(handshakeError(cfg, addr, err, nc != nil))
 	}
 	return nc, nil
+}
+
+// onConnect runs cfg.OnConnect on nc, under ctx's deadline: a hook that
+// waits for a server that does not answer returns when the dial's
+// deadline passes, with an error wrapping ErrConnection.
+func onConnect(ctx context.Context, cfg *Config, addr string, nc net.Conn) error {
+	if d, ok := ctx.Deadline(); ok {
+		nc.SetDeadline(d)
+	}
+	stop := context.AfterFunc(ctx, func() { nc.SetDeadline(time.Unix(1, 0)) })
+	err := cfg.OnConnect(ctx, addr, nc)
+	if !stop() && err != nil && !errors.Is(err, ErrConnection) && !errors.Is(err, ErrAuth) {
+		return fmt.Errorf("%w: dial %s: set-up not done within the dial's deadline (DialTimeout %v): %w", ErrConnection, addr, cfg.DialTimeout, err)
+	}
+	return err
 }
 
 // ErrNotMaster is wrapped in the error of a dial, with Config.Sentinel set,
