@@ -14,7 +14,7 @@ import (
 	"github.com/redisx-go/kit/strategy"
 )
 
-// TestBars measures the performance bars of docs/DESIGN.md (P1–P11, H3) as ratios
+// TestBars measures the performance bars of docs/DESIGN.md (P1–P11, H3, N1) as ratios
 // of configurations run side by side: rounds alternate between the
 // configurations compared, and the median of the rounds is reported. It
 // is opt-in (REDISX_BARS=1, or `make bars`) because it takes minutes and
@@ -50,6 +50,7 @@ func TestBars(t *testing.T) {
 		{"P10", br.p10},
 		{"P11", br.p11},
 		{"H3", br.h3},
+		{"N1", br.n1},
 	} {
 		t.Run(sub.name, sub.run)
 	}
