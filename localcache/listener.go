@@ -347,6 +347,7 @@ drain:
 		l.inv.s.flush()
 	}
 	if len(keys) > 0 {
+		l.inv.s.received.Add(int64(len(keys)))
 		l.inv.s.invalidate(keys...)
 	}
 	return last

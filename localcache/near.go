@@ -501,6 +501,7 @@ func (n *near) Stats() strategy.Stats {
 	s.LocalHits = n.s.hits()
 	s.LocalMisses = n.s.misses()
 	s.Invalidations = n.s.invalidations.Load()
+	s.InvalidationsReceived = n.s.received.Load()
 	s.LocalFlushes = n.s.flushes.Load()
 	s.Evictions = n.s.evictions.Load()
 	s.LocalBytes = n.s.bytes.Load()

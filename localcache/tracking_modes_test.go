@@ -236,3 +236,58 @@ func TestTrackKeysFollowsSentinelFailover(t *testing.T) {
 		})
 	}
 }
+
+// TestTrackKeysIsToldOfKeysReadOnly: another client writes 100 keys: a
+// TrackBroadcast Near is sent all 100, a TrackKeys one none, having read
+// none of them; once each has read 10 of them, the next writes of those 10
+// reach both.
+func TestTrackKeysIsToldOfKeysReadOnly(t *testing.T) {
+	srv := launcher.Standalone(t, launcher.Options{})
+	ctx := testCtx(t, 15*time.Second)
+	keysH := openHarness(t, []string{srv.Addr()}, localcache.Near{}, false)
+	bcastH := openHarness(t, []string{srv.Addr()}, localcache.Near{Tracking: localcache.TrackBroadcast}, false)
+	keys := make([]string, 100)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("told:%d:%d", time.Now().UnixNano(), i)
+	}
+	received := func(h *harness) int64 { return h.stats().InvalidationsReceived }
+	// await waits until h was told of n more keys than from, and returns
+	// what it was told then.
+	await := func(h *harness, from, n int64) int64 {
+		t.Helper()
+		deadline := time.Now().Add(2 * time.Second)
+		for received(h)-from < n {
+			if time.Now().After(deadline) {
+				t.Fatalf("%v: told of %d keys within 2 s, want %d", h.mode, received(h)-from, n)
+			}
+			time.Sleep(time.Millisecond)
+		}
+		return received(h)
+	}
+	k0, b0 := received(keysH), received(bcastH)
+	for _, k := range keys {
+		keysH.otherSet(ctx, k, "v1")
+	}
+	b1 := await(bcastH, b0, int64(len(keys)))
+	time.Sleep(50 * time.Millisecond) // what would reach keysH has, as it reached bcastH
+	if got := received(keysH) - k0; got != 0 {
+		t.Errorf("TrackKeys: told of %d keys it never read; want 0", got)
+	}
+	for _, h := range []*harness{keysH, bcastH} {
+		for _, k := range keys[:10] {
+			h.warm(ctx, k, []byte("v1"))
+		}
+	}
+	k1 := received(keysH)
+	for _, k := range keys[:10] {
+		keysH.otherSet(ctx, k, "v2")
+	}
+	await(keysH, k1, 10)
+	await(bcastH, b1, 10)
+	for _, h := range []*harness{keysH, bcastH} {
+		for _, k := range keys[:10] {
+			h.awaitServed(ctx, k, []byte("v1"), []byte("v2"), time.Now(), invalidationBound)
+		}
+	}
+	t.Logf("told of: TrackKeys %d keys, TrackBroadcast %d", received(keysH)-k0, received(bcastH)-b0)
+}

@@ -74,12 +74,13 @@ type Stats struct {
 	Redirects         int64
 	TopologyRefreshes int64
 
-	LocalHits     int64
-	LocalMisses   int64
-	Invalidations int64
-	LocalFlushes  int64
-	Evictions     int64
-	LocalBytes    int64
+	LocalHits             int64
+	LocalMisses           int64
+	Invalidations         int64
+	InvalidationsReceived int64
+	LocalFlushes          int64
+	Evictions             int64
+	LocalBytes            int64
 
 	Dials       int64
 	DialErrors  int64
