@@ -38,6 +38,9 @@ type Answer struct {
 	// Note says what to change in URL before using it, such as the
 	// address of the embedded server measured.
 	Note string `json:"note,omitempty"`
+	// Near is the Recommendation's: for a near-cache, its tracking mode,
+	// memory and staleness.
+	Near string `json:"near,omitempty"`
 }
 
 // AnswerAddress is the server an Answer's URL points at.
@@ -140,6 +143,7 @@ func (r *runner) answer() *Answer {
 	a := &Answer{
 		Workload: rec.Workload, Concurrency: rec.Concurrency, Strategy: rec.Strategy, Confidence: rec.Confidence,
 		Margin: rec.Margin, PValue: rec.PValue, RunnerUp: rec.RunnerUp, TieBreak: rec.TieBreak, URL: rec.URL,
+		Near: rec.Near,
 	}
 	var t Target
 	for _, tg := range r.plan.Targets {

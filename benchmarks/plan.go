@@ -160,6 +160,10 @@ type Workload struct {
 	// Custom, when set, is the user's workload this one was made from
 	// (Custom.Workload): the report lists its parts.
 	Custom *Custom
+	// Writes is the share of the ops that write (0.01: 1%): a near-cache
+	// target's invalidations received are reported per write
+	// (Cell.InvalidationsPerWrite). Zero: not reported.
+	Writes float64
 }
 
 // Family is the part of the name before the first "/".

@@ -66,8 +66,9 @@
 // a Pool), killed by the server (CLIENT KILL, timeout), dropped by a proxy
 // — flushes the whole cache. Every 50 ms each node's invalidation
 // connection's checker asks the server whether each data connection still
-// exists, so that a loss is noticed within about 50 ms even when nobody
-// uses the connection. Multiplexed, which keeps its connections, flushes
+// exists, on a connection of its own (so TrackKeys keeps two connections
+// per node beside the strategy's), so that a loss is noticed within about
+// 50 ms even when nobody uses the connection. Multiplexed, which keeps its connections, flushes
 // rarely; a Pool whose calls are often cancelled flushes often. When an
 // invalidation connection is replaced after a loss it has a new client
 // ID: the data connections redirected to the old one are closed (their

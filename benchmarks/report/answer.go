@@ -73,7 +73,7 @@ func renderAnswerText(b *strings.Builder, r *benchmarks.Report) {
 	} else {
 		b.WriteString("  (no URL expresses this configuration; see its Go snippet below)\n")
 	}
-	for _, s := range []string{renderAnswerPassword(a), a.Note} {
+	for _, s := range []string{renderAnswerPassword(a), a.Note, a.Near} {
 		if s != "" {
 			renderWrap(b, "  "+renderOneLine(s), "    ")
 		}
@@ -95,7 +95,7 @@ func renderAnswerMD(b *strings.Builder, r *benchmarks.Report) {
 	if a.URL != "" {
 		fmt.Fprintf(b, "URL: %s\n\n", renderMDCode(a.URL))
 	}
-	for _, s := range []string{renderAnswerPassword(a), a.Note} {
+	for _, s := range []string{renderAnswerPassword(a), a.Note, a.Near} {
 		if s != "" {
 			b.WriteString(renderMD(renderCapital(s)) + ".\n\n")
 		}
@@ -107,7 +107,7 @@ func renderAnswerMD(b *strings.Builder, r *benchmarks.Report) {
 
 // renderPageAnswer is the answer on report.html.
 type renderPageAnswer struct {
-	Head, URL, Password, Note, Workload string
+	Head, URL, Password, Note, Near, Workload string
 }
 
 func renderHTMLAnswer(r *benchmarks.Report) *renderPageAnswer {
@@ -115,7 +115,8 @@ func renderHTMLAnswer(r *benchmarks.Report) *renderPageAnswer {
 	if a == nil {
 		return nil
 	}
-	p := &renderPageAnswer{Head: renderAnswerHead(a), URL: a.URL, Password: renderCapital(renderAnswerPassword(a)), Note: renderCapital(a.Note)}
+	p := &renderPageAnswer{Head: renderAnswerHead(a), URL: a.URL, Password: renderCapital(renderAnswerPassword(a)), Note: renderCapital(a.Note),
+		Near: renderCapital(a.Near)}
 	if w := renderWorkloadText(r, a.Workload); w != "" {
 		p.Workload = a.Workload + ": " + w
 	}

@@ -139,6 +139,9 @@ func renderMarkdown(out *bytes.Buffer, r *benchmarks.Report) error {
 				}
 				fmt.Fprintf(&b, "\n%sgo\n%s\n%s\n", fence, strings.TrimRight(g.rec.Go, "\n"), fence)
 			}
+			if g.rec.Near != "" {
+				fmt.Fprintf(&b, "\n%s.\n", renderMD(renderCapital(g.rec.Near)))
+			}
 		}
 	}
 	out.WriteString(b.String())
