@@ -68,7 +68,8 @@
 // connection's checker asks the server whether each data connection still
 // exists, on a connection of its own (so TrackKeys keeps two connections
 // per node beside the strategy's), so that a loss is noticed within about
-// 50 ms even when nobody uses the connection. Multiplexed, which keeps its connections, flushes
+// 50 ms even when nobody uses the connection; while the check cannot be
+// made, nothing is served locally. Multiplexed, which keeps its connections, flushes
 // rarely; a Pool whose calls are often cancelled flushes often. When an
 // invalidation connection is replaced after a loss it has a new client
 // ID: the data connections redirected to the old one are closed (their

@@ -146,13 +146,16 @@ func (inv *invalidator) discover(ctx context.Context) ([]string, bool, error) {
 // reconcile starts listeners for new masters and stops those of servers
 // that are no longer masters — on a cluster with TrackKeys, only once
 // such a listener is down or no data connection is pointed to it: the
-// inner strategy may reach a new master before this discovery does, and
-// its connections there are tracked all the same. The data connections
-// of a listener stopped are closed.
+// router may reach a new master before this discovery does, and its
+// connections there are tracked all the same (the new master's listener
+// flushed the cache when it started). The data connections of a listener
+// stopped are closed, and the cache flushed if any was tracked: nothing
+// invalidates what was read through them any more.
 func (inv *invalidator) reconcile(masters []string) {
+	var stopped []*listener
 	inv.mu.Lock()
-	defer inv.mu.Unlock()
 	if inv.ctx.Err() != nil {
+		inv.mu.Unlock()
 		return // closed
 	}
 	changed := false
@@ -164,8 +167,8 @@ func (inv *invalidator) reconcile(masters []string) {
 			continue
 		}
 		l.close()
-		l.closeConns()
 		delete(inv.listeners, addr)
+		stopped = append(stopped, l)
 		changed = true
 	}
 	for _, addr := range masters {
@@ -176,6 +179,10 @@ func (inv *invalidator) reconcile(masters []string) {
 	}
 	if changed {
 		inv.updateLocked()
+	}
+	inv.mu.Unlock()
+	for _, l := range stopped {
+		l.drop(func(int64, *dataConn) bool { return false })
 	}
 }
 
@@ -207,7 +214,9 @@ func (inv *invalidator) listenerFor(addr string) *listener {
 	}
 	l := inv.addLocked(addr)
 	inv.updateLocked()
-	inv.rediscover()
+	if inv.cluster {
+		inv.rediscover() // a new master, perhaps: tell what discovery says
+	}
 	return l
 }
 

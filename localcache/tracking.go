@@ -236,17 +236,6 @@ func (l *listener) pointed() bool {
 	return len(l.conns) > 0
 }
 
-// closeConns closes every data connection registered with l.
-func (l *listener) closeConns() {
-	l.mu.Lock()
-	conns := l.conns
-	l.conns, l.untracked = nil, 0
-	l.mu.Unlock()
-	for _, d := range conns {
-		d.nc.Close()
-	}
-}
-
 // drop closes the data connections registered with l that keep (under
 // l.mu) does not keep, and flushes the cache if any of them was tracked:
 // what was read through them may no longer be invalidated.
