@@ -38,8 +38,8 @@ import (
 //     apart from within the margin, and SuggestedMaxRepeats about how many
 //     samples would tell.
 //
-// So no verdict names a target that another target of its cell is
-// significantly faster than. When the target named holds more
+// So no verdict names a target that another redisx target of its cell is
+// significantly faster than (a peer may be: see PeerRatio). When the target named holds more
 // connections than another that is significantly slower, Alternative
 // offers that one with what it costs.
 //

@@ -128,6 +128,7 @@ func decide(cands []Cell, ru rule) Recommendation {
 	case len(near) == 1:
 		rec.Strategy, rec.Confidence, rec.RunnerUp = lead.Target, Significant, cands[1].Target
 		ps.fill(&rec, 0, 1, ru.look)
+		rec.Samples = min(rec.Samples, len(scoreSamples(cands[1])))
 		return rec
 	case len(open) > 1:
 		return ps.undecided(rec, open, "")
