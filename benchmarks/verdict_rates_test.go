@@ -112,7 +112,7 @@ func TestVerdictRateTwins(t *testing.T) {
 	levels := []int{1, 10, 50, 100, 500, 1000}
 	var all outcomes
 	crossovers := 0
-	for trial := range 240 {
+	for trial := range 120 {
 		sigma := spreads[trial%len(spreads)]
 		var ts []synthTarget
 		for i := range 2 + trial%3 {
