@@ -177,3 +177,26 @@ func TestVerdictRateTwoPercent(t *testing.T) {
 		t.Errorf("2%% apart: %d of %d verdicts significant; want at most 2.5%%", all.significant, all.n)
 	}
 }
+
+// TestVerdictNamesNoSlowerTargetAmongMany is bar V1 on synthetic cells of
+// 2 to 5 targets whose medians lie within 15% of each other, with random
+// connections: whatever the outcome, the target named is one no other is
+// significantly faster than, and an alternative is slower than it.
+func TestVerdictNamesNoSlowerTargetAmongMany(t *testing.T) {
+	rng := rand.New(rand.NewPCG(29, 4))
+	p := benchmarks.DefaultPlan()
+	var o outcomes
+	for trial := range 400 {
+		var ts []synthTarget
+		for i := range 2 + trial%4 {
+			ts = append(ts, synthTarget{fmt.Sprintf("t%d", i), 100_000 * (0.85 + 0.15*rng.Float64()), 1 + rng.IntN(8)})
+		}
+		rec, cells := sequentialVerdict(rng, p, "get", 10, spreads[trial%len(spreads)], ts)
+		namesNoSlower(t, rec, cells)
+		if rec.Alternative != "" && rec.Confidence != benchmarks.Equivalent {
+			t.Errorf("an alternative on a %s verdict: %q", rec.Confidence, rec.Alternative)
+		}
+		o.add(rec, cells)
+	}
+	t.Logf("targets within 15%%: %v", o)
+}

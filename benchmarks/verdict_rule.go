@@ -127,7 +127,7 @@ func decide(cands []Cell, ru rule) Recommendation {
 	switch {
 	case len(near) == 1:
 		rec.Strategy, rec.Confidence, rec.RunnerUp = lead.Target, Significant, cands[1].Target
-		ps.fill(&rec, 0, 1, ru.look)
+		ps.fill(&rec, 0, 1, false)
 		rec.Samples = min(rec.Samples, len(scoreSamples(cands[1])))
 		return rec
 	case len(open) > 1:
@@ -156,13 +156,13 @@ func decide(cands []Cell, ru rule) Recommendation {
 		other = near[1]
 	}
 	rec.RunnerUp = cands[other].Target
-	ps.fill(&rec, pick, other, 2*ru.look)
+	ps.fill(&rec, pick, other, true)
 	rec.Samples = min(len(scoreSamples(cands[pick])), len(scoreSamples(cands[other])))
 	names := make([]string, len(near))
 	for k, i := range near {
 		names[k] = fmt.Sprintf("%s (%s)", cands[i].Target, connsText(cands[i].Conns))
 	}
-	m := strconv.FormatFloat(100*ru.margin, 'g', 3, 64) + "%"
+	m := marginText(ru.margin)
 	rec.TieBreak = fmt.Sprintf("equivalent within %s (each one's %s interval against %s inside [%s, +%s]): %s; ",
 		m, levelText(2*ru.look), lead.Target, percent(1/(1+ru.margin)-1), m, strings.Join(names, ", "))
 	if len(why) == 0 {
@@ -187,25 +187,26 @@ func (ps *pairs) unfit(i int, near []int) string {
 			continue
 		}
 		if v := ps.of(j, i); v.faster(ps.ru) {
-			return fmt.Sprintf("%s is significantly slower than %s (%s, p = %.3f)", name, ps.cands[j].Target, percent(-ps.of(i, j).m), v.p)
+			return fmt.Sprintf("%s is significantly slower than %s (%s, p = %.3f)", name, ps.cands[j].Target, percent(ps.of(i, j).m), v.p)
 		}
 		if slices.Contains(near, j) && !ps.of(i, j).equivalent(ps.ru) {
-			return fmt.Sprintf("%s is not shown within %s of %s", name, percent(ps.ru.margin), ps.cands[j].Target)
+			return fmt.Sprintf("%s is not shown within %s of %s", name, marginText(ps.ru.margin), ps.cands[j].Target)
 		}
 	}
 	return ""
 }
 
-// fill sets rec's margin, p-value and interval (at level 1-alpha) from
-// candidate i against candidate j.
-func (ps *pairs) fill(rec *Recommendation, i, j int, alpha float64) {
+// fill sets rec's margin, p-value and interval from candidate i against
+// candidate j: the win's interval (1-look), or with equivalence the two
+// one-sided tests' (1-2·look).
+func (ps *pairs) fill(rec *Recommendation, i, j int, equivalence bool) {
 	v := ps.of(i, j)
 	rec.Margin, rec.PValue = v.m, v.p
-	lo, hi := v.lo, v.hi
-	if alpha != ps.ru.look {
-		lo, hi = v.elo, v.ehi
+	lo, hi, level := v.lo, v.hi, 1-ps.ru.look
+	if equivalence {
+		lo, hi, level = v.elo, v.ehi, 1-2*ps.ru.look
 	}
-	rec.MarginLo, rec.MarginHi, rec.IntervalLevel = lo-1, hi-1, 1-alpha
+	rec.MarginLo, rec.MarginHi, rec.IntervalLevel = lo-1, hi-1, level
 }
 
 // undecided is rec with no winner: the contenders (indexes into the
@@ -215,7 +216,7 @@ func (ps *pairs) undecided(rec Recommendation, contenders []int, why string) Rec
 	rec.Confidence, rec.Strategy = Undecided, ""
 	first, second := contenders[0], contenders[1]
 	rec.RunnerUp = ps.cands[second].Target
-	ps.fill(&rec, first, second, ps.ru.look)
+	ps.fill(&rec, first, second, false)
 	rec.Underpowered = !(rec.MarginHi-rec.MarginLo <= ps.ru.margin)
 	rec.Samples = math.MaxInt
 	need := 0
@@ -291,6 +292,9 @@ func percent(x float64) string {
 	}
 	return fmt.Sprintf("%+.1f%%", 100*x)
 }
+
+// marginText writes a margin as a percentage: "5%".
+func marginText(m float64) string { return strconv.FormatFloat(100*m, 'g', 3, 64) + "%" }
 
 // levelText writes the confidence level 1-alpha: "90%", "98.3%".
 func levelText(alpha float64) string {
