@@ -150,7 +150,7 @@ func renderHTMLPage(r *benchmarks.Report) renderPage {
 				pv.RunnerUp = first(rec.Contenders) + " vs " + rec.RunnerUp
 				pv.TieBreak = "undecided between " + renderList(rec.Contenders)
 				if rec.SuggestedMaxRepeats > 0 {
-					pv.TieBreak += fmt.Sprintf("; -max-repeats %d would likely decide", rec.SuggestedMaxRepeats)
+					pv.TieBreak += fmt.Sprintf("; -max-repeats %d might decide, if the estimate holds", rec.SuggestedMaxRepeats)
 				}
 			default:
 				pv.Class = "equivalent"

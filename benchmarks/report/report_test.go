@@ -432,7 +432,7 @@ func TestRenderSummarySaysEveryOutcomeAndFailed(t *testing.T) {
 			"      cannot assign requested address",
 		"tie-break: equivalent within 5%",
 		"alternative: pool-32",
-		"undecided between multiplexed-4 and multiplexed-1; -max-repeats 30 would likely decide",
+		"undecided between multiplexed-4 and multiplexed-1; -max-repeats 30 might decide",
 		"none, undecided: mget at 100 (multiplexed-4 or multiplexed-1)",
 		"pool-32 overtakes multiplexed-1 between 10 and 100 goroutines",
 		"rueidis overtakes multiplexed-4 between 100 and 1000 goroutines",

@@ -86,7 +86,7 @@ func renderSummary(b *strings.Builder, r *benchmarks.Report) {
 				var why []string
 				switch {
 				case rec.Confidence == benchmarks.Undecided && rec.SuggestedMaxRepeats > 0:
-					why = append(why, fmt.Sprintf("undecided between %s; -max-repeats %d would likely decide", renderList(rec.Contenders), rec.SuggestedMaxRepeats))
+					why = append(why, fmt.Sprintf("undecided between %s; -max-repeats %d might decide, if the estimate holds", renderList(rec.Contenders), rec.SuggestedMaxRepeats))
 				case rec.Confidence == benchmarks.Undecided:
 					why = append(why, "undecided between "+renderList(rec.Contenders))
 				}
