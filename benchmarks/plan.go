@@ -190,7 +190,9 @@ type Plan struct {
 	// Bonferroni split: see sequential.go), so more looks cost every look
 	// some power. Zero: three looks (3 × Repeats, 18 by default), which
 	// narrow an undecided pair's interval by about 1.4x at the last look,
-	// against a single look at Alpha; at most Repeats: one look.
+	// against a single look at Alpha; at most Repeats: one look. The
+	// rounds get a tenth of the plan's estimated time (at least 30 s), in
+	// the plan's order; verdicts beyond it stay undecided.
 	MaxRepeats int
 	// Rate, when positive, runs open loop: requests are scheduled at this
 	// total rate per second, sent by the level's workers (at most one in
@@ -407,7 +409,8 @@ type Estimate struct {
 	Duration time.Duration
 	// MoreAtMost is the most the sequential sampling can add: every
 	// redisx target of every cell taking MaxRepeats samples (it takes
-	// them only for the contenders of undecided verdicts).
+	// them only for the contenders of undecided verdicts), within its
+	// budget (a tenth of Duration, at least 30 s: see Plan.MaxRepeats).
 	MoreAtMost time.Duration
 }
 
@@ -444,5 +447,14 @@ func (p Plan) Estimate(standalone, cluster bool) Estimate {
 			}
 		}
 	}
+	e.MoreAtMost = min(e.MoreAtMost, sequentialBudget(e.Duration))
 	return e
+}
+
+// sequentialBudget is the most time the sequential sampling may add to a
+// plan whose samples take base: a tenth of it, at least 30 s, so that the
+// full plan (about 18 minutes) stays within 20 and -quick (about one)
+// within two. Verdicts it cannot reach stay undecided.
+func sequentialBudget(base time.Duration) time.Duration {
+	return max(base/10, 30*time.Second)
 }

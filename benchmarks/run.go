@@ -143,8 +143,11 @@ type runner struct {
 	own     map[string]*deployment // of targets with Servers of their own, by name (ownservers.go)
 	// answerWorkload is the workload of Report.Answer.
 	answerWorkload string
-	// looks are the looks each workload and level's verdict made.
-	looks map[levelKey]int
+	// looks are the looks each workload and level's verdict made;
+	// moreBudget the time for the sequential sampling, moreLeft what is
+	// left of it.
+	looks                map[levelKey]int
+	moreBudget, moreLeft time.Duration
 
 	hists      []*hdr.Histogram // one per worker, reused
 	sampleHist *hdr.Histogram
@@ -257,6 +260,7 @@ func (r *runner) runAll(ctx context.Context) error {
 	if k := r.plan.looks(); k > 1 {
 		fmt.Fprintf(r.out, "undecided verdicts: their contenders up to %d samples, %d looks at p < %.3g each (alpha %v over %d looks): at most %v more\n",
 			r.plan.MaxRepeats, k, r.plan.rule().look, r.plan.Alpha, k, est.MoreAtMost.Round(time.Second))
+		r.moreBudget, r.moreLeft = est.MoreAtMost, est.MoreAtMost
 	}
 	if r.plan.SLO != nil {
 		r.sloTotal = r.sloSearches()
@@ -412,12 +416,19 @@ func (r *runner) runLevel(ctx context.Context, d *deployment, w Workload, level 
 			}
 		}
 		target := r.plan.lookSamples(looked + 1)
+		if cost := s.cost(more, target); cost > r.moreLeft {
+			r.note(true, "%s ×%d: undecided between %s after %d samples; the time for more samples (%v) is spent",
+				w.Name, level, strings.Join(names, ", "), rec.Samples, r.moreBudget.Round(time.Second))
+			break
+		}
 		r.total += s.planned(more, target)
 		r.note(true, "%s ×%d: undecided between %s after %d samples; up to %d each (look %d of %d)",
 			w.Name, level, strings.Join(names, ", "), rec.Samples, target, looked+1, r.plan.looks())
+		began := time.Now()
 		if err := s.upTo(ctx, more, target); err != nil {
 			return err
 		}
+		r.moreLeft -= time.Since(began)
 	}
 	if r.looks == nil {
 		r.looks = map[levelKey]int{}
@@ -496,6 +507,19 @@ func (s *levelSampler) planned(idx []int, target int) int {
 		n += k
 	}
 	return n
+}
+
+// cost is about the time upTo takes for idx.
+func (s *levelSampler) cost(idx []int, target int) time.Duration {
+	p, d := s.r.plan, time.Duration(0)
+	for _, i := range idx {
+		k := time.Duration(max(target-s.accs[i].cell.Samples, 0))
+		d += k * (p.Duration + sampleOverhead)
+		if s.ts[i].t.Isolated {
+			d += k * (p.Warmup + sampleOverhead)
+		}
+	}
+	return d
 }
 
 // sample runs one sample of target i into its cell; an isolated target

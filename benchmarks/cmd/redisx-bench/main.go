@@ -154,8 +154,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.warmup, "warmup", 0, "warm-up of each target at each level, discarded (default half a sample)")
 	fs.IntVar(&o.repeats, "repeats", 6, "samples per cell (at least 5 for a verdict to be decided at the first of three looks; 6 for a 95% interval of the median)")
 	fs.IntVar(&o.maxRepeats, "max-repeats", 0, "most samples per cell: the targets of a verdict still undecided get -repeats more, and again, up to this, "+
-		"each look at 0.05 over the number of looks (default 3 x -repeats, 18: three looks, which narrow an undecided pair's interval of the ratio "+
-		"about 1.4x at the last and keep the full plan under 20 minutes; -quick 2 x -repeats, 12; at most -repeats: one look)")
+		"each look at 0.05 over the number of looks, while the samples project a decision, within a tenth of the plan's time (default "+
+		"3 x -repeats, 18: three looks, which narrow an undecided pair's interval of the ratio about 1.4x at the last; -quick 2 x -repeats, "+
+		"12, so that it ends within two minutes; at most -repeats: one look)")
 	fs.Float64Var(&o.rate, "rate", 0, "open loop: total requests per second (default closed loop)")
 	fs.StringVar(&o.slo, "slo", "", "SLO mode: find each target's highest rate under a latency bound, e.g. p99=2ms")
 	fs.BoolVar(&o.quick, "quick", false, "a small plan that finishes in about a minute")
