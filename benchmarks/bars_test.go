@@ -16,7 +16,8 @@ import (
 
 // TestBars measures the performance bars of docs/DESIGN.md (P1–P11, H3) as ratios
 // of configurations run side by side: rounds alternate between the
-// configurations compared, and the median of the rounds is reported. It
+// configurations compared, and the median of the rounds is reported; and
+// the verdict's error rates (V1, V2) on the harness's own runs. It
 // is opt-in (REDISX_BARS=1, or `make bars`) because it takes minutes and
 // timing has no place in the default test run; it fails when a bar is
 // missed. REDISX_BARS_ROUNDS (default 5) and REDISX_BARS_SECONDS (default
@@ -50,6 +51,7 @@ func TestBars(t *testing.T) {
 		{"P10", br.p10},
 		{"P11", br.p11},
 		{"H3", br.h3},
+		{"V1+V2", br.v1v2},
 	} {
 		t.Run(sub.name, sub.run)
 	}

@@ -26,18 +26,32 @@
 // during one, summed over a cluster's masters), and the client's CPU time
 // and allocations per operation.
 //
-// [Recommend] turns cells into verdicts: per workload and level, the
-// fastest redisx target wins only when it beats the runner-up
-// significantly (Mann-Whitney U, p < Alpha) and the lower end of the 95%
-// interval of the ratio of their throughputs (Hodges–Lehmann, the same
-// rank test inverted) reaches 1 + Margin (5%): a margin the samples
-// support, not one of the medians alone. Otherwise the verdict is a tie,
-// broken toward fewer connections and labelled so, and underpowered when
-// its interval is wider than the margin. With fewer than [MinRepeats]
-// samples (4) nothing can be significant, and Run warns. Peers are
-// measured for comparison and never recommended. [FindCrossovers]
-// brackets the levels between two significant verdicts that name
-// different targets: ties never cross.
+// [Recommend] turns cells into verdicts, each with one of three outcomes
+// decided on the interval of the ratio of two targets' throughputs (the
+// Hodges–Lehmann interval: the Mann–Whitney rank test inverted). A win
+// (significant): the fastest redisx target beats every other with p <
+// alpha and the lower end of the interval reaches 1 + Margin (5%): a
+// margin the samples support, not one of the medians alone. Equivalent:
+// no win, and every target it does not beat lies within the margin of it
+// — the interval inside ±5%, two one-sided tests — and only then does a
+// tie-break choose among them, toward fewer connections, passing over a
+// target that another is significantly faster than (offered instead as
+// a quantified alternative). Undecided: neither; no target is named, and
+// the verdict says which targets the samples could not tell apart and
+// about how many samples would. So no verdict names a target that
+// another target of its cell is significantly faster than.
+//
+// Run samples an undecided verdict again: its contenders get Repeats
+// more samples, up to Plan.MaxRepeats (18 by default), and each round
+// ends with a look that stops when it decides. Every look tests at Alpha
+// over the number of looks (a Bonferroni split, so that looking again
+// does not inflate the false decisions), and a verdict more samples are
+// unlikely to decide is left undecided at once, which keeps the time for
+// the verdicts that can be. With fewer than [MinRepeats] samples nothing
+// can be significant, and Run warns. Peers are measured for comparison
+// and never recommended. [FindCrossovers] brackets the levels between
+// two significant verdicts that name different targets: equivalent and
+// undecided verdicts never cross.
 // [CompareBaseline] compares a run with an earlier report, cell by cell:
 // it says when the two were not measured like with like (machine, loop,
 // durations, repeats, workloads, or peers whose speed changed: the
