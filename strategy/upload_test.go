@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -238,6 +239,47 @@ func TestBigPipelineTailOutlastsReadTimeout(t *testing.T) {
 				if v, err := c.Get(edgeCtx(t, 5*time.Second), key); err != nil || !bytes.Equal(v, want) {
 					t.Errorf("Get %s after the uploads = %d bytes, %v; want %d bytes", key, len(v), err, len(want))
 				}
+			}
+		})
+	}
+}
+
+// TestRefusedBigRequestFailsAtOnce: a server that refuses a big request
+// as it reads it — a value over proto-max-bulk-len: it replies with an
+// error and closes the connection — over an upstream link of 256 KiB/s,
+// no context deadline, is heard at once: the call returns the server's
+// refusal, not a timeout after ReadTimeout spent waiting for the rest of
+// the upload, which the server will never read.
+func TestRefusedBigRequestFailsAtOnce(t *testing.T) {
+	const (
+		rt    = 10 * time.Second
+		bound = 3 * time.Second
+	)
+	for _, tc := range []struct {
+		name string
+		s    strategy.Strategy
+	}{
+		{"multiplexed", strategy.Multiplexed{}},
+		{"pool", strategy.Pool{Size: 2}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			srv := launcher.Private(t, launcher.Options{})
+			p, err := faultproxy.Start(context.Background(), srv.Addr())
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { p.Close() })
+			c := edgeNew(t, redisx.Options{Addrs: []string{p.Addr()}, Strategy: tc.s, ReadTimeout: rt, WriteTimeout: -1})
+			if _, err := c.Do(edgeCtx(t, 5*time.Second), "CONFIG", "SET", "proto-max-bulk-len", "1mb"); err != nil {
+				t.Fatal(err)
+			}
+			p.Bandwidth(faultproxy.Upstream, 256<<10)
+			start := time.Now()
+			res := c.DoMulti(cancelledAfter(t, 30*time.Second), []any{"SET", "refused:small", "1"}, []any{"SET", "refused:big", bytes.Repeat([]byte("r"), 2<<20)})
+			took := time.Since(start)
+			if err := res[1].Err; err == nil || !strings.Contains(err.Error(), "bulk length") || took > bound {
+				t.Errorf("DoMulti(SET small, SET of 2 MiB over proto-max-bulk-len) = %v after %v; want the server's refusal (invalid bulk length) within %v", res, took.Round(time.Millisecond), bound)
 			}
 		})
 	}
