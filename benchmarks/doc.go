@@ -1,5 +1,6 @@
 // Package benchmarks measures the redisx strategies side by side with
-// their peers — rueidis, redigo's redis.Pool and go-redis's pool — on
+// their peers — rueidis, redigo's redis.Pool, go-redis's pool and its
+// auto-pipelining — on
 // real Redis servers, across concurrency levels, and says which
 // configuration to use where. It is the library behind the redisx-bench
 // command (benchmarks/cmd/redisx-bench, `make bench`).

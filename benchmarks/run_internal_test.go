@@ -61,7 +61,10 @@ func TestPlanEstimateCountsCellsAndSamples(t *testing.T) {
 	if all.Duration > 100e9 {
 		t.Errorf("quick plan estimated at %v; it must fit in 2 minutes with the servers' start", all.Duration)
 	}
-	if full := DefaultPlan().Estimate(true, true); full.Duration > 18*60e9 {
+	// The estimate runs high: the full plan of docs/results/report.json
+	// (294 cells, estimated at 17m53s) ran for 16m46s (its started to
+	// finished).
+	if full := DefaultPlan().Estimate(true, true); full.Duration > 19*60e9 {
 		t.Errorf("full plan estimated at %v; it must fit in 20 minutes", full.Duration)
 	}
 }

@@ -1,7 +1,8 @@
 // Command redisx-bench measures the redisx strategies side by side with
-// their peers (rueidis, redigo's Pool, go-redis) across concurrency levels
-// and workloads, and says which configuration to use at which level —
-// with a confidence, a margin and a p-value, or a labelled tie.
+// their peers (rueidis, redigo's Pool, go-redis's pool and its
+// auto-pipelining) across concurrency levels and workloads, and says
+// which configuration to use at which level — with a confidence, a margin
+// and a p-value, or a labelled tie.
 //
 // Usage:
 //
@@ -146,7 +147,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		return nil
 	})
 	fs.StringVar(&o.only, "only", "", "measure only these targets, comma-separated names, e.g. multiplexed,pool-32,rueidis (-target ones are always kept)")
-	fs.BoolVar(&o.peers, "peers", true, "measure the peers rueidis, redigo-pool-100 and go-redis")
+	fs.BoolVar(&o.peers, "peers", true, "measure the peers rueidis, redigo-pool-100, go-redis and goredis-autopipeline")
 	fs.DurationVar(&o.duration, "duration", 0, "length of one sample (default 500ms; -quick 100ms)")
 	fs.DurationVar(&o.warmup, "warmup", 0, "warm-up of each target at each level, discarded (default half a sample)")
 	fs.IntVar(&o.repeats, "repeats", 6, "samples per cell (at least 4 for any verdict to be significant at p < 0.05; 6 for a 95% interval of the median)")
