@@ -14,7 +14,7 @@ import (
 	"github.com/redisx-go/kit/strategy"
 )
 
-// TestBars measures the performance bars of docs/DESIGN.md (P1–P11, H3) as ratios
+// TestBars measures the performance bars of docs/DESIGN.md (P1–P11, H2, H3) as ratios
 // of configurations run side by side: rounds alternate between the
 // configurations compared, and the median of the rounds is reported
 // (Peers: the default against the peers, ratios that are no bar). It
@@ -50,6 +50,7 @@ func TestBars(t *testing.T) {
 		{"P9", br.p9},
 		{"P10", br.p10},
 		{"P11", br.p11},
+		{"H2", br.h2},
 		{"H3", br.h3},
 		{"Peers", br.peers},
 	} {

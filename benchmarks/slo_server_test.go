@@ -12,8 +12,8 @@ import (
 )
 
 // sloPlan is the plan of TestSLOHoldsWhereItSaysOnRealServers: GETs on 4
-// workers, 6 short samples (the default count: a probe holds only if all
-// six do).
+// workers, 6 short samples (a re-run's cell pools them, as a probe pools
+// its own).
 func sloPlan(targets ...benchmarks.Target) benchmarks.Plan {
 	p := tinyPlan("get")
 	p.Targets = targets
@@ -27,7 +27,7 @@ func sloPlan(targets ...benchmarks.Target) benchmarks.Plan {
 // request for 3 ms (a timer of Go's, which wakes up to a millisecond
 // later: the pool then serves 1,000 to 1,300 requests a second). The slower one's
 // rate must come out lower, and re-run at the rate the search reported,
-// each target must hold the bound in at least 2 of 3 runs. The bound,
+// each target must hold the bound in at least 9 of 10 runs. The bound,
 // p99 = 50 ms, is loose for loopback: the tests of other packages share
 // the machine.
 func TestSLOHoldsWhereItSaysOnRealServers(t *testing.T) {
@@ -92,12 +92,12 @@ func TestSLOHoldsWhereItSaysOnRealServers(t *testing.T) {
 			fast.MaxRate, fast.FirstFailingRate, delayed.MaxRate, delayed.FirstFailingRate)
 	}
 
-	// Re-run each at its reported rate, three times, as a user would:
+	// Re-run each at its reported rate, ten times, as a user would:
 	// -rate max_rate, the p99 of the cell.
 	for _, s := range []benchmarks.SLOResult{fast, delayed} {
 		held := 0
 		var p99s []float64
-		for range 3 {
+		for range 10 {
 			tg := plain
 			if s.Target == slow.Name {
 				tg = slow
@@ -115,8 +115,8 @@ func TestSLOHoldsWhereItSaysOnRealServers(t *testing.T) {
 			}
 		}
 		t.Logf("%s re-run at %.0f/s: p99 %v ms", s.Target, s.MaxRate, p99s)
-		if held < 2 {
-			t.Errorf("%s re-run at its max rate %.0f/s held p99 ≤ %v ms in %d of 3 runs (p99 %v ms); want at least 2", s.Target, s.MaxRate, s.BoundMs, held, p99s)
+		if held < 9 {
+			t.Errorf("%s re-run at its max rate %.0f/s held p99 ≤ %v ms in %d of 10 runs (p99 %v ms); want at least 9", s.Target, s.MaxRate, s.BoundMs, held, p99s)
 		}
 	}
 }

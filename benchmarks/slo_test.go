@@ -166,37 +166,6 @@ func histOf(n int, d time.Duration) *hdr.Histogram {
 	return h
 }
 
-func TestSLOProbeHoldsOnlyWhenEverySampleDoes(t *testing.T) {
-	slo := SLO{Percentile: 99, Bound: 2 * time.Millisecond}
-	// Six samples of 1,000 requests; the fourth has 2% of them at 5 ms:
-	// its own p99 breaks the bound, their merge's p99 would not.
-	samples := func(bad int) func() (sample, *hdr.Histogram) {
-		i := 0
-		return func() (sample, *hdr.Histogram) {
-			i++
-			h := histOf(1000, time.Millisecond)
-			if i == bad {
-				h = histOf(980, time.Millisecond)
-				h.Merge(histOf(20, 5*time.Millisecond))
-			}
-			return sample{}, h
-		}
-	}
-	if r := probeSamples(slo, 6, samples(0)); !r.ok || r.samples != 6 {
-		t.Errorf("every sample within the bound: %+v; want a pass over 6 samples", r)
-	}
-	r := probeSamples(slo, 6, samples(4))
-	if r.ok || r.samples != 4 || r.worst < 4*time.Millisecond || !strings.Contains(r.why, "sample 4") {
-		t.Errorf("sample 4 over the bound: %+v; want a failure at sample 4, its p99 as the worst", r)
-	}
-	if r := probeSamples(slo, 6, func() (sample, *hdr.Histogram) { return sample{load: load{behind: 3}}, histOf(10, 0) }); r.ok {
-		t.Errorf("requests left unsent: %+v; want a failure", r)
-	}
-	if r := probeSamples(slo, 6, func() (sample, *hdr.Histogram) { return sample{load: load{errs: 1}}, histOf(10, 0) }); r.ok {
-		t.Errorf("an error: %+v; want a failure", r)
-	}
-}
-
 func TestParseSLO(t *testing.T) {
 	for _, tc := range []struct {
 		in   string
