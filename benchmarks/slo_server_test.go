@@ -32,7 +32,7 @@ func sloPlan(targets ...benchmarks.Target) benchmarks.Plan {
 // the machine.
 func TestSLOHoldsWhereItSaysOnRealServers(t *testing.T) {
 	if testing.Short() {
-		t.Skip("-short: runs an SLO search of about 20 s")
+		t.Skip("-short: runs SLO searches and re-runs of about 40 s")
 	}
 	if raceEnabled {
 		t.Skip("-race: the client runs several times slower; make test runs this without -race")
