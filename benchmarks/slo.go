@@ -121,7 +121,8 @@ func (h sloHistory) passes(rate float64) int {
 // + bisects + sloConfirms probes:
 //
 //   - bracket: from start, the rate doubles while probes pass (halves
-//     while they fail, down to floor), steps probes at most;
+//     while they fail, down to floor, which is probed last), steps
+//     probes at most;
 //   - bisect: between the last passing and the first failing rate, at
 //     their geometric mean, until they are within sloResolution of each
 //     other, bisects probes at most;
@@ -168,9 +169,10 @@ func searchRate(start, floor float64, steps, bisects int, probe func(rate float6
 		if !ok {
 			next = rate / 2
 		}
-		if next < floor {
+		if next < floor && (ok || rate <= floor) {
 			break
 		}
+		next = max(next, floor)
 		rate = next
 		was := ok
 		if ok, err = run(rate); err != nil {

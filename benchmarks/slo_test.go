@@ -118,9 +118,19 @@ func TestSLOSearchStepsDownWhenTheRerunFails(t *testing.T) {
 func TestSLOSearchReportsZeroWhenNothingHolds(t *testing.T) {
 	var probed []float64
 	f, _ := searchRate(1000, 100, 10, 4, modelProbe(func(float64) time.Duration { return time.Hour }, time.Millisecond, &probed))
-	// 1000, 500, 250, 125; 62.5 would be under the floor.
-	if f.maxRate != 0 || f.firstFailing != 125 || f.confirmed || len(probed) != 4 {
-		t.Errorf("max %v, first failing %v, confirmed %v after probes %v; want 0, 125, false after 4", f.maxRate, f.firstFailing, f.confirmed, probed)
+	// 1000, 500, 250, 125, then the floor itself (62.5 is under it).
+	if f.maxRate != 0 || f.firstFailing != 100 || f.confirmed || !slices.Equal(probed, []float64{1000, 500, 250, 125, 100}) {
+		t.Errorf("max %v, first failing %v, confirmed %v after probes %v; want 0, 100, false after 1000, 500, 250, 125, 100", f.maxRate, f.firstFailing, f.confirmed, probed)
+	}
+}
+
+func TestSLOSearchProbesTheFloorBeforeGivingUp(t *testing.T) {
+	// The start is under twice the floor: halving it would skip the
+	// floor, where the target holds.
+	var probed []float64
+	f, _ := searchRate(900, 500, 10, 4, modelProbe(queueLatency(200*time.Microsecond, 1000), time.Millisecond, &probed))
+	if len(probed) < 2 || probed[1] != 500 || f.maxRate < 500 || f.maxRate > 800 {
+		t.Errorf("max %v after probes %v; want the floor, 500, probed after 900 failed, and a rate from 500 to 800 found", f.maxRate, probed)
 	}
 }
 
