@@ -1,5 +1,6 @@
 // Package benchmarks measures the redisx strategies side by side with
-// their peers — rueidis, redigo's redis.Pool and go-redis's pool — on
+// their peers — rueidis, redigo's redis.Pool, go-redis's pool and its
+// auto-pipelining — on
 // real Redis servers, across concurrency levels, and says which
 // configuration to use where. It is the library behind the redisx-bench
 // command (benchmarks/cmd/redisx-bench, `make bench`).
@@ -62,18 +63,27 @@
 // With Plan.SLO, Run also searches, per workload and target, the highest
 // open-loop rate at which the SLO holds, at the workload's highest level
 // of workers. Every target starts from the same rate, 1% of the fastest
-// median QPS any target reached on the workload; the rate doubles until
+// median QPS any target reached on the workload (but no lower than the
+// rate at which a probe's first sample lasts 2 s: 500/s for a p99, the
+// lowest rate probed); the rate doubles until
 // a probe fails (halves while they fail), then bisects, geometrically,
 // until the first failing rate is within 5% of the last passing one. A
-// probe is Repeats samples and passes only when every sample's own
-// percentile is within the bound, with no error and nothing left unsent
-// (every sample, not an interval: at 6 samples the 95% interval of their
-// median reaches the worst one anyway). The rate found is then re-run
-// until it passed 3 probes (confirmed); when a re-run fails, the next
-// lower rate that passed is confirmed instead, and the result says so.
+// probe is decided on the pooled latencies of its operations, sized by
+// count: a first sample of 10 operations expected over the percentile
+// (1,000 for a p99), lasting at least the sample duration, and up to 3
+// more, each doubling the operations pooled. After each, a
+// distribution-free confidence interval for the percentile (order
+// statistics, their ranks from Binomial(n, p); 95% over the probe,
+// Bonferroni over its 4 looks) decides: the probe holds when the
+// interval's upper end is within the bound, fails when its lower end is
+// over it, and, still undecided after the fourth, does not hold. An error
+// or a request left unsent fails it at once. The rate found is then re-run
+// until it held in 4 probes (confirmed); when a re-run does not hold, the
+// next lower rate that held is confirmed instead, and the result says so.
 // The report gives the bracket, max_rate (the highest rate every probe
-// held) and first_failing_rate, never more, and warns when the client's
-// send lateness exceeded a tenth of the bound.
+// held) and first_failing_rate (the lowest that did not), never more,
+// each probe's percentile, interval and operations, and warns when the
+// client's send lateness exceeded a tenth of the bound.
 //
 // Your own configuration is a target ([StrategyTarget] over any strategy
 // value, [URLTarget] over a redis:// URL — which, with a host, measures

@@ -256,7 +256,7 @@ func QuickPlan() Plan {
 	p.Levels = []int{1, 10, 100}
 	p.Duration = 100 * time.Millisecond
 	p.Warmup = 50 * time.Millisecond
-	std := []string{"multiplexed", "pool-32", "rueidis", "redigo-pool-100", "go-redis"}
+	std := []string{"multiplexed", "pool-32", "rueidis", "redigo-pool-100", "go-redis", "goredis-autopipeline"}
 	small := []string{"multiplexed", "pool-32", "rueidis"}
 	quick := map[string][]string{
 		"get":              std,

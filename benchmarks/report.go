@@ -293,17 +293,18 @@ type SLOResult struct {
 	// most that many requests in flight).
 	Concurrency int `json:"concurrency"`
 	// MaxRate is the highest rate, per second, at which every probe held
-	// the bound, below every rate a probe failed at; 0: not even the
-	// lowest rate tried.
+	// the bound, below every rate a probe did not hold at; 0: not even
+	// the lowest rate tried.
 	MaxRate float64 `json:"max_rate"`
-	// FirstFailingRate is the lowest rate a probe broke the bound at; 0:
-	// none did up to the end of the ramp, so MaxRate is a lower bound.
+	// FirstFailingRate is the lowest rate a probe did not hold at: it
+	// broke the bound, or could not show that it held (undecided); 0:
+	// none up to the end of the ramp, so MaxRate is a lower bound.
 	FirstFailingRate float64 `json:"first_failing_rate"`
 	// Confirmed is set when MaxRate held in four probes (sloHolds): the
 	// search's and re-runs after it.
 	Confirmed bool `json:"confirmed"`
-	// Latency is the highest of the samples' own percentiles at MaxRate,
-	// in milliseconds.
+	// Latency is the SLO's percentile of the pooled operations of a
+	// probe at MaxRate, the highest of its probes', in milliseconds.
 	Latency float64 `json:"latency_ms"`
 	// Headroom is MaxRate over the runner-up's, less 1 (winner only).
 	Headroom float64 `json:"headroom"`
@@ -314,19 +315,30 @@ type SLOResult struct {
 	Probes []SLOProbe `json:"probes"`
 }
 
-// SLOProbe is one probe of an SLO search: -repeats samples of an open
-// loop at Rate (fewer when one failed: the probe stops there). It passes
-// when every sample held the bound with no error and nothing left
-// unsent.
+// SLOProbe is one probe of an SLO search: open-loop samples (looks) at
+// Rate, their latencies pooled, until a confidence interval for the
+// SLO's percentile of the pooled operations lies within the bound
+// (Outcome "holds", Passed), over it ("fails"), or the looks ran out
+// ("undecided", not passed). A look with an error or with requests left
+// unsent fails it.
 type SLOProbe struct {
-	Rate   float64 `json:"rate"`
-	Passed bool    `json:"passed"`
-	// Samples were run; WorstMs is the highest of their own percentiles,
-	// LatenessP99ms the p99 of the client's send lateness over them.
+	Rate    float64 `json:"rate"`
+	Passed  bool    `json:"passed"`
+	Outcome string  `json:"outcome"` // holds, fails or undecided
+	// Samples (looks) were run, Ops latencies pooled over them;
+	// PercentileMs is the SLO's percentile of those, [LoMs, HiMs] its
+	// interval (95% over the looks of the probe; HiMs 0: too few
+	// operations to bound it above). WorstMs is the highest of the
+	// looks' own percentiles, LatenessP99ms the p99 of the client's
+	// send lateness over them.
 	Samples       int     `json:"samples"`
+	Ops           int64   `json:"ops"`
+	PercentileMs  float64 `json:"percentile_ms"`
+	LoMs          float64 `json:"percentile_lo_ms"`
+	HiMs          float64 `json:"percentile_hi_ms"`
 	WorstMs       float64 `json:"worst_ms"`
 	LatenessP99ms float64 `json:"lateness_p99_ms"`
-	Why           string  `json:"why,omitempty"` // why it failed
+	Why           string  `json:"why,omitempty"` // why it did not hold
 }
 
 // BaselineComparison is a run compared with an earlier one.

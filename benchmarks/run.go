@@ -266,8 +266,8 @@ func (r *runner) runAll(ctx context.Context) error {
 	if r.plan.SLO != nil {
 		r.sloTotal = r.sloSearches()
 		probes, most := r.plan.sloBudget()
-		fmt.Fprintf(r.out, "SLO %s: then %d searches (workload × target), each at most %d probes of a %v warm-up and %d samples of %v: at most %v more\n",
-			r.plan.SLO, r.sloTotal, probes, r.plan.Warmup, r.plan.Repeats, r.plan.Duration, (time.Duration(r.sloTotal) * most).Round(time.Second))
+		fmt.Fprintf(r.out, "SLO %s: then %d searches (workload × target), each at most %d probes of a %v warm-up and up to %d samples of at least %v (%d operations, then doubling): at most %v more\n",
+			r.plan.SLO, r.sloTotal, probes, r.plan.Warmup, sloLooks, r.plan.Duration, sloFirstOps(r.plan.SLO.Percentile), (time.Duration(r.sloTotal) * most).Round(time.Second))
 	}
 	r.warnOneP()
 	r.began = time.Now()

@@ -63,6 +63,9 @@ func TestPlanEstimateCountsCellsAndSamples(t *testing.T) {
 		t.Errorf("quick plan estimated at %v, %v more at most; it must fit in 2 minutes with the servers' start, its looks getting 30 s",
 			all.Duration, all.MoreAtMost)
 	}
+	// The estimate runs high: the full plan of docs/results/report.json
+	// (294 cells, estimated at 17m53s) ran for 16m46s (its started to
+	// finished).
 	if full := DefaultPlan().Estimate(true, true); full.Duration+full.MoreAtMost > 20*60e9 || full.MoreAtMost != full.Duration/10 {
 		t.Errorf("full plan estimated at %v, %v more at most; it must fit in 20 minutes, its looks getting a tenth", full.Duration, full.MoreAtMost)
 	}

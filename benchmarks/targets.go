@@ -25,7 +25,8 @@ const (
 // strategies multiplexed (the zero value, adaptive lanes), multiplexed-1
 // and multiplexed-4 (fixed connections), pool-8/32/100, slotgrouped (cluster
 // workloads only), near-multiplexed and near-pool-32 (the near workload
-// only), and the peers rueidis, redigo-pool-100 and go-redis.
+// only), and the peers rueidis, redigo-pool-100, go-redis and
+// goredis-autopipeline.
 func DefaultTargets() []Target {
 	near := func(name string, inner strategy.Strategy) Target {
 		t := StrategyTarget(name, localcache.Near{Inner: inner, MaxBytes: nearMaxBytes, TTL: nearTTL})
@@ -47,6 +48,7 @@ func DefaultTargets() []Target {
 		RueidisTarget(),
 		RedigoPoolTarget(100),
 		GoRedisTarget(),
+		GoRedisAutoPipelineTarget(),
 	}
 }
 

@@ -1,10 +1,11 @@
 // Command redisx-bench measures the redisx strategies side by side with
-// their peers (rueidis, redigo's Pool, go-redis) across concurrency levels
-// and workloads, and says which configuration to use at which level —
-// a significant win, a configuration equivalent to the best within 5%
-// (the one of fewest connections), or, when the samples cannot tell,
-// "undecided" and no configuration: a verdict still undecided gets more
-// samples, up to -max-repeats.
+// their peers (rueidis, redigo's Pool, go-redis's pool and its
+// auto-pipelining) across concurrency levels and workloads, and says
+// which configuration to use at which level — a significant win, a
+// configuration equivalent to the best within 5% (the one of fewest
+// connections), or, when the samples cannot tell, "undecided" and no
+// configuration: a verdict still undecided gets more samples, up to
+// -max-repeats.
 //
 // Usage:
 //
@@ -149,7 +150,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		return nil
 	})
 	fs.StringVar(&o.only, "only", "", "measure only these targets, comma-separated names, e.g. multiplexed,pool-32,rueidis (-target ones are always kept)")
-	fs.BoolVar(&o.peers, "peers", true, "measure the peers rueidis, redigo-pool-100 and go-redis")
+	fs.BoolVar(&o.peers, "peers", true, "measure the peers rueidis, redigo-pool-100, go-redis and goredis-autopipeline")
 	fs.DurationVar(&o.duration, "duration", 0, "length of one sample (default 500ms; -quick 100ms)")
 	fs.DurationVar(&o.warmup, "warmup", 0, "warm-up of each target at each level, discarded (default half a sample)")
 	fs.IntVar(&o.repeats, "repeats", 6, "samples per cell (at least 5 for a verdict to be decided at the first of three looks; 6 for a 95% interval of the median)")
