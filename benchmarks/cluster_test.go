@@ -163,6 +163,10 @@ func openClusterGoRedis(tb testing.TB) clusterTarget {
 	return openClusterPeer(tb, benchmarks.GoRedisTarget())
 }
 
+func openClusterGoRedisAutoPipeline(tb testing.TB) clusterTarget {
+	return openClusterPeer(tb, benchmarks.GoRedisAutoPipelineTarget())
+}
+
 // clusterMasters returns the addresses of the masters serving slots, from
 // a seed's CLUSTER SHARDS (CLUSTER SLOTS before Redis 7).
 func clusterMasters(tb testing.TB) []string {
@@ -277,6 +281,7 @@ func BenchmarkClusterGet(b *testing.B) {
 		func() clusterTarget { return openClusterRedisx(b, "pool-32", strategy.Pool{Size: 32}) },
 		func() clusterTarget { return openClusterRueidis(b) },
 		func() clusterTarget { return openClusterGoRedis(b) },
+		func() clusterTarget { return openClusterGoRedisAutoPipeline(b) },
 	}
 	for _, open := range opens {
 		t := open()

@@ -27,7 +27,7 @@ const (
 // workloads only), the near-caches over Multiplexed in each tracking mode
 // — near-multiplexed (per-key tracking, the default), near-broadcast and
 // near-none — for the near workload and the user's own, and the peers
-// rueidis, redigo-pool-100 and go-redis.
+// rueidis, redigo-pool-100, go-redis and goredis-autopipeline.
 func DefaultTargets() []Target {
 	near := func(name string, inner strategy.Strategy, mode localcache.Tracking) Target {
 		t := StrategyTarget(name, localcache.Near{Inner: inner, MaxBytes: nearMaxBytes, TTL: nearTTL, Tracking: mode})
@@ -50,6 +50,7 @@ func DefaultTargets() []Target {
 		RueidisTarget(),
 		RedigoPoolTarget(100),
 		GoRedisTarget(),
+		GoRedisAutoPipelineTarget(),
 	}
 }
 

@@ -13,19 +13,20 @@ import (
 
 func TestDefaultTargetsDescribeThemselves(t *testing.T) {
 	want := map[string][2]string{
-		"multiplexed":      {"redis://127.0.0.1:6379?strategy=multiplexed", "strategy.Multiplexed{}"},
-		"multiplexed-1":    {"redis://127.0.0.1:6379?strategy=multiplexed&conns=1", "strategy.Multiplexed{Conns: 1}"},
-		"multiplexed-4":    {"redis://127.0.0.1:6379?strategy=multiplexed&conns=4", "strategy.Multiplexed{Conns: 4}"},
-		"pool-8":           {"redis://127.0.0.1:6379?strategy=pool&size=8", "strategy.Pool{Size: 8}"},
-		"pool-32":          {"redis://127.0.0.1:6379?strategy=pool&size=32", "strategy.Pool{Size: 32}"},
-		"pool-100":         {"redis://127.0.0.1:6379?strategy=pool&size=100", "strategy.Pool{Size: 100}"},
-		"slotgrouped":      {"redis://127.0.0.1:6379?strategy=slotgrouped", "strategy.SlotGrouped{}"},
-		"near-multiplexed": {"redis://127.0.0.1:6379?strategy=multiplexed&near=64MiB&near_ttl=1m", "localcache.Near{Inner: strategy.Multiplexed{}, MaxBytes: 64 << 20, TTL: time.Minute}"},
-		"near-broadcast":   {"redis://127.0.0.1:6379?strategy=multiplexed&near=64MiB&near_ttl=1m&near_tracking=broadcast", "localcache.Near{Inner: strategy.Multiplexed{}, MaxBytes: 64 << 20, TTL: time.Minute, Tracking: localcache.TrackBroadcast}"},
-		"near-none":        {"redis://127.0.0.1:6379?strategy=multiplexed&near=64MiB&near_ttl=1m&near_tracking=none", "localcache.Near{Inner: strategy.Multiplexed{}, MaxBytes: 64 << 20, TTL: time.Minute, Tracking: localcache.TrackNone}"},
-		"rueidis":          {"", ""},
-		"redigo-pool-100":  {"", ""},
-		"go-redis":         {"", ""},
+		"multiplexed":          {"redis://127.0.0.1:6379?strategy=multiplexed", "strategy.Multiplexed{}"},
+		"multiplexed-1":        {"redis://127.0.0.1:6379?strategy=multiplexed&conns=1", "strategy.Multiplexed{Conns: 1}"},
+		"multiplexed-4":        {"redis://127.0.0.1:6379?strategy=multiplexed&conns=4", "strategy.Multiplexed{Conns: 4}"},
+		"pool-8":               {"redis://127.0.0.1:6379?strategy=pool&size=8", "strategy.Pool{Size: 8}"},
+		"pool-32":              {"redis://127.0.0.1:6379?strategy=pool&size=32", "strategy.Pool{Size: 32}"},
+		"pool-100":             {"redis://127.0.0.1:6379?strategy=pool&size=100", "strategy.Pool{Size: 100}"},
+		"slotgrouped":          {"redis://127.0.0.1:6379?strategy=slotgrouped", "strategy.SlotGrouped{}"},
+		"near-multiplexed":     {"redis://127.0.0.1:6379?strategy=multiplexed&near=64MiB&near_ttl=1m", "localcache.Near{Inner: strategy.Multiplexed{}, MaxBytes: 64 << 20, TTL: time.Minute}"},
+		"near-broadcast":       {"redis://127.0.0.1:6379?strategy=multiplexed&near=64MiB&near_ttl=1m&near_tracking=broadcast", "localcache.Near{Inner: strategy.Multiplexed{}, MaxBytes: 64 << 20, TTL: time.Minute, Tracking: localcache.TrackBroadcast}"},
+		"near-none":            {"redis://127.0.0.1:6379?strategy=multiplexed&near=64MiB&near_ttl=1m&near_tracking=none", "localcache.Near{Inner: strategy.Multiplexed{}, MaxBytes: 64 << 20, TTL: time.Minute, Tracking: localcache.TrackNone}"},
+		"rueidis":              {"", ""},
+		"redigo-pool-100":      {"", ""},
+		"go-redis":             {"", ""},
+		"goredis-autopipeline": {"", ""},
 	}
 	ts := benchmarks.DefaultTargets()
 	if len(ts) != len(want) {

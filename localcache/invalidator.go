@@ -29,7 +29,9 @@ type invalidator struct {
 	follow   sentinel.Follower
 	prefixes []string
 	ping     time.Duration
-	s        *store
+	// s is the store, attached once everything else has opened (nil
+	// before): what came before it named nothing cached.
+	s atomic.Pointer[store]
 
 	// ctx ends with close; every dial, handshake and discovery is bound to
 	// it, so that close never waits for a server that stopped answering.
@@ -53,8 +55,8 @@ type invalidator struct {
 
 const rediscoverPeriod = time.Second
 
-func newInvalidator(cfg strategy.Config, mode Tracking, s *store, prefixes []string, ping time.Duration) *invalidator {
-	inv := &invalidator{cfg: cfg, mode: mode, prefixes: prefixes, ping: ping, s: s,
+func newInvalidator(cfg strategy.Config, mode Tracking, prefixes []string, ping time.Duration) *invalidator {
+	inv := &invalidator{cfg: cfg, mode: mode, prefixes: prefixes, ping: ping,
 		listeners: map[string]*listener{}, wake: make(chan struct{}, 1)}
 	inv.ctx, inv.cancel = context.WithCancel(context.Background())
 	return inv
@@ -83,7 +85,11 @@ func (inv *invalidator) start(ctx context.Context, follow sentinel.Follower) err
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%w: invalidation connections not subscribed: %w", strategy.ErrConnection, ctx.Err())
+			why := "cancelled by the context"
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				why = "no answer before the context's deadline"
+			}
+			return fmt.Errorf("%w: invalidation of %s not set up (connection not subscribed, or data connections not tracked): %s (%w)", strategy.ErrConnection, strings.Join(inv.notUp(), ", "), why, ctx.Err())
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
@@ -246,6 +252,20 @@ func (inv *invalidator) allUp() bool {
 	return len(inv.listeners) > 0
 }
 
+// notUp returns the addresses of the listeners not healthy, sorted.
+func (inv *invalidator) notUp() []string {
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	var down []string
+	for addr, l := range inv.listeners {
+		if !l.healthy() {
+			down = append(down, addr)
+		}
+	}
+	slices.Sort(down)
+	return down
+}
+
 // update recomputes the store's health from the listeners.
 func (inv *invalidator) update() {
 	inv.mu.Lock()
@@ -257,14 +277,43 @@ func (inv *invalidator) updateLocked() {
 	if inv.ctx.Err() != nil {
 		return // closed: the store serves nothing, and no flush is counted
 	}
+	s := inv.s.Load()
+	if s == nil {
+		return // not attached yet: attach sets its health
+	}
 	up := len(inv.listeners) > 0
 	for _, l := range inv.listeners {
 		up = up && l.healthy()
 	}
 	if up {
-		inv.s.up()
+		s.up()
 	} else {
-		inv.s.down()
+		s.down()
+	}
+}
+
+// attach makes s the store the invalidations apply to, healthy if every
+// listener is. Until then there was nothing to invalidate or flush.
+func (inv *invalidator) attach(s *store) {
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	inv.s.Store(s)
+	inv.updateLocked()
+}
+
+// flush flushes the store, if attached.
+func (inv *invalidator) flush() {
+	if s := inv.s.Load(); s != nil {
+		s.flush()
+	}
+}
+
+// invalidated applies the invalidation of keys, which the server sent,
+// to the store, if attached.
+func (inv *invalidator) invalidated(keys []string) {
+	if s := inv.s.Load(); s != nil {
+		s.received.Add(int64(len(keys)))
+		s.invalidate(keys...)
 	}
 }
 
@@ -310,7 +359,9 @@ func (inv *invalidator) rediscoverLoop() {
 // connections — and waits for them.
 func (inv *invalidator) close() {
 	inv.mu.Lock()
-	inv.s.stopServing()
+	if s := inv.s.Load(); s != nil {
+		s.stopServing()
+	}
 	inv.cancel()
 	inv.mu.Unlock()
 	inv.wg.Wait()

@@ -270,7 +270,7 @@ func (l *listener) session(s subscribed) (next subscribed, err error) {
 			// c was lost, but the successor subscribed meanwhile: flush
 			// once for what may have been missed in between, and go on
 			// with it.
-			l.inv.s.flush()
+			l.inv.flush()
 			next, err = r.s, nil
 		}
 	}()
@@ -285,7 +285,7 @@ func (l *listener) session(s subscribed) (next subscribed, err error) {
 				case next.c != nil && m.err == errHandedOver:
 					return next, nil
 				case next.c != nil && l.ctx.Err() == nil:
-					l.inv.s.flush() // c failed before its last messages were read
+					l.inv.flush() // c failed before its last messages were read
 					return next, nil
 				case next.c != nil:
 					next.c.Close()
@@ -344,11 +344,10 @@ drain:
 		}
 	}
 	if flush {
-		l.inv.s.flush()
+		l.inv.flush()
 	}
 	if len(keys) > 0 {
-		l.inv.s.received.Add(int64(len(keys)))
-		l.inv.s.invalidate(keys...)
+		l.inv.invalidated(keys)
 	}
 	return last
 }

@@ -72,24 +72,8 @@ type Near struct {
 // open and every invalidation connection is subscribed (with TrackKeys,
 // once every data connection dialled so far is tracked).
 func (n Near) Open(ctx context.Context, cfg strategy.Config) (strategy.Backend, error) {
-	switch {
-	case n.MaxBytes < 0:
-		return nil, fmt.Errorf("%w: Near.MaxBytes %d is negative", strategy.ErrInvalidArgument, n.MaxBytes)
-	case n.TTL < 0 || n.NegativeTTL < 0 || n.PingInterval < 0:
-		return nil, fmt.Errorf("%w: Near durations must not be negative", strategy.ErrInvalidArgument)
-	case n.Jitter < 0 || n.Jitter >= 1:
-		return nil, fmt.Errorf("%w: Near.Jitter %v outside [0, 1)", strategy.ErrInvalidArgument, n.Jitter)
-	case n.Tracking < TrackKeys || n.Tracking > TrackNone:
-		return nil, fmt.Errorf("%w: Near.Tracking %v is not TrackKeys, TrackBroadcast nor TrackNone", strategy.ErrInvalidArgument, n.Tracking)
-	}
-	switch n.Inner.(type) {
-	case Near, *Near:
-		return nil, fmt.Errorf("%w: Near inside Near", strategy.ErrInvalidArgument)
-	}
-	if cfg.ReadFrom != strategy.ReadPrimary {
-		// The invalidations come from the master; a replica's reply may
-		// be older than one already invalidated, and would be cached.
-		return nil, fmt.Errorf("%w: Near with ReadFrom other than ReadPrimary: the local cache could not stay coherent", strategy.ErrInvalidArgument)
+	if err := n.Validate(cfg); err != nil {
+		return nil, err
 	}
 	if n.Inner == nil {
 		n.Inner = strategy.Multiplexed{}
@@ -103,24 +87,38 @@ func (n Near) Open(ctx context.Context, cfg strategy.Config) (strategy.Backend, 
 	if n.PingInterval == 0 {
 		n.PingInterval = time.Second
 	}
-	s, err := newStore(n.MaxBytes, n.TTL, min(n.NegativeTTL, n.TTL), n.Jitter)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", strategy.ErrInvalidArgument, err)
-	}
 	prefixes := append([]string(nil), n.Prefixes...)
-	b := &near{s: s, prefixes: prefixes}
+	b := &near{prefixes: prefixes}
+	var err error
 	if n.Tracking == TrackNone {
-		s.up() // no invalidation to wait for
-		if b.inner, err = n.Inner.Open(ctx, cfg); err != nil {
-			s.close()
-			return nil, err
-		}
-	} else if b.inner, b.inv, err = n.openTracked(ctx, cfg, s, prefixes); err != nil {
-		s.close()
+		b.inner, err = n.Inner.Open(ctx, cfg)
+	} else {
+		b.inner, b.inv, err = n.openTracked(ctx, cfg, prefixes)
+	}
+	if err != nil {
 		return nil, err
 	}
+	// The store is made last, once nothing else can fail: closing one
+	// clears every counter of its admission policy, tens of milliseconds
+	// for the default MaxBytes, which an Open that failed at its
+	// context's deadline must neither wait for nor leave running. The
+	// invalidations that came before it named nothing cached.
+	s, err := newStore(n.MaxBytes, n.TTL, min(n.NegativeTTL, n.TTL), n.Jitter)
+	if err != nil {
+		if b.inv != nil {
+			b.inv.close()
+		}
+		b.inner.Close()
+		return nil, fmt.Errorf("%w: %w", strategy.ErrInvalidArgument, err)
+	}
+	b.s = s
 	b.caps = strategy.CapabilitiesOf(b.inner)
 	s.ttlKnown = b.caps.HasTTL()
+	if b.inv != nil {
+		b.inv.attach(s)
+	} else {
+		s.up() // no invalidation to wait for
+	}
 	return b, nil
 }
 
@@ -128,8 +126,8 @@ func (n Near) Open(ctx context.Context, cfg strategy.Config) (strategy.Backend, 
 // with TrackKeys, the inner strategy's data connections are set up as
 // they are dialled (invalidator.track), and start the listeners of their
 // nodes; with TrackBroadcast, the listeners are independent of them.
-func (n Near) openTracked(ctx context.Context, cfg strategy.Config, s *store, prefixes []string) (strategy.Backend, *invalidator, error) {
-	inv := newInvalidator(cfg, n.Tracking, s, prefixes, n.PingInterval)
+func (n Near) openTracked(ctx context.Context, cfg strategy.Config, prefixes []string) (strategy.Backend, *invalidator, error) {
+	inv := newInvalidator(cfg, n.Tracking, prefixes, n.PingInterval)
 	icfg := cfg
 	if n.Tracking == TrackKeys {
 		icfg.OnConnect = inv.track
@@ -156,6 +154,42 @@ func (n Near) openTracked(ctx context.Context, cfg strategy.Config, s *store, pr
 	}
 	return inner, inv, nil
 }
+
+// Validate implements strategy.Validator: MaxBytes and the durations not
+// negative, Jitter in [0, 1), Tracking one of the three modes, no Near
+// inside, cfg with ReadPrimary, and Inner (Multiplexed when nil) valid
+// for cfg when it can tell.
+func (n Near) Validate(cfg strategy.Config) error {
+	switch {
+	case n.MaxBytes < 0:
+		return fmt.Errorf("%w: Near.MaxBytes %d is negative", strategy.ErrInvalidArgument, n.MaxBytes)
+	case n.TTL < 0 || n.NegativeTTL < 0 || n.PingInterval < 0:
+		return fmt.Errorf("%w: Near durations must not be negative", strategy.ErrInvalidArgument)
+	case n.Jitter < 0 || n.Jitter >= 1:
+		return fmt.Errorf("%w: Near.Jitter %v outside [0, 1)", strategy.ErrInvalidArgument, n.Jitter)
+	case !n.Tracking.valid():
+		return fmt.Errorf("%w: Near.Tracking %v is not TrackKeys, TrackBroadcast nor TrackNone", strategy.ErrInvalidArgument, n.Tracking)
+	}
+	switch n.Inner.(type) {
+	case Near, *Near:
+		return fmt.Errorf("%w: Near inside Near", strategy.ErrInvalidArgument)
+	}
+	if cfg.ReadFrom != strategy.ReadPrimary {
+		// The invalidations come from the master; a replica's reply may
+		// be older than one already invalidated, and would be cached.
+		return fmt.Errorf("%w: Near with ReadFrom other than ReadPrimary: the local cache could not stay coherent", strategy.ErrInvalidArgument)
+	}
+	var inner strategy.Strategy = strategy.Multiplexed{}
+	if n.Inner != nil {
+		inner = n.Inner
+	}
+	if v, ok := inner.(strategy.Validator); ok {
+		return v.Validate(cfg)
+	}
+	return nil
+}
+
+var _ strategy.Validator = Near{}
 
 type near struct {
 	inner    strategy.Backend

@@ -451,6 +451,8 @@ func TestNearOptionsValidation(t *testing.T) {
 		{"negative Jitter", localcache.Near{Jitter: -0.1}},
 		{"Near inside Near", localcache.Near{Inner: localcache.Near{}}},
 		{"Near inside Near by pointer", localcache.Near{Inner: &localcache.Near{}}},
+		{"unknown Tracking", localcache.Near{Tracking: localcache.TrackNone + 1}},
+		{"negative Tracking", localcache.Near{Tracking: -1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := redisx.New(ctx, redisx.Options{Addrs: []string{srv.Addr()}, Strategy: tc.s})

@@ -33,6 +33,10 @@ const (
 	TrackNone
 )
 
+// valid reports whether t is one of the three modes: the rule
+// Near.Validate applies, and the names a URL's near_tracking may take.
+func (t Tracking) valid() bool { return t >= TrackKeys && t <= TrackNone }
+
 // String returns the mode's name in a URL's near_tracking parameter:
 // keys, broadcast or none.
 func (t Tracking) String() string {
@@ -261,7 +265,7 @@ func (l *listener) drop(keep func(id int64, d *dataConn) bool) {
 		nc.Close()
 	}
 	if tracked {
-		l.inv.s.flush()
+		l.inv.flush()
 	}
 	if len(closing) > 0 {
 		l.inv.update()

@@ -53,7 +53,7 @@ func trackingParam(p *strategy.URLParams) (Tracking, error) {
 	if err != nil || !given {
 		return TrackKeys, err
 	}
-	for _, t := range []Tracking{TrackKeys, TrackBroadcast, TrackNone} {
+	for t := TrackKeys; t.valid(); t++ {
 		if v == t.String() {
 			return t, nil
 		}

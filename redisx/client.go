@@ -36,7 +36,13 @@ type Client struct {
 }
 
 // New opens a Client with the strategy in o. It returns once the server
-// has answered, or with the error that prevented it.
+// has answered, or with the error that prevented it. ctx bounds the
+// whole of it, and each connection is bounded by Options.DialTimeout
+// too; the error says which ended a dial. When ctx ends first, New
+// returns at once with an error that wraps ErrConnection and ctx's error
+// (errors.Is finds context.DeadlineExceeded) and names the address it
+// waited for; a dial that ran out of DialTimeout fails with an error
+// wrapping ErrConnection alone.
 func New(ctx context.Context, o Options) (*Client, error) {
 	cfg, err := o.config()
 	if err != nil {
@@ -524,13 +530,14 @@ func (c *Client) Stats() Stats {
 // stale-while-revalidate refreshes; their callers get ErrClosed) and waits
 // for their loaders to return, so a loader that ignores its context
 // delays Close; closes the Subscriptions still open; stops the metrics
-// callback; and closes the strategy,
-// returning its error. What happens to other calls still in flight is the
-// strategy's: this module's transports fail them with ErrClosed and
-// release every connection and goroutine they hold, while goredis.Strategy
-// leaves the go-redis client open unless CloseClient is set. Only the
-// first Close does this; later ones return nil at once, without waiting
-// for it to finish.
+// callback; and closes the strategy, returning its error. What happens
+// to other calls still in flight is the strategy's: this module's
+// transports fail them with ErrClosed and release every connection and
+// goroutine they hold, a transaction's included — Close does not wait for
+// a Watch callback to return: the calls of its Tx return ErrClosed —;
+// goredis.Strategy leaves the go-redis client open unless CloseClient is
+// set. Only the first Close does this; later ones return nil at once,
+// without waiting for it to finish.
 func (c *Client) Close() error {
 	if c.closed.Swap(true) {
 		return nil

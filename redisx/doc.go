@@ -29,7 +29,10 @@
 // shared connections or a pool — per master. Keys are routed by slot
 // (CRC16 with {hash tags}); MOVED updates the slot map, ASK sends ASKING
 // and the command to the importing node; the map is reloaded, single
-// flighted, on redirects, on connection failures and every 15 s. Backends
+// flighted, on redirects, on connection failures (by any call: Get, MGet,
+// DoMulti, Ping…; then again, every 100–400 ms, until the map changes,
+// so that a master's successor is known within moments of its
+// promotion) and every 15 s. Backends
 // do not retry: TRYAGAIN, CLUSTERDOWN, LOADING and connection failures
 // are returned (strategy.Temporary and strategy.Unsent tell what they
 // allow), and Client retries them by its one policy (Retry), so a master

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/redisx-go/kit/redisx"
@@ -45,6 +46,11 @@ func TestDoMultiFallbackRefusesTheBatchBeforeSending(t *testing.T) {
 	for i, r := range res {
 		if !errors.Is(r.Err, redisx.ErrUnsupported) {
 			t.Errorf("result %d = %v; want ErrUnsupported", i, r.Err)
+			continue
+		}
+		// One prefix, and the refused command named as people count.
+		if msg := r.Err.Error(); !strings.HasPrefix(msg, "redisx: ") || strings.Count(msg, "redisx:") != 1 || !strings.Contains(msg, "command #2 (index 1)") {
+			t.Errorf("result %d: error %q; want one \"redisx:\" prefix, at its start, naming command #2 (index 1)", i, msg)
 		}
 	}
 }

@@ -15,7 +15,11 @@ var (
 	ErrClosed = strategy.ErrClosed
 	// ErrInvalidArgument is returned before anything is sent for input
 	// such as a negative TTL, a key or value over 512 MiB
-	// (strategy.MaxValueSize) or a nil map.
+	// (strategy.MaxValueSize) or a nil map; by ParseURL; and by New for
+	// options the server refuses at the first connection's handshake (a
+	// DB out of range, a DB other than 0 on a cluster, a client name) or
+	// several addresses of which the one that answers is a standalone
+	// server. It is never retried, and does not wrap ErrConnection.
 	ErrInvalidArgument = strategy.ErrInvalidArgument
 	// ErrConnection wraps network and protocol failures. Options.Retry
 	// says which operations that fail with it are tried again.

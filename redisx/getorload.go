@@ -15,7 +15,10 @@ type Loader func(ctx context.Context) ([]byte, error)
 // GetOrLoad returns the cached value of key; on a miss it calls load,
 // stores the result with ttl and returns it. Concurrent misses of the same
 // key in this process share one call of load (singleflight), and each
-// caller gets a slice of its own.
+// caller gets a slice of its own. A caller whose read missed while a load
+// of the key ran, but who comes to share it only after it ended (a
+// descheduled goroutine), reads the key again instead of loading it a
+// second time.
 //
 // The load is shared work, so it does not run under any one caller's
 // context: it gets the context values (trace, request IDs…) of the caller
@@ -57,31 +60,51 @@ func (c *Client) getOrLoad(ctx context.Context, key string, ttl time.Duration, l
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	var v []byte
-	var err error
-	if c.aside.swr > 0 && ttl > 0 && c.aside.ttlGet != nil {
-		var left time.Duration
-		v, left, err = c.getWithTTL(ctx, key)
-		if err == nil && left >= 0 && left <= c.aside.swr {
-			// Past its ttl, inside the grace period: serve it, refresh it.
-			c.aside.stale.Add(1)
-			c.revalidate(ctx, key, ttl, load)
-		}
-	} else {
-		v, err = c.cacheRead(ctx, key)
-	}
+	m := c.loads.mark(key)
+	v, err := c.loadRead(ctx, key, ttl, load)
 	if !errors.Is(err, ErrNotFound) {
 		return v, err
 	}
-	f, leader, err := c.loads.join(ctx, key, func(ctx context.Context) ([]byte, error) {
+	run := func(ctx context.Context) ([]byte, error) {
 		return c.loadAndStore(ctx, key, ttl, load)
-	})
+	}
+	f, leader, err := c.loads.join(ctx, key, m, run)
 	if err != nil {
 		return nil, err
+	}
+	if f == nil {
+		// A load of key ended since the read, which may have come before
+		// its store: read again rather than load the key twice.
+		v, err = c.loadRead(ctx, key, ttl, load)
+		if err == nil {
+			c.nShared.Add(1)
+		}
+		if !errors.Is(err, ErrNotFound) {
+			return v, err
+		}
+		if f, leader, err = c.loads.join(ctx, key, loadMark{}, run); err != nil {
+			return nil, err
+		}
 	}
 	v, answered, err := c.loads.wait(ctx, key, f)
 	if answered && !leader {
 		c.nShared.Add(1)
+	}
+	return v, err
+}
+
+// loadRead is GetOrLoad's read of key: with stale-while-revalidate, a
+// value past its ttl but inside the grace period is served and a refresh
+// started.
+func (c *Client) loadRead(ctx context.Context, key string, ttl time.Duration, load Loader) ([]byte, error) {
+	if c.aside.swr <= 0 || ttl <= 0 || c.aside.ttlGet == nil {
+		return c.cacheRead(ctx, key)
+	}
+	v, left, err := c.getWithTTL(ctx, key)
+	if err == nil && left >= 0 && left <= c.aside.swr {
+		// Past its ttl, inside the grace period: serve it, refresh it.
+		c.aside.stale.Add(1)
+		c.revalidate(ctx, key, ttl, load)
 	}
 	return v, err
 }

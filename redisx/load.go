@@ -11,6 +11,17 @@ import (
 // loadGroup runs GetOrLoad's loads: at most one per key at a time, shared
 // by every caller that misses the key while it runs (singleflight).
 //
+// A caller's read and its join are two steps, and a load may end between
+// them: the read missed because it came before the load's SET, but the
+// caller, descheduled after the reply, reaches join when the load is gone.
+// Joining nothing, it would load the key again. So a caller takes a mark
+// of the key's ended loads before it reads (mark), and join tells it when
+// a load of the key has ended since and none runs: the value is stored
+// now, and the caller reads again before it starts a load. The ended
+// loads are counted per stripe of keys, by a hash of the key: a hit costs
+// one atomic load, and a load that ended for another key of the stripe
+// costs, at worst, one read more.
+//
 // A load is shared work, so it never runs under one caller's context: it
 // gets the first caller's context values (context.WithoutCancel) and a
 // lifetime of its own. Each caller waits on its own context and leaves
@@ -25,6 +36,37 @@ type loadGroup struct {
 	flights map[string]*flight // loads running, by key
 	closed  bool               // set by close: no load starts after it
 	running sync.WaitGroup     // load goroutines, waited for by close
+
+	// ended counts the loads that returned a value, per stripe of keys;
+	// added to under mu, as the load leaves flights.
+	ended [loadStripes]atomic.Uint64
+}
+
+// loadStripes is the number of stripes of keys whose ended loads are
+// counted apart.
+const loadStripes = 64
+
+// loadMark is what a caller saw of its key's loads before it read the
+// key: loadGroup.mark. The zero loadMark asks join for no check.
+type loadMark struct {
+	ended uint64
+	set   bool
+}
+
+// stripe returns the stripe of key: FNV-1a.
+func stripe(key string) int {
+	h := uint32(2166136261)
+	for i := 0; i < len(key); i++ {
+		h ^= uint32(key[i])
+		h *= 16777619
+	}
+	return int(h % loadStripes)
+}
+
+// mark returns the count of ended loads of key's stripe, taken before the
+// caller reads key.
+func (g *loadGroup) mark(key string) loadMark {
+	return loadMark{ended: g.ended[stripe(key)].Load(), set: true}
 }
 
 // flight is one load.
@@ -45,8 +87,12 @@ type flight struct {
 
 // join makes the caller whose context is ctx wait for the load of key,
 // starting it with run unless one is running. leader reports whether this
-// call started it. The caller must then call wait exactly once.
-func (g *loadGroup) join(ctx context.Context, key string, run func(context.Context) ([]byte, error)) (f *flight, leader bool, err error) {
+// call started it. The caller must then call wait exactly once. But when
+// none runs and a load of key (or of its stripe) has returned a value
+// since m was taken, join returns a nil flight and no error: the caller's
+// read may have come before that load's store, and it reads again, then
+// joins with the zero loadMark.
+func (g *loadGroup) join(ctx context.Context, key string, m loadMark, run func(context.Context) ([]byte, error)) (f *flight, leader bool, err error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.closed {
@@ -55,6 +101,9 @@ func (g *loadGroup) join(ctx context.Context, key string, run func(context.Conte
 	if f := g.flights[key]; f != nil {
 		f.waiters++
 		return f, false, nil
+	}
+	if m.set && g.ended[stripe(key)].Load() != m.ended {
+		return nil, false, nil
 	}
 	return g.start(ctx, key, g.timeout, run, false), true, nil
 }
@@ -110,6 +159,11 @@ func (g *loadGroup) run(ctx context.Context, key string, f *flight, load func(co
 	g.mu.Lock()
 	if g.flights[key] == f {
 		delete(g.flights, key)
+	}
+	if err == nil {
+		// Its value is stored (or failed to be, which a read tells): a
+		// caller whose read missed before may find it now.
+		g.ended[stripe(key)].Add(1)
 	}
 	f.finished = true
 	n := f.waiters // no one joins any more; those who leave now just skip their value

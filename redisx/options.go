@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net"
+	"strings"
 	"time"
 
 	"github.com/redisx-go/kit/strategy"
@@ -16,8 +17,11 @@ import (
 // with the Multiplexed strategy. New copies Options; later changes to the
 // struct have no effect.
 type Options struct {
-	// Addrs are the seed nodes, "host:port". Zero: 127.0.0.1:6379.
-	// Ignored when Sentinel is set.
+	// Addrs are "host:port": a standalone server's, or seed nodes of a
+	// Redis Cluster (the first that answers names the others). Several
+	// addresses name a cluster: New refuses them when the one that
+	// answers is a standalone server. Zero: 127.0.0.1:6379. Ignored when
+	// Sentinel is set.
 	Addrs []string
 	// Sentinel, when set, makes the client ask these sentinels for the
 	// master and follow its failovers (see SentinelOptions); Addrs are
@@ -66,11 +70,15 @@ type Options struct {
 	// lifetime. goredis.Strategy keeps its own client's settings. Zero: no
 	// limit.
 	MaxConnAge time.Duration
-	// DB is the database index to select. Zero: 0.
+	// DB is the database index to select. Zero: 0. A database the server
+	// refuses (out of its range, or other than 0 on a Redis Cluster) fails
+	// New with ErrInvalidArgument.
 	DB int
 	// TLS, when set, makes every connection a TLS connection (rediss://).
 	TLS *tls.Config
-	// ClientName is set with CLIENT SETNAME on every connection.
+	// ClientName is set with CLIENT SETNAME on every connection. It may
+	// hold the printable ASCII characters but the space ('!' to '~'), as
+	// the server requires.
 	ClientName string
 
 	// DialTimeout bounds opening and authenticating one connection.
@@ -86,10 +94,21 @@ type Options struct {
 	// that rule, and then within half a ReadTimeout; the call fails with
 	// ErrConnection. Zero: 3 s; negative: no bound (the context alone
 	// decides).
+	//
+	// Sent means written whole — the upload of a big value over a thin
+	// link is not counted — and, on plain TCP connections on Linux
+	// (amd64, arm64), acknowledged by the server's side of the
+	// connection, since a write ends once the kernel's send buffer holds
+	// the bytes, which may be most of a big request. While a request is
+	// being sent there, the peer must acknowledge some of it every
+	// ReadTimeout, or the connection fails as for a missing reply (a
+	// half-open connection); elsewhere WriteTimeout bounds its write.
 	ReadTimeout time.Duration
-	// WriteTimeout bounds each write of a shared (Multiplexed)
-	// connection; with Pool a request is written under its call's read
-	// deadline. Zero: 3 s; negative: none.
+	// WriteTimeout bounds each write of a request: of a shared
+	// (Multiplexed) connection's batch; with Pool, of a request of 16 KiB
+	// or more when the call's context has no deadline (a smaller one, or
+	// one with a deadline, is written under the call's read deadline).
+	// Zero: 3 s; negative: none.
 	WriteTimeout time.Duration
 
 	// Retry is the policy for retrying an operation that failed for want
@@ -226,6 +245,10 @@ func (o *Options) config() (strategy.Config, error) {
 	}
 	if cfg.DB < 0 {
 		return cfg, fmt.Errorf("%w: DB %d is negative", ErrInvalidArgument, cfg.DB)
+	}
+	if strings.ContainsFunc(cfg.ClientName, func(r rune) bool { return r < '!' || r > '~' }) {
+		// CLIENT SETNAME refuses them: every dial would fail.
+		return cfg, fmt.Errorf("%w: ClientName %q holds a space, a control or a non-ASCII character, which a server refuses", ErrInvalidArgument, cfg.ClientName)
 	}
 	if cfg.Password == "" && cfg.Username != "" {
 		return cfg, fmt.Errorf("%w: Username without Password", ErrInvalidArgument)

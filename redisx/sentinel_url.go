@@ -50,10 +50,8 @@ func parseSentinelURL(raw string) (Options, error) {
 	}
 	auth, rest := after[:end], after[end:]
 	u, err := url.Parse("redis://sentinel" + rest)
-	if err != nil || !strings.Contains(auth, "@") && strings.Contains(u.Path+u.Fragment, "@") {
-		// A '/', '?' or '#' in the user info cut it short: what follows
-		// may be part of the password, and must not be quoted.
-		return o, fmt.Errorf("%w: malformed redis-sentinel URL after the hosts (a '/', '?' or '#' in a user name or password must be percent-encoded)", ErrInvalidArgument)
+	if err != nil {
+		return o, fmt.Errorf("%w: malformed redis-sentinel URL after the hosts", ErrInvalidArgument)
 	}
 	userinfo, hosts := "", auth
 	if i := strings.LastIndexByte(auth, '@'); i >= 0 {

@@ -28,7 +28,7 @@ func TestSentinelURLRoundTrip(t *testing.T) {
 			redacted: "redis-sentinel://10.0.0.1:26379/mymaster?strategy=multiplexed",
 		},
 		{
-			name: "every sentinel field, credentials of both, a database, a near-cache",
+			name: "every sentinel field, credentials of both, a database, a near-cache (which reads from the master)",
 			in: redisx.Options{
 				Sentinel: &redisx.SentinelOptions{
 					Master: "cache one", Addrs: []string{"s1:26379", "10.0.0.2:26380", "s3:1"},
@@ -37,15 +37,20 @@ func TestSentinelURLRoundTrip(t *testing.T) {
 				Username:   "app",
 				Password:   "d@ta/pw",
 				DB:         3,
-				ReadFrom:   redisx.ReadReplicaPreferred,
 				ClientName: "svc",
 				Strategy:   localcache.Near{Inner: strategy.Pool{Size: 8}, MaxBytes: 1 << 20},
 				Retry:      redisx.Retry{MaxAttempts: 5},
 			},
 			url: "redis-sentinel://app:d%40ta%2Fpw@s1:26379,10.0.0.2:26380,s3:1/cache%20one?strategy=pool&size=8&near=1MiB" +
-				"&client_name=svc&retry_max_attempts=5&db=3&read_from=replica&sentinel_username=watcher&sentinel_password=s%26p%23w",
+				"&client_name=svc&retry_max_attempts=5&db=3&sentinel_username=watcher&sentinel_password=s%26p%23w",
 			redacted: "redis-sentinel://s1:26379,10.0.0.2:26380,s3:1/cache%20one?strategy=pool&size=8&near=1MiB" +
-				"&client_name=svc&retry_max_attempts=5&db=3&read_from=replica",
+				"&client_name=svc&retry_max_attempts=5&db=3",
+		},
+		{
+			name:     "an '@' in the master's name", // escaped: a bare one may end a password
+			in:       redisx.Options{Sentinel: &redisx.SentinelOptions{Master: "team@cache", Addrs: []string{"h:1"}}, Strategy: strategy.Pool{}},
+			url:      "redis-sentinel://h:1/team%40cache?strategy=pool",
+			redacted: "redis-sentinel://h:1/team%40cache?strategy=pool",
 		},
 		{
 			name:     "IPv6 sentinels",

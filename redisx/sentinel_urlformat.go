@@ -54,7 +54,8 @@ func formatSentinelURL(o Options, credentials bool) (string, error) {
 		b.WriteString(u.User.String() + "@")
 	}
 	b.WriteString(strings.Join(s.Addrs, ","))
-	b.WriteString("/" + url.PathEscape(s.Master))
+	// PathEscape leaves an '@', which ParseURL refuses after the hosts.
+	b.WriteString("/" + strings.ReplaceAll(url.PathEscape(s.Master), "@", "%40"))
 	q := u.RawQuery
 	add := func(name, value string, ok bool) {
 		if !ok {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/gomodule/redigo/redis"
 	"github.com/redisx-go/kit/internal/cluster"
@@ -79,7 +80,15 @@ const maxWatchRedirects = 8
 // from another goroutine than fn's while a call of it runs. Strategies
 // without strategy.Dedicator (goredis.Strategy) return ErrUnsupported.
 // Watch is not retried nor measured by OpenTelemetry.
+//
+// Client.Close does not wait for a running fn: it closes the
+// transaction's connection, so that a call of tx in flight fails at once
+// and every later one returns ErrClosed; Watch returns when fn does. A
+// nil fn is refused with ErrInvalidArgument before anything is sent.
 func (c *Client) Watch(ctx context.Context, fn func(*Tx) error, keys ...string) error {
+	if fn == nil {
+		return fmt.Errorf("%w: Watch without a function to run", ErrInvalidArgument)
+	}
 	if err := checkKeys(keys); err != nil {
 		return err
 	}
@@ -93,7 +102,7 @@ func (c *Client) Watch(ctx context.Context, fn func(*Tx) error, keys ...string) 
 	if !ok {
 		return fmt.Errorf("%w: Watch on a %T backend", ErrUnsupported, c.b)
 	}
-	tx := &Tx{dd: dd}
+	tx := &Tx{dd: dd, closed: &c.closed}
 	defer tx.finish(ctx) // on a panic too, which goes on after it
 	if len(keys) > 0 {
 		if err := tx.watch(ctx, keys); err != nil {
@@ -106,12 +115,14 @@ func (c *Client) Watch(ctx context.Context, fn func(*Tx) error, keys ...string) 
 // Tx is a transaction under way, on a connection of its own: see
 // Client.Watch. It is valid only inside Watch's fn.
 type Tx struct {
-	dd strategy.Dedicator
+	dd     strategy.Dedicator
+	closed *atomic.Bool // the Client's
 
 	mu       sync.Mutex
 	d        strategy.Dedicated // nil until a call needs it
 	pinned   bool               // d's slot was chosen by keys
 	watching bool               // WATCH sent, not yet ended by EXEC
+	execed   bool               // Exec sent its transaction: no other may follow
 	doubt    bool               // a call failed mid-way: close d, never reuse it
 	done     bool               // fn returned
 }
@@ -221,10 +232,13 @@ func (tx *Tx) finish(ctx context.Context) {
 	tx.release()
 }
 
+// errTxDone is the error of a Tx used after its Watch returned.
+var errTxDone = fmt.Errorf("%w: Tx used after its Watch returned", ErrInvalidArgument)
+
 // check validates a command of the transaction and returns its keys.
 func (tx *Tx) check(args []any) ([]string, error) {
 	if tx.done {
-		return nil, fmt.Errorf("%w: Tx used after its Watch returned", ErrInvalidArgument)
+		return nil, errTxDone
 	}
 	if _, err := conn.CheckCommand(args); err != nil {
 		return nil, err // WATCH, MULTI, EXEC… are Watch's and Exec's
@@ -260,8 +274,12 @@ func (tx *Tx) Do(ctx context.Context, args ...any) (any, error) {
 	return res[0].Value, res[0].Err
 }
 
-// ready checks ctx and gets the connection for keys. Called with mu held.
+// ready checks the client, ctx and the connection, and gets the
+// connection for keys. Called with mu held.
 func (tx *Tx) ready(ctx context.Context, keys []string) error {
+	if tx.closed.Load() {
+		return ErrClosed
+	}
 	if tx.doubt {
 		return conn.MarkUnsent(fmt.Errorf("%w: the transaction's connection failed earlier", ErrConnection))
 	}
@@ -285,20 +303,33 @@ func (tx *Tx) ready(ctx context.Context, keys []string) error {
 // No commands: an empty transaction, which still reports a conflict. A
 // failure of the connection or of ctx returns the error alone, the
 // outcome unknown: the connection is closed when Watch returns.
+//
+// Exec runs once per Watch: EXEC ends the watch, so a transaction after
+// it would run unguarded. A second Exec is refused with an error wrapping
+// ErrInvalidArgument, before anything is sent; call Watch again for
+// another transaction. An Exec refused before sending (a command refused,
+// ctx done) does not count.
 func (tx *Tx) Exec(ctx context.Context, cmds ...[]any) ([]Result, error) {
 	tx.mu.Lock()
 	defer tx.mu.Unlock()
+	switch {
+	case tx.done:
+		return nil, errTxDone
+	case tx.execed:
+		return nil, fmt.Errorf("%w: a second Exec in one Watch: EXEC ended the watch, and a transaction without it would run unguarded; call Watch again", ErrInvalidArgument)
+	}
 	var keys []string
 	for i, args := range cmds {
 		ks, err := tx.check(args)
 		if err != nil {
-			return nil, fmt.Errorf("command %d of the transaction: %w", i, err)
+			return nil, conn.Detail(conn.Position(i)+" of the transaction", err)
 		}
 		keys = append(keys, ks...)
 	}
 	if err := tx.ready(ctx, keys); err != nil {
 		return nil, err
 	}
+	tx.execed = true
 	batch := make([][]any, 0, len(cmds)+2)
 	batch = append(batch, []any{"MULTI"})
 	batch = append(batch, cmds...)

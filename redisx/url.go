@@ -21,10 +21,12 @@ import (
 //	rediss://…  (TLS, verified against the host name)
 //
 // The port defaults to 6379 (a ':' with no port after it is an error), the
-// database to 0. A '/', '?' or '#' in the user name or password must be
-// percent-encoded. Parameters (each strategy reads its own, see
-// strategy.URLStrategy; the facade reads strategy=, addr and the
-// Options fields):
+// database to 0. A '/', '?', '#' or '@' in the user name or password must
+// be percent-encoded (%2F, %3F, %23, %40); so should an '@' in a
+// parameter: an error about a URL with an '@' after its host quotes none
+// of it, which may be a password cut short. Parameters (each strategy
+// reads its own, see strategy.URLStrategy; the facade reads strategy=,
+// addr and the Options fields):
 //
 //	strategy             multiplexed (default), pool or slotgrouped
 //	conns                Multiplexed.Conns
@@ -69,12 +71,53 @@ import (
 //
 // Unknown parameters, parameters given twice (other than addr and
 // near_prefix), parameters of a strategy the URL does not name, and near_…
-// parameters without near are errors. Errors never repeat the URL, which
-// may hold a password. FormatURL is the inverse.
+// parameters without near are errors, and so are values New would refuse
+// before it dials (conns with lanes, a negative dial_timeout, read_from
+// with slotgrouped or near…): the rules of Options and of the strategies'
+// Validate. Errors never repeat the URL, which may hold a password.
+// FormatURL is the inverse.
 func ParseURL(raw string) (Options, error) {
-	if isSentinelURL(raw) {
-		return parseSentinelURL(raw) // before url.Parse, which reads no list of hosts
+	inPath, inQuery := atAfterAuthority(raw)
+	if inPath {
+		// "redis://:p@q#r@host" would read password "p" on host q,
+		// "redis://:p@q/r@host" fail on database "r@host".
+		return Options{}, errUserInfoCutShort
 	}
+	parse := parseRedisURL
+	if isSentinelURL(raw) {
+		parse = parseSentinelURL // before url.Parse, which reads no list of hosts
+	}
+	o, err := parse(raw)
+	if err == nil {
+		err = validate(&o)
+	}
+	if err != nil {
+		if inQuery {
+			// What the error names (a parameter, the port, a sentinel
+			// host) may be part of a password cut short by a '?'.
+			err = errUserInfoCutShort
+		}
+		return Options{}, err
+	}
+	return o, nil
+}
+
+// validate returns the error New would return for o before it dials:
+// o's own fields (Options.config), and its strategy's with them
+// (strategy.Validator).
+func validate(o *Options) error {
+	cfg, err := o.config()
+	if err != nil {
+		return err
+	}
+	if v, ok := o.Strategy.(strategy.Validator); ok {
+		return v.Validate(cfg)
+	}
+	return nil
+}
+
+// parseRedisURL is ParseURL for the redis and rediss schemes.
+func parseRedisURL(raw string) (Options, error) {
 	var o Options
 	u, err := url.Parse(raw)
 	if err != nil {
@@ -94,11 +137,6 @@ func ParseURL(raw string) (Options, error) {
 		// silently drop both and connect to 127.0.0.1:6379.
 		return o, fmt.Errorf("%w: malformed redis URL, want redis://host", ErrInvalidArgument)
 	}
-	if unescapedUserInfo(raw) && strings.ContainsAny(u.Path+u.Fragment, "@") {
-		// "redis://:pa#ss@host" would connect to 127.0.0.1 without a
-		// password: what follows the '#' is dropped.
-		return o, errUnescapedUserInfo
-	}
 	if u.User != nil {
 		o.Username = u.User.Username()
 		var set bool
@@ -117,12 +155,12 @@ func ParseURL(raw string) (Options, error) {
 		if _, written := authorityPort(raw); written {
 			// "redis://host:" is most often a template whose port
 			// variable was empty: refused rather than read as 6379.
-			return o, portError(raw, "")
+			return o, portError("")
 		}
 		port = "6379"
 	}
 	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-		return o, portError(raw, port)
+		return o, portError(port)
 	}
 	if !hostRoundTrips(host, port) {
 		// "redis://]" parses with host "]": refused here rather than at
@@ -134,9 +172,6 @@ func ParseURL(raw string) (Options, error) {
 	if p := strings.Trim(u.Path, "/"); p != "" {
 		db, err := strconv.Atoi(p)
 		if err != nil || db < 0 {
-			if unescapedUserInfo(raw) {
-				return o, errUnescapedUserInfo
-			}
 			return o, fmt.Errorf("%w: database %q in URL path is not a non-negative integer", ErrInvalidArgument, p)
 		}
 		o.DB = db
@@ -147,61 +182,63 @@ func ParseURL(raw string) (Options, error) {
 		return o, fmt.Errorf("%w: malformed query in redis URL", ErrInvalidArgument)
 	}
 	o.Strategy, err = parseParams(&o, q)
-	if err != nil && unescapedUserInfo(raw) {
-		err = errUnescapedUserInfo // the parameter it names may be part of the password
-	}
 	return o, err
 }
 
 // malformedURL says what is wrong with raw, which url.Parse refused,
 // when it can tell without repeating a password: most often the port.
 func malformedURL(raw string) error {
-	if unescapedUserInfo(raw) {
-		return errUnescapedUserInfo
-	}
 	if port, written := authorityPort(raw); written {
 		if strings.Trim(port, "0123456789") != "" {
-			return portError(raw, port)
+			return portError(port)
 		}
 	}
 	return fmt.Errorf("%w: malformed redis URL", ErrInvalidArgument)
 }
 
 // portError says that port, as written in raw, is not a port.
-func portError(raw, port string) error {
-	if unescapedUserInfo(raw) {
-		return errUnescapedUserInfo // port may be part of the password
-	}
+func portError(port string) error {
 	if port == "" {
 		return fmt.Errorf("%w: URL port is empty after ':'; give a number 1..65535 or leave out the ':' for 6379", ErrInvalidArgument)
 	}
 	return fmt.Errorf("%w: URL port %q is not a number 1..65535", ErrInvalidArgument, port)
 }
 
-// errUnescapedUserInfo is the error of a URL with an '@' after its
-// authority, which has none: quoting any part of it could quote a password.
-var errUnescapedUserInfo = fmt.Errorf("%w: malformed redis URL: an '@' after the host (a '/', '?' or '#' in a user name or password must be percent-encoded)", ErrInvalidArgument)
+// errUserInfoCutShort is the error of a URL with an '@' after its
+// authority: most often the end of a user info that an unescaped '/', '?'
+// or '#' cut short, so that its rest reads as a port, a database, a
+// parameter or a fragment. Quoting any part of the URL could quote a
+// password.
+var errUserInfoCutShort = fmt.Errorf("%w: malformed redis URL: an '@' after the host "+
+	"(a '/', '?', '#' or '@' in a user name or password, and an '@' in the path or a parameter, must be percent-encoded)", ErrInvalidArgument)
 
 // authority returns the authority of raw as net/url finds it (after
 // "scheme://", up to the first '/', '?' or '#') and what follows it.
 func authority(raw string) (auth, rest string, ok bool) {
-	_, after, ok := strings.Cut(raw, "://")
-	if !ok {
-		return "", "", false
+	i := strings.IndexByte(raw, ':')
+	if i < 0 || !strings.HasPrefix(raw[i:], "://") {
+		return "", "", false // "redis:/://x": a "://" in the path
 	}
+	after := raw[i+len("://"):]
 	if i := strings.IndexAny(after, "/?#"); i >= 0 {
 		return after[:i], after[i:], true
 	}
 	return after, "", true
 }
 
-// unescapedUserInfo reports whether an '@' follows the authority of raw,
-// which has none: a user info holding an unescaped '/', '?' or '#' cut
-// short, so that what parses as its port or path is part of the password
-// and must not be quoted in an error.
-func unescapedUserInfo(raw string) bool {
-	auth, rest, ok := authority(raw)
-	return ok && !strings.Contains(auth, "@") && strings.Contains(rest, "@")
+// atAfterAuthority reports whether an '@' follows the authority of raw,
+// in its path or fragment (where none may be: a database, a master's
+// name) or in its query (where one may be, in a client name or a key
+// prefix).
+func atAfterAuthority(raw string) (inPath, inQuery bool) {
+	_, rest, ok := authority(raw)
+	if !ok {
+		// No authority ("redis:/pw@host"): all of it is path and query.
+		_, rest, _ = strings.Cut(raw, ":")
+	}
+	rest, fragment, _ := strings.Cut(rest, "#")
+	path, query, _ := strings.Cut(rest, "?")
+	return strings.Contains(path+fragment, "@"), strings.Contains(query, "@")
 }
 
 // authorityPort returns the port written in raw's authority, after the

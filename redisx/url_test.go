@@ -2,6 +2,7 @@ package redisx_test
 
 import (
 	"errors"
+	"net/url"
 	"reflect"
 	"strings"
 	"testing"
@@ -352,16 +353,74 @@ func TestParseURLNeverQuotesAPasswordCutShort(t *testing.T) {
 	}
 }
 
-func TestParseURLRejectsPortOutOfRangeAndKeepsEmptyPassword(t *testing.T) {
+func TestParseURLRejectsPortOutOfRangeAndUserWithoutPassword(t *testing.T) {
 	for _, raw := range []string{"redis://h:0", "redis://h:65536", "redis://:s3cr3t-PW@h:99999"} {
 		_, err := redisx.ParseURL(raw)
 		if !errors.Is(err, redisx.ErrInvalidArgument) || err != nil && strings.Contains(err.Error(), secret) {
 			t.Errorf("ParseURL(%q) error = %v, want ErrInvalidArgument without the password", raw, err)
 		}
 	}
-	// "user:" with an empty password is a user, not the password shorthand.
+	// "user:" with an empty password is a user, not the password
+	// shorthand: a user without a password, which New refuses (no AUTH
+	// would name it).
 	o, err := redisx.ParseURL("redis://app:@h:6380")
-	if err != nil || o.Username != "app" || o.Password != "" {
-		t.Fatalf("ParseURL(user with empty password) = user %q, password %q, %v; want app, empty", o.Username, o.Password, err)
+	if !errors.Is(err, redisx.ErrInvalidArgument) || !strings.Contains(err.Error(), "Username without Password") {
+		t.Fatalf("ParseURL(user with empty password) = user %q, password %q, %v; want ErrInvalidArgument: Username without Password", o.Username, o.Password, err)
+	}
+}
+
+// TestParseURLPasswordWithDelimiters: a password holding '@', '/', '?',
+// '#' or ':' written into a URL either parses as that password (on the
+// host after it) or is refused with an error that quotes no fragment of
+// it, in each scheme; percent-encoded, it always parses.
+func TestParseURLPasswordWithDelimiters(t *testing.T) {
+	const delims = "@/?#:"
+	for _, d1 := range delims {
+		for _, d2 := range delims {
+			pw := "Xy7" + string(d1) + "Qz5" + string(d2) + "Kp3"
+			for _, form := range []struct{ scheme, tail, addr string }{
+				{"redis", "", "10.0.0.5:6379"},
+				{"rediss", "/1", "10.0.0.5:6379"},
+				{"redis", "?strategy=pool", "10.0.0.5:6379"},
+				{"redis-sentinel", "/mymaster", "10.0.0.5:26379"},
+			} {
+				for _, info := range []struct{ text, user, password string }{
+					{":" + pw, "", pw},
+					{"app:" + pw, "app", pw},
+					{url.UserPassword("app", pw).String(), "app", pw},
+					// The lone user info is the password, unless it has a ':'.
+					{pw, "", pw},
+				} {
+					if i := strings.IndexByte(info.text, ':'); i > 0 && info.user == "" {
+						info.user, info.password = info.text[:i], info.text[i+1:]
+					}
+					raw := form.scheme + "://" + info.text + "@" + form.addr + form.tail
+					o, err := redisx.ParseURL(raw)
+					if err == nil {
+						addrs := o.Addrs
+						if o.Sentinel != nil {
+							addrs = o.Sentinel.Addrs
+						}
+						if o.Username != info.user || o.Password != info.password || len(addrs) != 1 || addrs[0] != form.addr {
+							t.Errorf("ParseURL(%q) = user %q, password %q, addresses %q; want %q, %q on %s or an error",
+								raw, o.Username, o.Password, addrs, info.user, info.password, form.addr)
+						}
+						continue
+					}
+					if strings.Contains(info.text, "%") {
+						t.Errorf("ParseURL(%q): %v; want the percent-encoded password read", raw, err)
+					}
+					if !errors.Is(err, redisx.ErrInvalidArgument) {
+						t.Errorf("ParseURL(%q): %v; want ErrInvalidArgument", raw, err)
+					}
+					for i := 0; i+3 <= len(pw); i++ {
+						if strings.Contains(err.Error(), pw[i:i+3]) {
+							t.Errorf("ParseURL(%q): the error %q quotes %q of the password", raw, err, pw[i:i+3])
+							break
+						}
+					}
+				}
+			}
+		}
 	}
 }

@@ -3,6 +3,7 @@ package redisxtest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"unsafe"
 
 	"github.com/gomodule/redigo/redis"
+	goredis "github.com/redis/go-redis/v9"
 	"github.com/redisx-go/kit/redisx"
 	"github.com/redisx-go/kit/strategy"
 	"go.uber.org/goleak"
@@ -21,7 +23,8 @@ import (
 
 // closeWithBlockedCommand checks that Close returns promptly while a BLPOP
 // with no timeout (block 0) waits on the server under a context without
-// deadline, and that the blocked call then fails with ErrClosed.
+// deadline — one sent by Do, one in a DoMulti batch — and that the
+// blocked calls then fail with ErrClosed.
 //
 // The GoRedis adapter runs over a client its user owns, which its Close
 // leaves open (unless CloseClient is set), so it cannot fail the call: for
@@ -36,18 +39,22 @@ func (s *suite) closeWithBlockedCommand(t *testing.T) {
 	t.Cleanup(func() { c.Close() })
 	overUserClient := strings.HasSuffix(c.Stats().Strategy, "go-redis")
 	list := s.key(t, "list")
-	// Whatever happens, release a BLPOP still blocked when the test ends.
-	t.Cleanup(func() { s.oracle.RPush(context.Background(), list, "release") })
+	// Whatever happens, release the BLPOPs still blocked when the test ends.
+	t.Cleanup(func() { s.oracle.RPush(context.Background(), list, "release", "release") })
 
 	before := s.blockedClients(ctx, t)
-	done := make(chan error, 1)
+	done := make(chan error, 2)
 	go func() {
 		_, err := c.Do(context.Background(), "BLPOP", list, 0)
 		done <- err
 	}()
-	for deadline := time.Now().Add(5 * time.Second); s.blockedClients(ctx, t) <= before; time.Sleep(5 * time.Millisecond) {
+	go func() {
+		res := c.DoMulti(context.Background(), []any{"GET", list + "x"}, []any{"BLPOP", list, 0})
+		done <- res[1].Err
+	}()
+	for deadline := time.Now().Add(5 * time.Second); s.blockedClients(ctx, t) < before+2; time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("BLPOP %s 0 not blocked on the server after 5s", list)
+			t.Fatalf("BLPOP %s 0 of Do and of DoMulti not both blocked on the server after 5s", list)
 		}
 	}
 
@@ -65,20 +72,23 @@ func (s *suite) closeWithBlockedCommand(t *testing.T) {
 	}
 	if overUserClient {
 		t.Log("go-redis adapter: the blocked call runs on the user's client, which Close leaves open; released by RPUSH")
-		s.oracle.RPush(ctx, list, "release")
+		s.oracle.RPush(ctx, list, "release", "release")
+		<-done
 		<-done
 		return
 	}
-	select {
-	case err := <-done:
-		if !errors.Is(err, redisx.ErrClosed) {
-			t.Fatalf("BLPOP 0 in flight during Close: error = %v, want ErrClosed", err)
+	for range 2 {
+		select {
+		case err := <-done:
+			if !errors.Is(err, redisx.ErrClosed) {
+				t.Fatalf("BLPOP 0 in flight during Close: error = %v, want ErrClosed", err)
+			}
+			if n := strings.Count(err.Error(), "redisx:"); n != 1 {
+				t.Errorf("BLPOP 0 in flight during Close: error %q has %d \"redisx:\" prefixes, want 1", err, n)
+			}
+		case <-time.After(3 * time.Second):
+			t.Fatalf("BLPOP 0 in flight still blocked 3s after Close")
 		}
-		if n := strings.Count(err.Error(), "redisx:"); n != 1 {
-			t.Errorf("BLPOP 0 in flight during Close: error %q has %d \"redisx:\" prefixes, want 1", err, n)
-		}
-	case <-time.After(3 * time.Second):
-		t.Fatalf("BLPOP 0 in flight still blocked 3s after Close")
 	}
 }
 
@@ -128,6 +138,81 @@ func (s *suite) errorsHaveOnePrefix(t *testing.T) {
 			t.Errorf("%s: error %q has %d \"redisx:\" prefixes, want 1", tc.name, err, strings.Count(err.Error(), "redisx:"))
 		}
 	}
+	s.batchErrorsHaveOnePrefix(t, c, closed)
+}
+
+// batchErrorsHaveOnePrefix is errorsHaveOnePrefix for DoMulti and
+// transactions: every result of a batch refused before sending (its
+// refused command's and the others') says "redisx:" once, at its start,
+// and names the refused command by position, counted from 1 as people
+// count, with its index; so do a transaction's refusals.
+func (s *suite) batchErrorsHaveOnePrefix(t *testing.T, c, closed *redisx.Client) {
+	ctx := ctxT(t)
+	k := s.key(t, "{batch}k")
+	check := func(what string, err error, names ...string) {
+		t.Helper()
+		switch msg := ""; {
+		case err == nil:
+			t.Errorf("%s: no error", what)
+		case !strings.HasPrefix(err.Error(), "redisx: ") || strings.Count(err.Error(), "redisx:") != 1:
+			t.Errorf("%s: error %q; want one \"redisx:\" prefix, at its start", what, err)
+		default:
+			msg = err.Error()
+			for _, n := range names {
+				if !strings.Contains(msg, n) {
+					t.Errorf("%s: error %q does not say %q", what, msg, n)
+				}
+			}
+		}
+	}
+	batches := []struct {
+		name string
+		cmds [][]any
+		is   error
+	}{
+		{"MULTI", [][]any{{"SET", k, "1"}, {"MULTI"}, {"SET", k, "2"}}, redisx.ErrUnsupported},
+		{"bad argument", [][]any{{"SET", k, "1"}, {"SET", k, struct{}{}}, {"GET", k}}, redisx.ErrInvalidArgument},
+		{"nil command", [][]any{{"SET", k, "1"}, nil, {"GET", k}}, redisx.ErrInvalidArgument},
+		{"empty command", [][]any{{"SET", k, "1"}, {}, {"GET", k}}, redisx.ErrInvalidArgument},
+	}
+	if _, ok := s.oracle.(*goredis.ClusterClient); ok {
+		batches = append(batches, struct {
+			name string
+			cmds [][]any
+			is   error
+		}{"keys across slots", [][]any{{"SET", k, "1"}, {"MSET", "{a}x", "1", "{b}x", "1"}, {"GET", k}}, redisx.ErrCrossSlot})
+	}
+	for _, b := range batches {
+		for i, r := range c.DoMulti(ctx, b.cmds...) {
+			what := fmt.Sprintf("DoMulti with a %s at index 1: result %d", b.name, i)
+			if !errors.Is(r.Err, b.is) {
+				t.Errorf("%s = %v; want an error wrapping %v", what, r.Err, b.is)
+			}
+			check(what, r.Err, "#2", "index 1")
+		}
+	}
+	if _, err := c.Get(ctx, k); !errors.Is(err, redisx.ErrNotFound) {
+		t.Errorf("Get(%q) after refused batches = %v; want ErrNotFound: nothing sent", k, err)
+	}
+	for i, r := range closed.DoMulti(ctx, []any{"GET", k}, []any{"GET", k}) {
+		check(fmt.Sprintf("DoMulti on a closed client: result %d", i), r.Err)
+	}
+	err := c.Watch(ctx, func(tx *redisx.Tx) error {
+		_, err := tx.Do(ctx, "SUBSCRIBE", k)
+		check("tx.Do(SUBSCRIBE)", err)
+		_, err = tx.Exec(ctx, []any{"SET", k, "1"}, []any{"MULTI"})
+		check("tx.Exec with a MULTI at index 1", err, "#2", "index 1")
+		_, err = tx.Exec(ctx, []any{"SET", k, struct{}{}})
+		check("tx.Exec with a bad argument at index 0", err, "#1", "index 0")
+		return nil
+	}, k)
+	if errors.Is(err, redisx.ErrUnsupported) {
+		return // no transactions
+	}
+	if err != nil {
+		t.Errorf("Watch: %v", err)
+	}
+	check("Watch on a closed client", closed.Watch(ctx, func(*redisx.Tx) error { return nil }, k))
 }
 
 func (s *suite) useAfterClose(t *testing.T) {

@@ -92,19 +92,7 @@ func TestKillRestart(t *testing.T) {
 	if err := srv.Restart(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		err := c.Set(ctx, "after", []byte("v"), 0)
-		cancel()
-		if err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no recovery 5 s after Restart: %v", err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitServing(t, c, "after")
 	if _, err := c.Get(context.Background(), "before"); !errors.Is(err, redisx.ErrNotFound) {
 		t.Fatalf("Get(before) after a restart without persistence: %v, want ErrNotFound", err)
 	}

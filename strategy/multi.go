@@ -75,6 +75,12 @@ func DoEach(ctx context.Context, b Backend, cmds ...[]any) []Result {
 // Release ends the loan: with reuse, the connection goes back to its
 // pool, clean — the caller has run UNWATCH or DISCARD if needed —
 // otherwise it is closed. Release must be called exactly once.
+//
+// The backend's Close does not wait for a loan to end: it closes the
+// connection, so that a DoMulti in flight fails at once, and later ones
+// return ErrClosed; Release is then safe and does nothing more. A loan
+// may last as long as its caller wants (a transaction's callback), and a
+// Close that waited for it could wait forever.
 type Dedicated = conn.Dedicated
 
 // Dedicator is an optional interface that may be implemented by a

@@ -82,10 +82,17 @@ type Multiplexed struct {
 // seed that answers before it returns; on a cluster, the other nodes'
 // connections are dialled on first use.
 func (m Multiplexed) Open(ctx context.Context, cfg Config) (Backend, error) {
-	if _, err := mux.Options(m).WithDefaults(); err != nil {
+	if err := m.Validate(cfg); err != nil {
 		return nil, err
 	}
 	return open(ctx, cfg, mux.Options(m))
+}
+
+// Validate implements Validator: Conns and Lanes in 0..1024, not both
+// set; MaxPending and Blocking not negative.
+func (m Multiplexed) Validate(Config) error {
+	_, err := mux.Options(m).WithDefaults()
+	return err
 }
 
 // URLName implements URLStrategy: strategy=multiplexed.

@@ -42,10 +42,18 @@ type Pool struct {
 // first seed that answers before it returns; on a cluster, the other
 // nodes' connections are opened on first use.
 func (p Pool) Open(ctx context.Context, cfg Config) (Backend, error) {
-	if _, err := pool.Options(p).WithDefaults(); err != nil {
+	if err := p.Validate(cfg); err != nil {
 		return nil, err
 	}
 	return open(ctx, cfg, pool.Options(p))
+}
+
+// Validate implements Validator: Size, MinIdle, MaxLifetime and
+// HealthCheckPeriod not negative, MinIdle at most Size (its default
+// included).
+func (p Pool) Validate(Config) error {
+	_, err := pool.Options(p).WithDefaults()
+	return err
 }
 
 // URLName implements URLStrategy: strategy=pool.

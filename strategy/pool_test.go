@@ -2,6 +2,7 @@ package strategy_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -38,6 +39,29 @@ func TestPoolIdleConnectionsClosedByServer(t *testing.T) {
 	}
 	if got := c.Stats().BrokenConns; got < 1 {
 		t.Errorf("BrokenConns = %d, want the closed idle connections counted", got)
+	}
+}
+
+// TestPoolIdleLongerThanReadTimeoutIsReused: a connection idle for longer
+// than its last call's read deadline is healthy; the check before lending
+// it must not mistake the expired deadline for a dead peer, destroy it
+// and dial again.
+func TestPoolIdleLongerThanReadTimeoutIsReused(t *testing.T) {
+	srv := launcher.Standalone(t, launcher.Options{})
+	c := edgeNew(t, redisx.Options{Addrs: []string{srv.Addr()}, ReadTimeout: 100 * time.Millisecond,
+		Strategy: strategy.Pool{Size: 2}})
+	before := c.Stats()
+	for i := range 3 {
+		time.Sleep(250 * time.Millisecond) // idle for 2.5 read timeouts
+		// No deadline: ReadTimeout bounds the read, and leaves its
+		// deadline on the socket.
+		if _, err := c.Get(context.Background(), "idle"); err != nil && !errors.Is(err, redisx.ErrNotFound) {
+			t.Fatalf("Get %d: %v", i, err)
+		}
+	}
+	if st := c.Stats(); st.BrokenConns != before.BrokenConns || st.Dials != before.Dials {
+		t.Errorf("after 3 calls, each after an idle spell longer than ReadTimeout: BrokenConns %d -> %d, Dials %d -> %d; want both unchanged",
+			before.BrokenConns, st.BrokenConns, before.Dials, st.Dials)
 	}
 }
 

@@ -17,8 +17,9 @@ import (
 // 50 sequential ones.
 //
 // Single-key calls and Do go straight to the transport. On a standalone
-// server SlotGrouped still helps very large key lists: they are split into
-// MaxBatch-key commands sent as one pipeline.
+// server, one node holding every slot, SlotGrouped still helps very large
+// key lists: they are split into MaxBatch-key commands sent as one
+// pipeline (Stats counts that one node).
 //
 // When a node fails, the keys it held are reported in a *NodeError per
 // node (joined with errors.Join), and the values read from the other
@@ -36,22 +37,10 @@ type SlotGrouped struct {
 
 // Open implements Strategy.
 func (s SlotGrouped) Open(ctx context.Context, cfg Config) (Backend, error) {
-	tr := s.Transport
-	if tr == nil {
-		tr = Multiplexed{}
+	if err := s.Validate(cfg); err != nil {
+		return nil, err
 	}
-	t, ok := transportOf(tr)
-	if !ok {
-		return nil, fmt.Errorf("%w: SlotGrouped.Transport must be strategy.Multiplexed or strategy.Pool, not %T", ErrInvalidArgument, tr)
-	}
-	switch {
-	case cfg.Sentinel != nil:
-		return nil, fmt.Errorf("%w: SlotGrouped does not support Sentinel (it groups keys by cluster node)", ErrInvalidArgument)
-	case cfg.ReadFrom != ReadPrimary:
-		return nil, fmt.Errorf("%w: SlotGrouped reads from the master only: ReadFrom must be ReadPrimary", ErrInvalidArgument)
-	case s.MaxBatch < 0:
-		return nil, fmt.Errorf("%w: SlotGrouped.MaxBatch %d is negative", ErrInvalidArgument, s.MaxBatch)
-	}
+	t, _ := transportOf(s.transport())
 	if s.MaxBatch == 0 {
 		s.MaxBatch = 1000
 	}
@@ -65,6 +54,32 @@ func (s SlotGrouped) Open(ctx context.Context, cfg Config) (Backend, error) {
 		return nil, err
 	}
 	return grouped{backend{g}, public(b)}, nil
+}
+
+// transport returns Transport, or its default.
+func (s SlotGrouped) transport() Strategy {
+	if s.Transport == nil {
+		return Multiplexed{}
+	}
+	return s.Transport
+}
+
+// Validate implements Validator: Transport a valid Multiplexed or Pool,
+// MaxBatch not negative, and cfg without Sentinel and with ReadPrimary.
+func (s SlotGrouped) Validate(cfg Config) error {
+	tr := s.transport()
+	if _, ok := transportOf(tr); !ok {
+		return fmt.Errorf("%w: SlotGrouped.Transport must be strategy.Multiplexed or strategy.Pool, not %T", ErrInvalidArgument, tr)
+	}
+	switch {
+	case cfg.Sentinel != nil:
+		return fmt.Errorf("%w: SlotGrouped does not support Sentinel (it groups keys by cluster node)", ErrInvalidArgument)
+	case cfg.ReadFrom != ReadPrimary:
+		return fmt.Errorf("%w: SlotGrouped reads from the master only: ReadFrom must be ReadPrimary", ErrInvalidArgument)
+	case s.MaxBatch < 0:
+		return fmt.Errorf("%w: SlotGrouped.MaxBatch %d is negative", ErrInvalidArgument, s.MaxBatch)
+	}
+	return tr.(Validator).Validate(cfg) // transportOf: Multiplexed or Pool
 }
 
 // URLName implements URLStrategy: strategy=slotgrouped.

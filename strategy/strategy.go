@@ -19,7 +19,11 @@ var (
 	// ErrInvalidArgument is returned, before anything is sent, for input
 	// the server would refuse or misread: a negative TTL, a key, value or
 	// command argument over MaxValueSize, a nil map, an argument of an
-	// unsupported type.
+	// unsupported type. A new connection's setting that the server
+	// refuses (an ERR reply to the handshake's SELECT or CLIENT SETNAME:
+	// a DB out of range, a DB other than 0 on a cluster) wraps it too,
+	// with the server's reply, and not ErrConnection: another attempt
+	// would get the same answer.
 	ErrInvalidArgument = conn.ErrInvalidArgument
 	// ErrConnection wraps network and protocol failures. The connection
 	// that failed is discarded and replaced; the call may be retried.
@@ -82,10 +86,31 @@ type NodeError = conn.NodeError
 // Strategy is implemented by the values users choose from (Multiplexed,
 // Pool, GoRedis, localcache.Near…). Open starts a running backend with
 // the shared connection settings. Open must not modify the receiver and
-// must verify that the server answers before it returns.
+// must verify that the server answers before it returns. When ctx ends
+// first, Open returns without delay an error that wraps ErrConnection and
+// ctx's error and names the address it waited for (the strategies of
+// this module do).
 type Strategy interface {
 	Open(ctx context.Context, cfg Config) (Backend, error)
 }
+
+// Validator is implemented by strategy values that can tell, without
+// connecting, whether Open would refuse them with cfg: Multiplexed, Pool,
+// SlotGrouped and localcache.Near. Validate returns the error Open would
+// return before it dials — a field out of range, fields that exclude each
+// other, a field cfg excludes (a ReadFrom or Sentinel the strategy does
+// not support) — and Open calls it first, so that the rules live once.
+// redisx.ParseURL asks it, and refuses a URL whose Options New would.
+type Validator interface {
+	Strategy
+	Validate(cfg Config) error
+}
+
+var (
+	_ Validator = Multiplexed{}
+	_ Validator = Pool{}
+	_ Validator = SlotGrouped{}
+)
 
 // Backend is a running strategy. Implementations are safe for concurrent
 // use. The caller of Open owns the Backend and must Close it.
@@ -212,8 +237,11 @@ type Stats struct {
 	EmptyAcquires   int64         // acquires that found no idle connection
 	CanceledAcquire int64         // acquires abandoned because the context ended
 
-	// Cluster: servers connected to, masters in the slot map, MOVED/ASK
-	// redirects followed, and slot-map reloads.
+	// Topology: the servers connected to (1 on a standalone server,
+	// whatever the strategy; the master and the replicas followed over
+	// Sentinel; a cluster's nodes; 0 once closed), and on a cluster the
+	// masters in the slot map, MOVED/ASK redirects followed, and slot-map
+	// reloads.
 	Nodes             int
 	Masters           int
 	Redirects         int64
@@ -241,7 +269,10 @@ type Stats struct {
 // Config is the connection settings every strategy shares. redisx fills it
 // from Options; strategies must not modify it.
 type Config struct {
-	// Addrs are the seed nodes, "host:port". Required.
+	// Addrs are "host:port": a standalone server's, or seed nodes of a
+	// Redis Cluster. Required. Several name a cluster: Open refuses them
+	// (ErrInvalidArgument) when the one that answers is a standalone
+	// server.
 	Addrs []string
 	// Username and Password authenticate with AUTH (ACL user when
 	// Username is set). Never logged nor put in errors.
@@ -278,11 +309,18 @@ type Config struct {
 	// BLMPOP…, the BLOCK of XREAD, the timeout of WAIT) — without bound
 	// for a block time of 0. A connection is discarded only when a reply
 	// is overdue under that rule, and then within half a ReadTimeout.
-	// Zero or negative: no bound (redisx defaults it to 3 s).
+	// Sent means written whole and, on plain TCP connections on Linux
+	// (amd64, arm64), acknowledged by the peer, since a write ends once
+	// the kernel's send buffer holds the bytes: the upload of a big
+	// request is not counted, but a peer that acknowledges none of it for
+	// ReadTimeout fails the connection as a missing reply would. Zero or
+	// negative: no bound (redisx defaults it to 3 s).
 	ReadTimeout time.Duration
 	// WriteTimeout bounds each write of a shared Multiplexed connection; a
-	// write that takes longer fails the connection. Pool writes a request
-	// under the call's read deadline instead. Zero or negative: no bound.
+	// write that takes longer fails the connection. Pool bounds with it
+	// the write of a request of 16 KiB or more when the call's context has
+	// no deadline, and writes others under the call's read deadline. Zero
+	// or negative: no bound.
 	WriteTimeout time.Duration
 	// ClientName is set with CLIENT SETNAME on every connection when not
 	// empty.

@@ -75,6 +75,9 @@ var errNotCluster = errors.New("cluster support disabled")
 // Open connects to the first seed that answers and finds out
 // whether it is a standalone server (the node is returned as is) or a
 // cluster member (a cluster backend over one node per master is).
+// Several seeds name a cluster: a standalone server among them is
+// refused. A seed that refuses the credentials or a setting (the DB) ends
+// Open with its error alone.
 func Open(ctx context.Context, cfg conn.Config, t Transport) (Backend, error) {
 	if len(cfg.Addrs) == 0 {
 		return nil, fmt.Errorf("%w: no address", conn.ErrInvalidArgument)
@@ -86,12 +89,23 @@ func Open(ctx context.Context, cfg conn.Config, t Transport) (Backend, error) {
 	var errs []error
 	for _, addr := range cfg.Addrs {
 		n, err := t.OpenNode(ctx, probe, addr)
+		if refused(err) {
+			// The credentials or a setting (the DB): every seed of a
+			// cluster would refuse them alike.
+			return nil, err
+		}
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
 		shards, err := discover(ctx, n, cfg.TLS != nil)
 		switch {
+		case errors.Is(err, errNotCluster) && len(cfg.Addrs) > 1:
+			// Every call would go to this server, the others unused.
+			n.Close()
+			return nil, fmt.Errorf("%w: %s is a standalone server (cluster support disabled), but %d addresses were given: "+
+				"several addresses are the seeds of one Redis Cluster; give a standalone server's address alone",
+				conn.ErrInvalidArgument, addr, len(cfg.Addrs))
 		case errors.Is(err, errNotCluster) && cfg.ReadFrom != conn.ReadPrimary:
 			n.Close()
 			return nil, fmt.Errorf("%w: ReadFrom other than ReadPrimary on a standalone server: replicas are found through Sentinel or a Redis Cluster", conn.ErrInvalidArgument)
@@ -110,7 +124,9 @@ func Open(ctx context.Context, cfg conn.Config, t Transport) (Backend, error) {
 			// Its nodes' connections are READONLY, so that those to
 			// replicas serve reads: the seed's too.
 			n.Close()
-			if n, err = t.OpenNode(ctx, cfg, addr); err != nil {
+			if n, err = t.OpenNode(ctx, cfg, addr); refused(err) {
+				return nil, err
+			} else if err != nil {
 				errs = append(errs, err)
 				continue
 			}
@@ -121,6 +137,13 @@ func Open(ctx context.Context, cfg conn.Config, t Transport) (Backend, error) {
 		return nil, errs[0]
 	}
 	return nil, errors.Join(errs...)
+}
+
+// refused reports whether err is a server's refusal of the
+// configuration (ErrInvalidArgument) or of the credentials (ErrAuth),
+// which no other node nor another attempt would accept.
+func refused(err error) bool {
+	return errors.Is(err, conn.ErrInvalidArgument) || errors.Is(err, conn.ErrAuth)
 }
 
 // discover asks n for the cluster's shards: CLUSTER SHARDS, falling back

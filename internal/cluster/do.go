@@ -219,6 +219,7 @@ func (c *Router) doAll(ctx context.Context, spec *command.Spec, args []any) (any
 			}
 			// The node's error has the redisx: prefix already.
 			failed = append(failed, fmt.Errorf("%w (on %s)", err, masters[i].n.Address()))
+			c.refreshAfter(err)
 			continue
 		}
 		ok = append(ok, replies[i])
@@ -372,6 +373,10 @@ func (c *Router) DoOn(ctx context.Context, addr string, args ...any) (any, error
 			continue // retired since we loaded the map: look in the new one
 		}
 		defer m.Release()
-		return m.n.Do(ctx, args...)
+		v, err := m.n.Do(ctx, args...)
+		if err != nil {
+			c.refreshAfter(err) // the address may be a master no more
+		}
+		return v, err
 	}
 }

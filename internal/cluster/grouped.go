@@ -424,10 +424,22 @@ func (f *nodeFailure) retry(ctx context.Context, bg batchGroup, err error, rerou
 	}
 }
 
-// report adds the node's failed keys, if any, to fail.
+// report adds the node's failed keys, if any, to fail, and has the slot
+// map reloaded when the failure shows it may be stale (see
+// Router.refreshAfter): a master refused or broke the connection, and the
+// caller's next attempt must find its successor, not the same node again.
 func (f *nodeFailure) report(fail *failures, cmd string) {
 	if len(f.keys) > 0 {
 		fail.add(nodeAddr(f.n), f.keys, conn.ReplyError(cmd, f.err))
+		f.g.refreshAfter(f.err)
+	}
+}
+
+// refreshAfter is the cluster's Router.refreshAfter; nothing on a single
+// node.
+func (g *Grouped) refreshAfter(err error) {
+	if g.cluster != nil {
+		g.cluster.refreshAfter(err)
 	}
 }
 

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -247,7 +248,9 @@ func (c *Router) sendPipelines(ctx context.Context, groups []*multiGroup, cmds [
 	}
 }
 
-// sendBlocking sends each group with its node's DoMulti, all at once.
+// sendBlocking sends each group with its node's DoMulti, all at once. A
+// node whose commands failed for want of a connection has the map
+// reloaded, as sendPipelines does.
 func (c *Router) sendBlocking(ctx context.Context, groups []*multiGroup, cmds [][]any, res []conn.Result) {
 	fanOut(len(groups), func(j int) {
 		g := groups[j]
@@ -255,8 +258,15 @@ func (c *Router) sendBlocking(ctx context.Context, groups []*multiGroup, cmds []
 		for k, i := range g.cmds {
 			sub[k] = cmds[i]
 		}
+		var failed error
 		for k, r := range g.m.n.DoMulti(ctx, sub...) {
 			res[g.cmds[k]] = r
+			if failed == nil && errors.Is(r.Err, conn.ErrConnection) {
+				failed = r.Err
+			}
+		}
+		if failed != nil {
+			c.refreshAfter(failed)
 		}
 	})
 }

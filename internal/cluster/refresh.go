@@ -18,16 +18,50 @@ import (
 // client just opened) would leave the rest of the old master's slots, and
 // the old master's connections, in place until the periodic reload.
 //
+// A failed connection to a node (refused, broken, timed out: see
+// refreshAfter) makes the map doubtful: the node may be dead and the
+// cluster about to promote its replica, which takes the cluster
+// node-timeout and an election. A reload that finds the map as it was
+// then is followed by another, at doubtWaitMin doubling up to
+// doubtWaitMax, until the map changes or refreshPeriod has passed since
+// the last such failure. So a client knows the new master within
+// doubtWaitMax of the promotion even when its calls stopped after the
+// first failure; calls that keep failing trigger reloads sooner, every
+// cooldown.
+//
 // A reload is shared work: it runs on its own goroutine under the
 // client's own context (life, ended by Close) and a timeout per node,
 // never under a caller's context, and every caller waits for it within
 // its own context only (issue #7).
+
+const (
+	doubtWaitMin = refreshCooldown
+	doubtWaitMax = 400 * time.Millisecond
+)
 
 // triggerRefresh asks for a reload in the background: now, or at the end
 // of the cooldown.
 func (c *Router) triggerRefresh() {
 	c.refreshMu.Lock()
 	defer c.refreshMu.Unlock()
+	c.triggerLocked()
+}
+
+// doubtRefresh is triggerRefresh after a failed connection: reloads then
+// go on until the map changes (see above).
+func (c *Router) doubtRefresh() {
+	c.refreshMu.Lock()
+	defer c.refreshMu.Unlock()
+	now := time.Now()
+	if now.After(c.doubtUntil) {
+		c.doubtWait = doubtWaitMin // a new doubt, not one going on
+	}
+	c.doubtUntil = now.Add(refreshPeriod)
+	c.triggerLocked()
+}
+
+// triggerLocked is triggerRefresh with c.refreshMu held.
+func (c *Router) triggerLocked() {
 	if c.refreshing != nil {
 		c.refreshAgain = true
 		return
@@ -67,17 +101,34 @@ func (c *Router) startLocked() *dialWait {
 		return nil
 	}
 	if wait := refreshCooldown - time.Since(c.lastRefresh); wait > 0 {
-		if c.trailing == nil {
-			c.wg.Add(1)
-			c.trailing = time.AfterFunc(wait, c.runTrailing)
-		}
+		c.trailLocked(wait)
 		return nil
+	}
+	if c.trailing != nil && c.trailing.Stop() {
+		// This reload serves the trigger the timer stood for.
+		c.trailing = nil
+		c.wg.Done()
 	}
 	w := &dialWait{done: make(chan struct{})}
 	c.refreshing = w
 	c.wg.Add(1)
 	go c.runReload(w)
 	return w
+}
+
+// trailLocked arranges a reload after wait, unless one is due sooner: a
+// trigger within the cooldown is not kept waiting by a doubt's longer
+// wait. c.refreshMu must be held.
+func (c *Router) trailLocked(wait time.Duration) {
+	at := time.Now().Add(wait)
+	if c.trailing != nil {
+		if !c.trailingAt.After(at) || !c.trailing.Stop() {
+			return // due sooner, or firing now
+		}
+		c.wg.Done() // its runTrailing will not run
+	}
+	c.wg.Add(1)
+	c.trailing, c.trailingAt = time.AfterFunc(wait, c.runTrailing), at
 }
 
 // runTrailing is the trailing reload's timer.
@@ -96,7 +147,7 @@ func (c *Router) runTrailing() {
 // runReload runs the reload w stands for and publishes its outcome.
 func (c *Router) runReload(w *dialWait) {
 	defer c.wg.Done()
-	err := c.reload()
+	changed, err := c.reload()
 	c.refreshes.Add(1)
 	if err != nil {
 		c.refreshErrors.Add(1)
@@ -104,9 +155,17 @@ func (c *Router) runReload(w *dialWait) {
 	c.refreshMu.Lock()
 	c.refreshing = nil
 	c.lastRefresh = time.Now()
-	if c.refreshAgain {
+	if changed {
+		c.doubtUntil = time.Time{}
+	}
+	switch {
+	case c.refreshAgain:
 		c.refreshAgain = false
 		c.startLocked() // within the cooldown: the trailing reload
+	case c.lastRefresh.Before(c.doubtUntil) && !c.closed.Load():
+		// The map is as it was, and doubtful: look again shortly.
+		c.trailLocked(c.doubtWait)
+		c.doubtWait = min(2*c.doubtWait, doubtWaitMax)
 	}
 	w.err = err
 	close(w.done)
@@ -123,19 +182,20 @@ func (c *Router) stopRefreshesLocked() {
 }
 
 // reload asks the current masters (in random order), then the seeds, for
-// the shards, and installs the first answer. Seeds that are not masters
-// are closed again once the map is known.
-func (c *Router) reload() error {
+// the shards, and installs the first answer; changed reports whether the
+// map it installed differs from the one before. Seeds that are not
+// masters are closed again once the map is known.
+func (c *Router) reload() (changed bool, err error) {
 	var addrs []string
 	for _, m := range c.state.Load().masters {
 		addrs = append(addrs, m.n.Address())
 	}
 	rand.Shuffle(len(addrs), func(i, j int) { addrs[i], addrs[j] = addrs[j], addrs[i] })
 	addrs = append(addrs, c.cfg.Addrs...)
-	err := conn.ErrClosed
+	err = conn.ErrClosed
 	for _, addr := range addrs {
 		if c.closed.Load() {
-			return conn.ErrClosed
+			return false, conn.ErrClosed
 		}
 		var n *member
 		if n, err = c.acquireAddr(addr); err != nil {
@@ -157,19 +217,20 @@ func (c *Router) reload() error {
 		if c.nodes == nil {
 			err = conn.ErrClosed
 		} else if top, err = c.build(shards); err == nil {
+			changed = !top.same(c.state.Load())
 			gone = c.install(top)
 		}
 		c.mu.Unlock()
 		retireAll(gone)
 		if err == nil {
-			return nil
+			return changed, nil
 		}
 	}
 	c.mu.Lock()
 	gone := c.prune() // the seeds asked in vain
 	c.mu.Unlock()
 	retireAll(gone)
-	return err
+	return false, err
 }
 
 // refreshLoop reloads the map every refreshPeriod, until Close.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -48,7 +49,10 @@ type Router struct {
 	refreshing   *dialWait   // the reload in progress, if any
 	lastRefresh  time.Time   // when the last reload ended
 	refreshAgain bool        // a trigger came during the reload in progress
-	trailing     *time.Timer // the reload due at the end of the cooldown
+	trailing     *time.Timer // the reload due at the end of the cooldown, or a doubt's next
+	trailingAt   time.Time   // when trailing fires
+	doubtUntil   time.Time   // until when a reload that changes nothing is followed by another
+	doubtWait    time.Duration
 
 	closed atomic.Bool
 	stop   chan struct{}
@@ -78,6 +82,13 @@ type topology struct {
 	// replicas are, by master, its online replicas: with ReadFrom other
 	// than ReadPrimary only (replicas.go).
 	replicas [][]*member
+}
+
+// same reports whether t and o map every slot to the same node, with the
+// same replicas.
+func (t *topology) same(o *topology) bool {
+	return t.owner == o.owner && slices.Equal(t.masters, o.masters) &&
+		slices.EqualFunc(t.replicas, o.replicas, slices.Equal)
 }
 
 // master returns the member serving slot, or nil.
@@ -258,13 +269,18 @@ func redirectOf(err error) (Redirect, bool) {
 }
 
 // refreshAfter triggers a reload of the slot map when err, a failed
-// call's, shows the map may be stale: a master that refused or broke a
-// connection, or a reply such as CLUSTERDOWN or TRYAGAIN.
+// call's, shows the map may be stale: a reply such as CLUSTERDOWN or
+// TRYAGAIN, or a node that refused, broke or timed out a connection —
+// then reloads go on until the map changes (see refresh.go). Every path
+// that reaches a node calls it with the node's failure.
 func (c *Router) refreshAfter(err error) {
-	if errors.Is(err, conn.ErrClosed) || !conn.Temporary(err) {
-		return
+	switch {
+	case errors.Is(err, conn.ErrClosed) || !conn.Temporary(err):
+	case errors.Is(err, conn.ErrConnection):
+		c.doubtRefresh()
+	default:
+		c.triggerRefresh()
 	}
-	c.triggerRefresh()
 }
 
 // errSlotUnserved is the failure of a call on a slot that no master of

@@ -93,6 +93,7 @@ func (g *Grouped) MGetWithTTL(ctx context.Context, keys []string) ([][]byte, []t
 			}
 			if err != nil {
 				fail.add(nodes[i].address(), bg.keys, err)
+				g.refreshAfter(err)
 				continue
 			}
 			for k, p := range bg.pos {

@@ -186,6 +186,9 @@ func ReplyError(cmd string, err error) error {
 			return err
 		}
 	}
+	if strings.HasPrefix(err.Error(), prefix) {
+		return err // one of this module's errors already
+	}
 	return fmt.Errorf("redisx: %s: %w", cmd, err)
 }
 

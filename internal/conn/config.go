@@ -89,6 +89,7 @@ type Stats struct {
 
 // AddNode adds a node's figures to s.
 func (s *Stats) AddNode(ns Stats) {
+	s.Nodes += ns.Nodes
 	s.Conns += ns.Conns
 	s.Lanes += ns.Lanes
 	s.Pending += ns.Pending

@@ -20,6 +20,13 @@ import (
 // be kept. redigo's own reader has consumed exactly the handshake's replies
 // when DialContext returns, so the stream is clean for package resp from
 // then on.
+//
+// ctx and cfg.DialTimeout bound the dial, and its error says which ended
+// it: the end of ctx gives an error wrapping ErrConnection and ctx's
+// error (see DialEnded), DialTimeout one wrapping ErrConnection alone — a
+// failure to connect that another attempt may not meet. So a caller that
+// bounds a dial by DialTimeout passes its own context, not one with that
+// timeout added.
 func Dial(ctx context.Context, cfg *Config, addr string) (net.Conn, error) {
 	return dial(ctx, cfg, addr, false)
 }
@@ -34,6 +41,7 @@ func DialData(ctx context.Context, cfg *Config, addr string) (net.Conn, error) {
 }
 
 func dial(ctx context.Context, cfg *Config, addr string, data bool) (net.Conn, error) {
+	caller := ctx
 	if cfg.DialTimeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, cfg.DialTimeout)
@@ -109,6 +117,11 @@ func dial(ctx context.Context, cfg *Config, addr string, data bool) (net.Conn, e
 	if err == nil && data && cfg.OnConnect != nil {
 		if err := onConnect(ctx, cfg, addr, nc); err != nil {
 			nc.Close()
+			// The caller's context ended during the set-up: say so, as
+			// for the handshake.
+			if ended := endedBy(caller, err); ended != nil {
+				return nil, MarkUnsent(DialEnded(addr, ended))
+			}
 			return nil, MarkUnsent(err)
 		}
 	}
@@ -125,6 +138,9 @@ func dial(ctx context.Context, cfg *Config, addr string, data bool) (net.Conn, e
 			nc.Close()
 		}
 		// Nothing but the handshake was written: no caller's request.
+		if ended := endedBy(caller, err); ended != nil {
+			return nil, MarkUnsent(DialEnded(addr, ended))
+		}
 		return nil, MarkUnsent(handshakeError(cfg, addr, err, nc != nil))
 	}
 	return nc, nil
@@ -173,12 +189,15 @@ func handshakeError(cfg *Config, addr string, err error, connected bool) error {
 	switch {
 	case authRefused(err):
 		return fmt.Errorf("%w: dial %s: %w", ErrAuth, addr, err)
+	case settingRefused(err):
+		// SELECT, CLIENT SETNAME or READONLY refused: the same dial
+		// gets the same answer, so it is not a connection failure.
+		return fmt.Errorf("%w: dial %s: the server refuses %s: %w", ErrInvalidArgument, addr, settings(cfg), err)
 	case errors.Is(err, context.DeadlineExceeded) || isTimeout(err):
-		// The dial's own deadline (DialTimeout, or the deadline of the
-		// shared work it runs for), never a caller's: dials run detached
-		// from callers. A failure to connect, which another attempt may
-		// not meet — not a context's end, which would stop the retries.
-		return fmt.Errorf("%w: dial %s: no answer within the dial's deadline (DialTimeout %v)", ErrConnection, addr, cfg.DialTimeout)
+		// DialTimeout, not the dial's context (endedBy found it alive): a
+		// failure to connect, which another attempt may not meet — not a
+		// context's end, which would stop the retries.
+		return fmt.Errorf("%w: dial %s: no answer within DialTimeout %v", ErrConnection, addr, cfg.DialTimeout)
 	case !connected || errors.As(err, &re) || errors.Is(err, context.Canceled):
 		return fmt.Errorf("%w: dial %s: %w", ErrConnection, addr, err)
 	case errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE):
@@ -222,6 +241,36 @@ func authRefused(err error) bool {
 		strings.Contains(msg, "without any password configured")
 }
 
+// settingRefused reports whether err is the server refusing a setting of
+// the handshake — "ERR DB index is out of range", "ERR SELECT is not
+// allowed in cluster mode", a client name it does not take — rather than
+// a state that passes: "ERR max number of clients reached", or LOADING,
+// BUSY, MASTERDOWN, which are not ERR replies.
+func settingRefused(err error) bool {
+	var re redis.Error
+	if !errors.As(err, &re) {
+		return false
+	}
+	msg := string(re)
+	return strings.HasPrefix(msg, "ERR ") && !strings.Contains(strings.ToLower(msg), "max number of clients")
+}
+
+// settings names what the handshake of cfg set: the database, the client
+// name.
+func settings(cfg *Config) string {
+	var set []string
+	if cfg.DB != 0 {
+		set = append(set, fmt.Sprintf("DB %d", cfg.DB))
+	}
+	if cfg.ClientName != "" {
+		set = append(set, fmt.Sprintf("client name %q", cfg.ClientName))
+	}
+	if len(set) == 0 {
+		return "the handshake"
+	}
+	return "the connection's " + strings.Join(set, ", ")
+}
+
 func tlsConfigFor(c *tls.Config, addr string) *tls.Config {
 	c = c.Clone()
 	if c.ServerName == "" {
@@ -230,6 +279,24 @@ func tlsConfigFor(c *tls.Config, addr string) *tls.Config {
 		}
 	}
 	return c
+}
+
+// endedBy returns the error of ctx, the context a dial was called with,
+// when ctx ended and err, the dial's failure, is the kind its end causes
+// (a cancellation, a deadline, a network timeout); otherwise nil. A
+// deadline that has passed counts as ended before its timer fires: a
+// socket's deadline, set from it, may expire first.
+func endedBy(ctx context.Context, err error) error {
+	if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) && !isTimeout(err) {
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }
 
 // isTimeout reports a network timeout: a read or write of the handshake

@@ -23,7 +23,8 @@ var (
 	// ErrInvalidArgument is returned, before anything is sent, for input
 	// the server would refuse or misread: a negative TTL, a key, value or
 	// command argument over MaxValueSize, a nil map, an argument of an
-	// unsupported type.
+	// unsupported type; and for a handshake setting the server refuses
+	// (see strategy.ErrInvalidArgument).
 	ErrInvalidArgument = errors.New("redisx: invalid argument")
 	// ErrConnection wraps network and protocol failures. The connection
 	// that failed is discarded and replaced; the call may be retried.
@@ -167,7 +168,7 @@ type NodeError struct {
 // Error names the node and how many keys failed on it, not the keys
 // themselves, followed by the node's error.
 func (e *NodeError) Error() string {
-	return fmt.Sprintf("redisx: %d keys on %s: %v", len(e.Keys), e.Node, e.Err)
+	return fmt.Sprintf("redisx: %d keys on %s: %s", len(e.Keys), e.Node, strings.TrimPrefix(e.Err.Error(), prefix))
 }
 
 // Unwrap returns the node's error.
@@ -205,7 +206,75 @@ func CtxErr(addr string, sent bool, err error) error {
 	return err
 }
 
+// DialEnded is the error of a dial of addr, or of opening a backend on
+// it, that the caller's context ended before the server answered; err is
+// the context's error. It wraps both ErrConnection (no connection was
+// made) and err, so that errors.Is finds context.DeadlineExceeded or
+// context.Canceled, and reads "redisx: connection failed: dial
+// 127.0.0.1:6379: no answer before the context's deadline (context
+// deadline exceeded)". Temporary is false for it: the context's end
+// stops retries.
+func DialEnded(addr string, err error) error {
+	why := "cancelled by the context"
+	if errors.Is(err, context.DeadlineExceeded) {
+		why = "no answer before the context's deadline"
+	}
+	return fmt.Errorf("%w: dial %s: %s (%w)", ErrConnection, addr, why, err)
+}
+
 // ConnError wraps a network or protocol failure on addr.
 func ConnError(addr string, err error) error {
-	return fmt.Errorf("%w: %s: %w", ErrConnection, addr, err)
+	return Wrap(ErrConnection, addr, err)
+}
+
+// prefix starts the message of every error of this module, once.
+const prefix = "redisx: "
+
+// withDetail is an error that reads "redisx: <detail>: <cause>", the
+// cause's own "redisx: " prefix dropped so that the message has one, and
+// unwraps to the cause.
+type withDetail struct {
+	detail string
+	cause  error
+}
+
+func (e *withDetail) Error() string {
+	return prefix + e.detail + ": " + strings.TrimPrefix(e.cause.Error(), prefix)
+}
+
+func (e *withDetail) Unwrap() error { return e.cause }
+
+// Detail returns err, not nil, with detail before its message, behind
+// one "redisx: " prefix: Detail("command #2 (index 1) of the pipeline",
+// err) reads "redisx: command #2 (index 1) of the pipeline: unsupported:
+// …" where err read "redisx: unsupported: …". errors.Is and errors.As see
+// err; Unsent and Temporary answer as for err.
+func Detail(detail string, err error) error { return &withDetail{detail: detail, cause: err} }
+
+// kindError is an error that reads "<kind>: <detail>: <cause>", the
+// cause's own "redisx: " prefix dropped, and unwraps to both kind (a
+// sentinel) and cause, as fmt.Errorf("%w: %s: %w", kind, detail, cause)
+// does, without the doubled prefix.
+type kindError struct {
+	kind   error
+	detail string
+	cause  error
+}
+
+func (e *kindError) Error() string {
+	s := e.kind.Error()
+	if e.detail != "" {
+		s += ": " + e.detail
+	}
+	return s + ": " + strings.TrimPrefix(e.cause.Error(), prefix)
+}
+
+func (e *kindError) Unwrap() []error { return []error{e.kind, e.cause} }
+
+// Wrap returns cause, not nil, wrapped in kind, one of this package's
+// sentinels, with detail (which may be empty) between them, as in
+// "redisx: connection failed: 127.0.0.1:6379: <cause>": one "redisx: "
+// prefix, whatever cause says. errors.Is finds kind and what cause wraps.
+func Wrap(kind error, detail string, cause error) error {
+	return &kindError{kind: kind, detail: detail, cause: cause}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/gomodule/redigo/redis"
@@ -51,6 +52,34 @@ func TestPartialFailureIsNeverUnsent(t *testing.T) {
 		}
 		if got := Unsent(tc.err); got != tc.unsent {
 			t.Errorf("Unsent(%v) = %v, want %v", tc.err, got, tc.unsent)
+		}
+	}
+}
+
+// An error built around another of this module's says "redisx:" once, at
+// its start, and still matches what it wraps and classifies as it does.
+func TestWrappedErrorsKeepOnePrefix(t *testing.T) {
+	refusal := MarkUnsent(ConnError("127.0.0.1:1", errors.New("connection refused")))
+	refused := Refused(3, 1, fmt.Errorf("%w: MULTI changes connection state", ErrUnsupported))
+	for _, tc := range []struct {
+		name   string
+		err    error
+		is     error
+		unsent bool
+	}{
+		{"ConnError of a module error", ConnError("127.0.0.1:1", fmt.Errorf("%w: late", ErrClosed)), ErrClosed, false},
+		{"Wrap of an unsent failure", Wrap(ErrConnection, "dial", refusal), ErrConnection, true},
+		{"Detail", Detail("command #1 (index 0) of the transaction", fmt.Errorf("%w: empty command", ErrInvalidArgument)), ErrInvalidArgument, false},
+		{"NodeError", &NodeError{Node: "127.0.0.1:1", Keys: []string{"k"}, Err: refusal}, ErrConnection, false},
+		{"the refused command of a batch", refused[1].Err, ErrUnsupported, false},
+		{"another command of a refused batch", refused[0].Err, ErrUnsupported, true},
+	} {
+		msg := tc.err.Error()
+		if !strings.HasPrefix(msg, prefix) || strings.Count(msg, "redisx:") != 1 {
+			t.Errorf("%s: %q; want one \"redisx:\" prefix, at its start", tc.name, msg)
+		}
+		if !errors.Is(tc.err, tc.is) || Unsent(tc.err) != tc.unsent {
+			t.Errorf("%s: errors.Is(%v) = %v, Unsent = %v; want true, %v", tc.name, tc.is, errors.Is(tc.err, tc.is), Unsent(tc.err), tc.unsent)
 		}
 	}
 }

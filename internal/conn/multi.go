@@ -54,7 +54,7 @@ func CheckMulti(cmds [][]any) (classes []Class, blocking bool, res []Result, ok 
 	for i, args := range cmds {
 		c, err := CheckCommand(args)
 		if err != nil {
-			bad, badErr = i, fmt.Errorf("command %d of the pipeline: %w", i, err)
+			bad, badErr = i, err
 			break
 		}
 		classes[i] = c
@@ -67,18 +67,25 @@ func CheckMulti(cmds [][]any) (classes []Class, blocking bool, res []Result, ok 
 }
 
 // Refused returns the results of a batch of n commands not sent because
-// command bad was refused with err: err for it, for the others an error
-// that wraps err (so that errors.Is finds its sentinel) and Unsent
-// reports.
+// command bad (an index) was refused with err: for it err, with its
+// position, as in "redisx: command #2 (index 1) of the pipeline:
+// unsupported: MULTI …"; for the others an error that says the batch was
+// not sent and why, wraps err (so that errors.Is finds its sentinel) and
+// Unsent reports.
 func Refused(n, bad int, err error) []Result {
 	res := make([]Result, n)
-	other := MarkUnsent(fmt.Errorf("redisx: not sent: %w", err))
+	where := Position(bad) + " of the pipeline"
+	other := MarkUnsent(Detail("not sent: "+where+" was refused", err))
 	for i := range res {
 		res[i].Err = other
 	}
-	res[bad].Err = err
+	res[bad].Err = Detail(where, err)
 	return res
 }
+
+// Position names the command at index i of a batch for an error message,
+// counted from 1 as people count, with its index: "command #2 (index 1)".
+func Position(i int) string { return fmt.Sprintf("command #%d (index %d)", i+1, i) }
 
 // FailAll returns the results of n commands that all failed with err.
 func FailAll(n int, err error) []Result {

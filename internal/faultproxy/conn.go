@@ -18,6 +18,8 @@ type conn struct {
 	mu       sync.Mutex
 	upstream net.Conn // nil until dialled
 	closed   bool
+
+	stranded atomic.Bool // Strand: nothing is forwarded any more
 }
 
 func newConn(p *Proxy, client net.Conn) *conn {
@@ -170,11 +172,12 @@ func later(a, b time.Time) time.Time {
 }
 
 // waitOpen returns the current faults once Blackhole is off. It reports
-// false when the connection is closed while it waits.
+// false when the connection is closed while it waits; a stranded one
+// waits for that.
 func (c *conn) waitOpen() (faults, bool) {
 	for {
 		f, changed := c.p.faults()
-		if !f.blackhole {
+		if !f.blackhole && !c.stranded.Load() {
 			return f, true
 		}
 		select {

@@ -24,9 +24,11 @@
 //     every socket open, as a peer that vanished without a FIN or RST
 //     would. What is read meanwhile is held, and forwarded on [Proxy.Heal]
 //     as a healed partition would deliver it.
+//   - [Proxy.Strand] makes the connections open now half-open for good,
+//     new ones unaffected: a NAT or load balancer that forgot them.
 //   - [Proxy.Reset] closes every open connection with a TCP RST.
 //
-// [Proxy.Heal] clears every fault. [Proxy.Close] stops the listener,
+// [Proxy.Heal] clears every fault but Strand. [Proxy.Close] stops the listener,
 // closes every connection and returns once no goroutine of the proxy is
 // left.
 //

@@ -137,6 +137,21 @@ func (p *Proxy) Blackhole(on bool) {
 	p.update(func(f *faults) { f.blackhole = on })
 }
 
+// Strand makes every connection open now half-open for good: nothing
+// more is forwarded on it in either direction and its sockets stay open,
+// as when a NAT or load balancer on the way forgets a connection — while
+// new connections, and the server, work. It returns how many it
+// stranded. Heal does not revive them; Reset or Close closes them.
+func (p *Proxy) Strand() int {
+	p.mu.Lock()
+	conns := p.snapshotConns()
+	p.mu.Unlock()
+	for _, c := range conns {
+		c.stranded.Store(true)
+	}
+	return len(conns)
+}
+
 // Reset closes every open connection with a TCP RST on both sides (linger
 // zero), and returns how many it closed. New connections are not
 // affected.

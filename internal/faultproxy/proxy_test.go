@@ -318,6 +318,35 @@ func TestProxyBlackhole(t *testing.T) {
 	}
 }
 
+// TestProxyStrand: the connections open when Strand is called get no
+// reply, now or after Heal, and stay open; a new connection works.
+func TestProxyStrand(t *testing.T) {
+	p := start(t)
+	c := dialRaw(t, p.Addr())
+	c.send(command("PING"))
+	if line, err := c.readLine(2 * time.Second); line != "+PONG\r\n" {
+		t.Fatalf("PING before the fault = %q, %v", line, err)
+	}
+
+	if n := p.Strand(); n != 1 {
+		t.Errorf("Strand() = %d; want 1 connection", n)
+	}
+	c.send(command("PING")) // the write succeeds: the socket is open
+	if line, err := c.readLine(300 * time.Millisecond); !isTimeout(err) {
+		t.Errorf("PING on the stranded connection = %q, %v; want no reply and no close (a read timeout)", line, err)
+	}
+	if _, err := dialRedis(t, p.Addr()).Do("PING"); err != nil {
+		t.Errorf("PING on a new connection after Strand: %v; want new connections spared", err)
+	}
+	p.Heal()
+	if line, err := c.readLine(300 * time.Millisecond); !isTimeout(err) {
+		t.Errorf("the stranded connection after Heal read %q, %v; want nothing: Heal does not revive it", line, err)
+	}
+	if s := p.Stats(); s.Active != 2 {
+		t.Errorf("Stats.Active = %d; want 2: the stranded socket stays open beside the new one", s.Active)
+	}
+}
+
 func TestProxyReset(t *testing.T) {
 	p := start(t)
 	c := dialRaw(t, p.Addr())

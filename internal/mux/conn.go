@@ -106,6 +106,16 @@ type muxConn struct {
 	progress     atomic.Int64
 	headDeadline atomic.Int64
 
+	// Where the requests are (see sendState): under mu, where the last
+	// writes ended (marks[nmarks-1] the latest); and what the peer has
+	// acknowledged, for a socket that tells (acks), from ackBase, its
+	// count when the connection was handed over (the handshake's bytes,
+	// all acknowledged by then: they were answered).
+	marks   [sendMarks]sendMark
+	nmarks  uint64
+	acks    conn.Acks
+	ackBase int64
+
 	// Callers waiting for room under MaxPending sleep on room, which the
 	// reader closes (and roomMu's holder replaces) when replies free
 	// pending slots while waiters is not zero.
@@ -126,6 +136,9 @@ func (n *Node) startConn(nc net.Conn, slot int) *muxConn {
 		drainSig: make(chan struct{}, 1),
 	}
 	c.r = resp.NewReader(progressReader{c}, 32<<10)
+	if c.acks = conn.AcksOf(nc); c.acks != (conn.Acks{}) {
+		c.ackBase, _, _ = c.acks.Read()
+	}
 	c.out.cur = c.chunk()
 	n.wg.Add(2)
 	go c.writeLoop()
@@ -175,13 +188,25 @@ func (c *muxConn) reserve(limit int64) bool {
 	return c.pending.Add(1) <= limit
 }
 
-// release gives back n pending slots, counts them as progress (in that
-// order: see silence.look), and wakes the callers waiting for room, if
-// any.
+// release gives back n pending slots of calls answered, counts them as
+// progress (in that order: see silence.look), and wakes the callers
+// waiting for room, if any.
 func (c *muxConn) release(n int64) {
 	c.pending.Add(-n)
 	c.answered.Add(n)
 	c.progress.Add(n)
+	c.wakeWaiters()
+}
+
+// unreserve gives back the pending slot of a call that was not queued on
+// c after all: nothing answered, no progress.
+func (c *muxConn) unreserve() {
+	c.pending.Add(-1)
+	c.wakeWaiters()
+}
+
+// wakeWaiters wakes the callers waiting for room, if any.
+func (c *muxConn) wakeWaiters() {
 	if c.waiters.Load() > 0 {
 		c.roomMu.Lock()
 		if c.room != nil {
@@ -231,7 +256,7 @@ func (c *muxConn) lockForEnqueue() error {
 	if c.err != nil {
 		err := c.err
 		c.mu.Unlock()
-		c.release(1)
+		c.unreserve()
 		return err
 	}
 	return nil

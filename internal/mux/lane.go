@@ -59,8 +59,9 @@ func (n *Node) grown(err error) {
 	n.growing.Store(false)
 }
 
-// closeIdle closes lane i (not lane 0), whose connection c has had no
-// command for laneIdle, if nothing is in flight on it nor claimed: its
+// closeIdle closes slot i, whose connection c has had no command for
+// laneIdle (a lane other than lane 0) or was not heard from when another
+// went silent (closeUnheard), if nothing is in flight on it nor claimed: its
 // pending count goes from 0 to retiredPending in one step, so that no
 // caller can take it meanwhile (one that loaded it finds no room, then
 // errRetired, and picks again; see enqueue), and it leaves its slot.

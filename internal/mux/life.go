@@ -147,7 +147,7 @@ func (n *Node) retire(c *muxConn) {
 		}
 		if timeout > 0 {
 			if overdue, quiet := s.look(c, timeout); overdue {
-				c.fail(fmt.Errorf("no reply for %v (ReadTimeout)", quiet.Round(time.Millisecond)))
+				c.fail(s.failure(quiet))
 				return
 			}
 		}
@@ -172,6 +172,13 @@ func (n *Node) retire(c *muxConn) {
 // server closing it is noticed before the next call, and closes an
 // adaptive lane that stayed idle for laneIdle (see closeIdle). A negative timeout:
 // no overdue replies, idle connections watched every second.
+//
+// A connection failed for its silence takes with it the node's idle
+// connections that have received nothing since that silence began (see
+// closeUnheard): they were opened before the peer or the path went quiet
+// and nothing shows they survived it, so a caller retrying the failed
+// call must not find one and wait a read timeout again — a new
+// connection is dialled instead.
 func (n *Node) watchdog(timeout time.Duration) {
 	defer n.wg.Done()
 	tick := time.Second
@@ -182,19 +189,25 @@ func (n *Node) watchdog(timeout time.Duration) {
 	defer t.Stop()
 	last := make([]silence, len(n.slots))
 	idleSince := make([]time.Time, len(n.slots))
+	lastHeard := make([]heard, len(n.slots))
 	for {
 		select {
 		case <-n.stop:
 			return
 		case <-t.C:
+			var silent []*muxConn
+			var silentSince time.Time // the earliest of their silences
+			var why []error
 			for i := range n.slots {
 				c := n.slots[i].cur.Load()
 				s := &last[i]
 				if c == nil || c.broken.Load() {
 					*s = silence{}
 					idleSince[i] = time.Time{}
+					lastHeard[i] = heard{}
 					continue
 				}
+				lastHeard[i].look(c)
 				switch {
 				case !c.watchIdle():
 					idleSince[i] = time.Time{}
@@ -210,19 +223,64 @@ func (n *Node) watchdog(timeout time.Duration) {
 					continue
 				}
 				if overdue, quiet := s.look(c, timeout); overdue {
-					c.fail(fmt.Errorf("no reply for %v (ReadTimeout)", quiet.Round(time.Millisecond)))
+					if silentSince.IsZero() || s.since.Before(silentSince) {
+						silentSince = s.since
+					}
+					silent = append(silent, c)
+					why = append(why, s.failure(quiet))
+				}
+			}
+			if len(silent) > 0 {
+				// First the unheard ones, so that no caller told of the
+				// failure takes one. A connection heard in the tick the
+				// silence was first seen may have been heard before it
+				// began: half a tick of margin counts it as unheard.
+				n.closeUnheard(lastHeard, silentSince.Add(tick/2))
+				for j, c := range silent {
+					c.fail(why[j])
 				}
 			}
 		}
 	}
 }
 
+// heard is when the watchdog last saw a connection receive something: a
+// change of its progress from one tick to the next (or its first tick).
+type heard struct {
+	c        *muxConn
+	progress int64
+	at       time.Time
+}
+
+func (h *heard) look(c *muxConn) {
+	if p := c.progress.Load(); h.c != c || h.progress != p {
+		*h = heard{c: c, progress: p, at: time.Now()}
+	}
+}
+
+// closeUnheard closes every connection of the node with nothing in flight
+// (see closeIdle) that was last heard before cutoff: when one connection
+// went silent, nothing shows that those still reach the server.
+// Connections with calls in flight are left to the ReadTimeout rule,
+// which their calls are owed.
+func (n *Node) closeUnheard(heard []heard, cutoff time.Time) {
+	for i := range n.slots {
+		c := n.slots[i].cur.Load()
+		if c != nil && !c.broken.Load() && heard[i].c == c && heard[i].at.Before(cutoff) {
+			n.closeIdle(i, c)
+		}
+	}
+}
+
 // silence is what the ReadTimeout rule times on one connection: since
 // when, as first seen, it has made no progress (no byte received, no
-// reply answered) while calls were pending.
+// reply answered, and while the request whose reply comes next is still
+// on its way, no byte of it acknowledged) while calls were pending.
 type silence struct {
 	c        *muxConn
 	progress int64
+	sent     bool  // the request whose reply comes next was sent whole
+	acked    int64 // while it was not: the bytes the peer had acknowledged
 	since    time.Time
 }
 
@@ -238,16 +296,38 @@ type silence struct {
 // after both. Never from a tick's value: that is when the tick was due,
 // and a goroutine that runs late receives it late (CI saw a call fail
 // after 499.97 ms for a ReadTimeout of 500 ms).
+//
+// Sent means written whole, and acknowledged by the peer where the socket
+// tells (see sendState): a big request on a thin link may take longer to
+// send than ReadTimeout, and its reply is not awaited until then. While
+// it is being sent on a socket that tells, it must make progress: a peer
+// that acknowledges nothing for ReadTimeout (a half-open connection, a
+// server that reads nothing) fails the connection as a missing reply
+// would. Where nothing tells, a request being written is never overdue:
+// WriteTimeout bounds the write.
 func (s *silence) look(c *muxConn, timeout time.Duration) (overdue bool, quiet time.Duration) {
 	progress := c.progress.Load()
 	if c.pending.Load() <= 0 {
 		*s = silence{}
 		return false, 0
 	}
+	sent, moving, acked := c.sendState()
+	if !sent && !moving {
+		*s = silence{}
+		return false, 0
+	}
 	now := time.Now()
-	if s.c != c || s.progress != progress {
-		*s = silence{c: c, progress: progress, since: now}
+	if s.c != c || s.progress != progress || s.sent != sent || s.acked != acked {
+		*s = silence{c: c, progress: progress, sent: sent, acked: acked, since: now}
 		return false, 0
 	}
 	return c.overdue(now, s.since, timeout), now.Sub(s.since)
+}
+
+// failure is the error of a connection found overdue after quiet.
+func (s *silence) failure(quiet time.Duration) error {
+	if !s.sent {
+		return fmt.Errorf("request not acknowledged for %v (ReadTimeout)", quiet.Round(time.Millisecond))
+	}
+	return fmt.Errorf("no reply for %v (ReadTimeout)", quiet.Round(time.Millisecond))
 }

@@ -83,6 +83,11 @@ func Open(ctx context.Context, cfg conn.Config, addr string, o Options) (*Node, 
 	for i := range open {
 		if _, err := n.conn(ctx, i); err != nil {
 			n.Close()
+			if err == ctx.Err() {
+				// The dial runs on under the node's life, whose Close
+				// just ended it: the caller is told whom it waited for.
+				err = conn.MarkUnsent(conn.DialEnded(addr, err))
+			}
 			return nil, err
 		}
 	}
@@ -193,7 +198,7 @@ func (n *Node) enqueueTo(ctx context.Context, cl *call, big bool) (*muxConn, err
 	// unclaim gives back the claim on a lane not taken after all.
 	unclaim := func() {
 		if claimed != nil {
-			claimed.release(1)
+			claimed.unreserve()
 			claimed = nil
 		}
 	}
@@ -407,6 +412,9 @@ func (n *Node) Stats() conn.Stats {
 		Dials:       n.dials.Load(),
 		DialErrors:  n.dialErrors.Load(),
 		BrokenConns: n.broken.Load(),
+	}
+	if !n.closed.Load() {
+		s.Nodes = 1
 	}
 	for i := range n.slots {
 		if c := n.slots[i].cur.Load(); c != nil && !c.broken.Load() {

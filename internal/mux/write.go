@@ -15,6 +15,7 @@ type outbuf struct {
 	full  [][]byte // sealed chunks, in order, before cur
 	cur   []byte   // the chunk being encoded into
 	count int64    // commands
+	upto  uint64   // set by takeOut: the calls pushed through it (c.pushes)
 }
 
 const (
@@ -68,6 +69,7 @@ func (c *muxConn) seal() {
 // starts an empty buffer. Under mu.
 func (c *muxConn) takeOut() outbuf {
 	o := c.out
+	o.upto = c.pushes
 	c.out = outbuf{full: c.lists, cur: c.chunk()}
 	c.lists = nil
 	return o
@@ -142,6 +144,7 @@ func (c *muxConn) writeOnce() {
 		return
 	}
 	c.mu.Lock()
+	c.mark(o.upto)
 	c.recycle(o)
 	more := !c.out.empty()
 	if !more {
@@ -187,8 +190,69 @@ func (c *muxConn) writeLoop() {
 				return
 			}
 			c.mu.Lock()
+			c.mark(o.upto)
 			c.recycle(o)
 			c.mu.Unlock()
 		}
 	}
+}
+
+// sendMark is where a write ended: the calls pushed through it, and the
+// bytes written on the connection through it.
+type sendMark struct {
+	calls uint64
+	bytes int64
+}
+
+// sendMarks is how many of the last writes sendState can place a call
+// in; a call written before them is placed at the oldest, which ended
+// after it.
+const sendMarks = 8
+
+// mark records the end of a write that took the calls pushed through
+// upto. Under mu.
+func (c *muxConn) mark(upto uint64) {
+	c.marks[c.nmarks%sendMarks] = sendMark{calls: upto, bytes: c.txBytes.Load()}
+	c.nmarks++
+}
+
+// written reports whether the request of call number i (c.pushes counts
+// them) has been written whole, and the bytes written on the connection
+// through it (or through a later request, when its write is older than
+// the marks kept). Under mu.
+func (c *muxConn) written(i uint64) (end int64, ok bool) {
+	for k := c.nmarks - min(c.nmarks, sendMarks); k < c.nmarks; k++ {
+		if m := c.marks[k%sendMarks]; m.calls >= i {
+			return m.bytes, true
+		}
+	}
+	return 0, false
+}
+
+// sendState tells how far the request of the call whose reply comes next
+// (the first one not answered) has gone, for the ReadTimeout rule (see
+// silence.look): sent, once it is written whole and, where the socket
+// tells (see conn.Acks), the peer has acknowledged its last byte; else
+// moving when the socket tells how far it got: acked, the bytes of the
+// connection the peer has acknowledged, grows while it is being sent.
+// Neither: no request awaits a reply, or one is being written and
+// nothing tells how far.
+func (c *muxConn) sendState() (sent, moving bool, acked int64) {
+	next := uint64(c.answered.Load()) + 1
+	c.mu.Lock()
+	queued := c.pushes >= next
+	end, written := c.written(next)
+	c.mu.Unlock()
+	if !queued {
+		return false, false, 0
+	}
+	acked, _, ok := c.acks.Read()
+	if !ok {
+		return written, false, 0
+	}
+	acked -= c.ackBase
+	if written && acked >= end {
+		return true, false, 0
+	}
+	return false, true, acked
 }

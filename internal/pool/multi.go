@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"sync"
 	"time"
 
 	"github.com/jackc/puddle/v2"
@@ -39,29 +40,60 @@ func (n *Node) ExecBlocking(ctx context.Context, block time.Duration, enc func([
 		return err
 	}
 	x.c.buf = enc(x.c.buf)
-	if err = x.send(); err == nil {
+	if err = x.send(ctx); err == nil {
 		err = conn.ReadAll(x.c.r, rps)
 	}
 	return x.end(ctx, "pipeline", err)
 }
 
 // Dedicated implements Dedicator: one of the pool's connections, lent
-// until Release. keys are not looked at: a node serves every key.
+// until Release. keys are not looked at: a node serves every key. Close
+// does not wait for it: it takes the connection back (see revoke).
 func (n *Node) Dedicated(ctx context.Context, _ []string) (conn.Dedicated, error) {
 	res, err := n.acquire(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return &dedicated{n: n, res: res, c: res.Value()}, nil
+	d := &dedicated{n: n, res: res, c: res.Value()}
+	n.connsMu.Lock()
+	if n.closed.Load() { // Close has taken back the loans already
+		n.connsMu.Unlock()
+		res.Destroy()
+		n.done()
+		return nil, conn.ErrClosed
+	}
+	n.loans[d] = struct{}{}
+	n.connsMu.Unlock()
+	return d, nil
 }
 
-// dedicated is a connection of the pool lent for a session.
+// dedicated is a connection of the pool lent for a session. Its borrower
+// uses it from one goroutine at a time; Close, from another, may take it
+// back meanwhile (revoke).
 type dedicated struct {
 	n      *Node
 	res    *puddle.Resource[*pconn]
 	c      *pconn
-	broken bool // a stream error or a cancellation: in doubt
-	done   bool
+	broken bool // a stream error or a cancellation: in doubt; the borrower's
+
+	mu   sync.Mutex // guards done, and res from the moment done is set
+	done bool       // released, or taken back by Close
+}
+
+// revoke takes the connection back from its borrower, for Close: the
+// socket is closed already, the resource is destroyed, and the
+// borrower's next calls return conn.ErrClosed; its Release does nothing.
+// A session may last as long as its borrower wants (a transaction's
+// callback), and Close must not wait for it.
+func (d *dedicated) revoke() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.done {
+		return
+	}
+	d.done = true
+	d.res.Destroy()
+	d.n.done()
 }
 
 func (d *dedicated) Slot() int { return -1 }
@@ -69,8 +101,11 @@ func (d *dedicated) Slot() int { return -1 }
 // DoMulti implements conn.Dedicated. A call whose context ends mid-way
 // breaks the connection: its stream may hold late replies.
 func (d *dedicated) DoMulti(ctx context.Context, cmds ...[]any) ([]conn.Result, error) {
+	d.mu.Lock()
+	done := d.done
+	d.mu.Unlock()
 	switch {
-	case d.done:
+	case done:
 		return nil, conn.ErrClosed
 	case d.broken:
 		return nil, conn.MarkUnsent(conn.ConnError(d.n.addr, errBroken))
@@ -87,13 +122,14 @@ func (d *dedicated) DoMulti(ctx context.Context, cmds ...[]any) ([]conn.Result, 
 		}
 	}
 	c := d.c
-	c.arm(ctx, d.n.cfg.ReadTimeout, conn.BlockTimeAll(cmds, nil))
+	block := conn.BlockTimeAll(cmds, nil)
+	c.arm(ctx, d.n.cfg.ReadTimeout, block)
 	var stop func() bool
 	if ctx.Done() != nil {
 		stop = context.AfterFunc(ctx, func() { c.nc.SetDeadline(aLongTimeAgo) })
 	}
 	c.buf = conn.AppendMulti(c.buf[:0], cmds)
-	n, err := c.nc.Write(c.buf)
+	n, err := c.request(ctx, &d.n.cfg, block)
 	unsent := err != nil && n == 0
 	rps := conn.MultiReplies(len(cmds))
 	if err == nil {
@@ -126,10 +162,15 @@ func (d *dedicated) DoMulti(ctx context.Context, cmds ...[]any) ([]conn.Result, 
 
 // Release implements conn.Dedicated.
 func (d *dedicated) Release(reuse bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	if d.done {
 		return
 	}
 	d.done = true
+	d.n.connsMu.Lock()
+	delete(d.n.loans, d)
+	d.n.connsMu.Unlock()
 	if d.broken || !reuse || d.n.closed.Load() {
 		if d.broken {
 			d.n.broken.Add(1)

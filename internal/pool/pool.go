@@ -84,7 +84,11 @@ func Open(ctx context.Context, cfg conn.Config, addr string, o Options) (*Node, 
 	}
 	if err != nil {
 		n.Close()
-		if ctx.Err() == nil && !errors.Is(err, conn.ErrConnection) && !errors.Is(err, conn.ErrAuth) {
+		switch {
+		case errors.Is(err, conn.ErrConnection) || errors.Is(err, conn.ErrAuth) || errors.Is(err, conn.ErrInvalidArgument):
+		case ctx.Err() != nil: // puddle's wait for a connection ended with ctx
+			err = conn.MarkUnsent(conn.DialEnded(addr, ctx.Err()))
+		default:
 			err = conn.ConnError(addr, err)
 		}
 		return nil, err
@@ -107,9 +111,12 @@ type Node struct {
 	wg     sync.WaitGroup
 
 	// Every open connection, idle or borrowed, so that Close can close
-	// the sockets of borrowed ones and fail their calls at once.
+	// the sockets of borrowed ones and fail their calls at once; and the
+	// connections lent by Dedicated, which Close takes back rather than
+	// wait for their sessions to end.
 	connsMu sync.Mutex
 	conns   map[*pconn]struct{}
+	loans   map[*dedicated]struct{}
 
 	dials, dialErrors, broken     atomic.Int64
 	waits, waited, cancelledWaits atomic.Int64 // callers that waited for a token
@@ -132,7 +139,7 @@ func New(cfg conn.Config, addr string, opts Options) (*Node, error) {
 	if age := cfg.MaxConnAge; age > 0 && (opts.MaxLifetime == 0 || age < opts.MaxLifetime) {
 		opts.MaxLifetime = age
 	}
-	n := &Node{cfg: cfg, addr: addr, opts: opts, stop: make(chan struct{}), gate: make(chan struct{}, opts.Size), conns: map[*pconn]struct{}{}}
+	n := &Node{cfg: cfg, addr: addr, opts: opts, stop: make(chan struct{}), gate: make(chan struct{}, opts.Size), conns: map[*pconn]struct{}{}, loans: map[*dedicated]struct{}{}}
 	n.life, n.cancel = context.WithCancel(context.Background())
 	n.p, err = puddle.NewPool(&puddle.Config[*pconn]{
 		Constructor: n.construct,
@@ -214,7 +221,7 @@ func (n *Node) acquire(ctx context.Context) (*puddle.Resource[*pconn], error) {
 		}
 	}
 	res, err := n.p.Acquire(ctx)
-	for err == nil && res.IdleDuration() >= peekIdle && (res.Value().r.Buffered() > 0 || peerGone(res.Value().nc)) {
+	for err == nil && res.IdleDuration() >= peekIdle && res.Value().closedWhileIdle() {
 		// Closed by the server while idle: never lend it (its call would
 		// fail, after its request was sent), take another.
 		res.Destroy()
@@ -228,18 +235,13 @@ func (n *Node) acquire(ctx context.Context) (*puddle.Resource[*pconn], error) {
 			return nil, conn.CtxErr(n.addr, false, ctx.Err())
 		case errors.Is(err, puddle.ErrClosedPool), n.closed.Load():
 			return nil, conn.ErrClosed
-		case errors.Is(err, conn.ErrConnection), errors.Is(err, conn.ErrAuth):
+		case errors.Is(err, conn.ErrConnection), errors.Is(err, conn.ErrAuth), errors.Is(err, conn.ErrInvalidArgument):
 			return nil, conn.MarkUnsent(err)
 		}
 		return nil, conn.MarkUnsent(conn.ConnError(n.addr, err))
 	}
 	return res, nil
 }
-
-// peekIdle is how long a connection must have been idle for acquire to
-// check, before lending it, that the server has not closed it meanwhile
-// (peerGone: one system call, which a connection in steady use is spared).
-const peekIdle = 10 * time.Millisecond
 
 // exhaustedError is the error of a caller whose context ended while it
 // waited for one of a pool's connections, all lent: it wraps the
@@ -275,7 +277,8 @@ type exchange struct {
 	res    *puddle.Resource[*pconn]
 	c      *pconn
 	stop   func() bool
-	unsent bool // the write failed with nothing written
+	block  time.Duration // the command's block time (see conn.BlockTime)
+	unsent bool          // the write failed with nothing written
 }
 
 // begin borrows a connection for a command that may block the server's
@@ -286,7 +289,7 @@ func (n *Node) begin(ctx context.Context, block time.Duration) (exchange, error)
 		return exchange{}, err
 	}
 	c := res.Value()
-	x := exchange{n: n, res: res, c: c}
+	x := exchange{n: n, res: res, c: c, block: block}
 	c.arm(ctx, n.cfg.ReadTimeout, block)
 	if ctx.Done() != nil {
 		// Cancellation without a deadline: unblock the socket at once.
@@ -348,10 +351,11 @@ func contextError(ctx context.Context, err error) error {
 	return nil
 }
 
-// send writes the encoded request. A write that failed before its first
-// byte left sets x.unsent: the request provably never reached the server.
-func (x *exchange) send() error {
-	n, err := x.c.nc.Write(x.c.buf)
+// send writes the encoded request and returns once it is sent (see
+// pconn.request). A write that failed before its first byte left sets
+// x.unsent: the request provably never reached the server.
+func (x *exchange) send(ctx context.Context) error {
+	n, err := x.c.request(ctx, &x.n.cfg, x.block)
 	x.unsent = err != nil && n == 0
 	return err
 }
@@ -402,7 +406,7 @@ func (n *Node) roundTrip(ctx context.Context, cmd string, block time.Duration, r
 		return err
 	}
 	x.c.buf = enc(x.c.buf)
-	if err = x.send(); err == nil {
+	if err = x.send(ctx); err == nil {
 		if err = rp.Read(x.c.r); err == nil {
 			err = rp.Err
 		}
@@ -530,8 +534,13 @@ func (n *Node) topUp() {
 // Stats implements Statser.
 func (n *Node) Stats() conn.Stats {
 	st := n.p.Stat()
+	nodes := 1
+	if n.closed.Load() {
+		nodes = 0
+	}
 	return conn.Stats{
 		Strategy:        "pool",
+		Nodes:           nodes,
 		Conns:           int(st.TotalResources()),
 		InUse:           int(st.AcquiredResources()),
 		Idle:            int(st.IdleResources()),
@@ -548,18 +557,28 @@ func (n *Node) Stats() conn.Stats {
 
 // Close implements Backend. It closes the sockets of borrowed connections
 // too, so that their calls — a BLPOP with no timeout, say — fail at once
-// with conn.ErrClosed, and returns once every connection is gone.
+// with conn.ErrClosed, takes back the connections lent by Dedicated
+// without waiting for their sessions (a transaction's callback) to end,
+// and returns once every connection is gone.
 func (n *Node) Close() error {
 	if n.closed.Swap(true) {
 		return nil
 	}
 	n.cancel()
 	close(n.stop)
-	n.connsMu.Lock() // construct, under it, refuses new connections from now on
+	n.connsMu.Lock() // construct and Dedicated, under it, refuse new connections and loans from now on
 	for c := range n.conns {
 		c.nc.Close()
 	}
+	loans := make([]*dedicated, 0, len(n.loans))
+	for d := range n.loans {
+		loans = append(loans, d)
+	}
+	n.loans = nil
 	n.connsMu.Unlock()
+	for _, d := range loans {
+		d.revoke() // outside connsMu: Release takes d.mu, then connsMu
+	}
 	n.wg.Wait()
 	n.p.Close() // destroys the idle connections, waits for the borrowed ones
 	return nil
@@ -575,7 +594,7 @@ func (n *Node) Exec(ctx context.Context, _ []string, buf []byte, rps []conn.Repl
 		return err
 	}
 	x.c.buf = append(x.c.buf, buf...)
-	if err = x.send(); err == nil {
+	if err = x.send(ctx); err == nil {
 		err = conn.ReadAll(x.c.r, rps)
 	}
 	return x.end(ctx, "pipeline", err)

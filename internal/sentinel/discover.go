@@ -77,10 +77,13 @@ type answer struct {
 // SENTINEL MASTER.
 func ask(ctx context.Context, cfg *conn.Config, addr string) answer {
 	a := answer{sentinel: addr}
+	caller := ctx
 	ctx, cancel := context.WithTimeout(ctx, askTimeout(cfg))
 	defer cancel()
 	scfg := sentinelConfig(cfg)
-	nc, err := conn.Dial(ctx, &scfg, addr)
+	// Dialled under the caller's context: its DialTimeout is askTimeout,
+	// and the error says which of the two ended it.
+	nc, err := conn.Dial(caller, &scfg, addr)
 	if err != nil {
 		a.err = err
 		return a
@@ -100,7 +103,13 @@ func ask(ctx context.Context, cfg *conn.Config, addr string) answer {
 		err = fmt.Errorf("GET-MASTER-ADDR-BY-NAME: %d fields, want 2", len(hp))
 	}
 	if err != nil {
-		a.err = conn.ConnError(addr, err)
+		if caller.Err() != nil {
+			// The caller's end closed the connection under the question.
+			err = conn.DialEnded(addr, caller.Err())
+		} else {
+			err = conn.ConnError(addr, err)
+		}
+		a.err = err
 		return a
 	}
 	a.addr = net.JoinHostPort(hp[0], hp[1])
@@ -117,7 +126,10 @@ func ask(ctx context.Context, cfg *conn.Config, addr string) answer {
 // — not the first answer (Lettuce#661: a sentinel cut off from the others
 // may still name a master that was failed over) — until one is reached
 // and reports itself a master (ROLE, by a dial of cfg, which has Sentinel
-// set). Its errors wrap ErrConnection.
+// set). Its errors wrap ErrConnection, but for a master that refuses the
+// credentials or a setting (ErrAuth, ErrInvalidArgument: its error
+// alone), and for sentinels that all refuse their credentials (the
+// first's error).
 func Discover(ctx context.Context, cfg *conn.Config) (string, error) {
 	answers := make([]answer, len(cfg.Sentinel.Addrs))
 	var wg sync.WaitGroup
@@ -150,14 +162,30 @@ func Discover(ctx context.Context, cfg *conn.Config) (string, error) {
 			continue
 		}
 		tried[a.addr] = true
-		if err := verify(ctx, cfg, a.addr); err != nil {
+		err := verify(ctx, cfg, a.addr)
+		if refused(err) {
+			// The master refuses the credentials or a setting (the DB):
+			// so would the next master named.
+			return "", err
+		}
+		if err != nil {
 			errs = append(errs, fmt.Errorf("master %s named by sentinel %s: %w", a.addr, a.sentinel, err))
 			continue
 		}
 		return a.addr, nil
 	}
+	if len(named) == 0 && len(errs) > 0 && !slices.ContainsFunc(errs, func(err error) bool { return !refused(err) }) {
+		return "", errs[0] // every sentinel refused the credentials
+	}
 	return "", fmt.Errorf("%w: no sentinel named a master of %q that could be reached: %w",
 		conn.ErrConnection, cfg.Sentinel.Master, errors.Join(errs...))
+}
+
+// refused reports whether err is a server's refusal of the
+// configuration (ErrInvalidArgument) or of the credentials (ErrAuth),
+// which another attempt would meet again.
+func refused(err error) bool {
+	return errors.Is(err, conn.ErrInvalidArgument) || errors.Is(err, conn.ErrAuth)
 }
 
 // remaining is the time left until deadline, at least a millisecond: a

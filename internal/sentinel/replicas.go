@@ -97,10 +97,11 @@ func (b *Backend) listReplicas(ctx context.Context) ([]listed, error) {
 }
 
 func (b *Backend) askReplicas(ctx context.Context, addr string) ([]listed, error) {
+	caller := ctx
 	ctx, cancel := context.WithTimeout(ctx, askTimeout(&b.cfg))
 	defer cancel()
 	scfg := sentinelConfig(&b.cfg)
-	nc, err := conn.Dial(ctx, &scfg, addr)
+	nc, err := conn.Dial(caller, &scfg, addr) // bounded by askTimeout as DialTimeout
 	if err != nil {
 		return nil, err
 	}

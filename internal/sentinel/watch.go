@@ -60,7 +60,7 @@ func (b *Backend) session(addr string) (subscribed bool) {
 	scfg := sentinelConfig(&b.cfg)
 	hctx, cancel := context.WithTimeout(b.life, askTimeout(&b.cfg))
 	defer cancel()
-	nc, err := conn.Dial(hctx, &scfg, addr)
+	nc, err := conn.Dial(b.life, &scfg, addr) // bounded by askTimeout as DialTimeout
 	if err != nil {
 		return false
 	}

@@ -9,6 +9,7 @@ import (
 	"math/big"
 	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -62,7 +63,10 @@ type Strategy struct {
 	CloseClient bool
 }
 
-// Open implements strategy.Strategy. It pings the server before it returns.
+// Open implements strategy.Strategy. It pings the server before it
+// returns; when ctx ends first (which go-redis sees mid-read only with
+// ContextTimeoutEnabled), with an error wrapping ErrConnection and ctx's
+// error that names the client's address.
 func (g Strategy) Open(ctx context.Context, cfg strategy.Config) (strategy.Backend, error) {
 	if g.Client == nil {
 		return nil, fmt.Errorf("%w: goredis.Strategy.Client is nil", strategy.ErrInvalidArgument)
@@ -74,6 +78,11 @@ func (g Strategy) Open(ctx context.Context, cfg strategy.Config) (strategy.Backe
 		return nil, fmt.Errorf("%w: goredis.Strategy with ReadFrom: the go-redis client is configured on its own (ReadOnly, RouteByLatency)", strategy.ErrInvalidArgument)
 	}
 	if err := g.Client.Ping(ctx).Err(); err != nil {
+		if ctx.Err() != nil {
+			// The server did not answer before ctx ended: say whom the
+			// open waited for, as the module's transports do.
+			return nil, conn.MarkUnsent(conn.DialEnded(addrOf(g.Client), ctx.Err()))
+		}
 		return nil, goRedisError(ctx, "ping", err)
 	}
 	return &goRedisBackend{rdb: g.Client, closeClient: g.CloseClient}, nil
@@ -114,7 +123,7 @@ func goRedisError(ctx context.Context, cmd string, err error) error {
 		// timer has ended it.
 		return context.DeadlineExceeded
 	}
-	return fmt.Errorf("%w: %s: %w", strategy.ErrConnection, cmd, err)
+	return conn.Wrap(strategy.ErrConnection, cmd, err)
 }
 
 func (g *goRedisBackend) check(ctx context.Context) error {
@@ -404,4 +413,22 @@ func goRedisTTL(c *redis.DurationCmd) time.Duration {
 		return strategy.NoTTL
 	}
 	return d
+}
+
+// addrOf names the server (or seeds) c connects to, for errors.
+func addrOf(c redis.UniversalClient) string {
+	switch c := c.(type) {
+	case *redis.Client:
+		return c.Options().Addr
+	case *redis.ClusterClient:
+		return strings.Join(c.Options().Addrs, ",")
+	case *redis.Ring:
+		addrs := make([]string, 0, len(c.Options().Addrs))
+		for _, a := range c.Options().Addrs {
+			addrs = append(addrs, a)
+		}
+		slices.Sort(addrs)
+		return strings.Join(addrs, ",")
+	}
+	return fmt.Sprintf("%T", c)
 }
