@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 	"time"
@@ -136,7 +137,7 @@ func (l *listener) connect() (subscribed, error) {
 	if err != nil {
 		return subscribed{}, err
 	}
-	handshaking := context.AfterFunc(hctx, func() { c.Close() })
+	handshaking := closeAtEnd(hctx, c)
 	id, err := l.subscribe(c)
 	if !handshaking() {
 		c.Close()
@@ -150,6 +151,25 @@ func (l *listener) connect() (subscribed, error) {
 		return subscribed{}, fmt.Errorf("%w: invalidation connection to %s: %w", strategy.ErrConnection, l.addr, err)
 	}
 	return subscribed{c, id}, nil
+}
+
+// closeAtEnd closes c when ctx ends, on a goroutine of its own. The
+// function it returns undoes that and reports true, or, if that close
+// has begun, waits for it and reports false: no goroutine is left
+// behind.
+func closeAtEnd(ctx context.Context, c io.Closer) (stop func() bool) {
+	done := make(chan struct{})
+	stopFn := context.AfterFunc(ctx, func() {
+		defer close(done)
+		c.Close()
+	})
+	return func() bool {
+		if stopFn() {
+			return true
+		}
+		<-done
+		return false
+	}
 }
 
 // handoverMarker is the argument of the PING that ends an invalidation
@@ -188,7 +208,7 @@ func (l *listener) session(s subscribed) (next subscribed, err error) {
 	c := s.c
 	// From here the listener's end closes the connection; a silent server
 	// is noticed by the receiver's timeout below.
-	stopCloser := context.AfterFunc(l.ctx, func() { c.Close() })
+	stopCloser := closeAtEnd(l.ctx, c)
 	defer stopCloser()
 	l.connected(s)
 
@@ -220,16 +240,18 @@ func (l *listener) session(s subscribed) (next subscribed, err error) {
 			<-pingDone
 		}
 	}
+	// A receiver goroutine parses messages; this one applies them, folding
+	// every message that queued up meanwhile into one invalidation.
+	msgs := make(chan invalidation, 256)
 	drained := false // c was handed to drain, which closes it
 	defer func() {
 		if !drained {
 			c.Close() // first: a pinger stuck in a write returns
 			stopPinger()
+			for range msgs { // the receiver ends with c: wait for it
+			}
 		}
 	}()
-	// A receiver goroutine parses messages; this one applies them, folding
-	// every message that queued up meanwhile into one invalidation.
-	msgs := make(chan invalidation, 256)
 	go func() {
 		defer close(msgs)
 		for {

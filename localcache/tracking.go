@@ -313,11 +313,13 @@ func (l *listener) drain(s subscribed, msgs <-chan invalidation, stopPinger func
 	defer func() {
 		s.c.Close() // first: a pinger stuck in a write returns
 		stopPinger()
+		for range msgs { // the receiver ends with s.c: wait for it
+		}
 		l.mu.Lock()
 		delete(l.draining, s.id)
 		l.mu.Unlock()
 	}()
-	defer context.AfterFunc(l.ctx, func() { s.c.Close() })()
+	defer closeAtEnd(l.ctx, s.c)()
 	pointedHere := func(_ int64, d *dataConn) bool { return d.redir != s.id }
 	// The data connections pointed to s were dialled before its
 	// successor was subscribed: they are all MaxConnAge old, and so

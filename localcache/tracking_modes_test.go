@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -290,4 +291,42 @@ func TestTrackKeysIsToldOfKeysReadOnly(t *testing.T) {
 		}
 	}
 	t.Logf("told of: TrackKeys %d keys, TrackBroadcast %d", received(keysH)-k0, received(bcastH)-b0)
+}
+
+// TestRefusedNewLeavesNoGoroutine: when New fails after the inner strategy
+// opened — the server refuses tracking, in each mode — no goroutine of the
+// near-cache is still running when New returns: not its store (whose
+// close takes tens of milliseconds, which a New at its context's deadline
+// must not wait for either), not a listener.
+func TestRefusedNewLeavesNoGoroutine(t *testing.T) {
+	srv := refusingTracking(t)
+	for _, mode := range []localcache.Tracking{localcache.TrackKeys, localcache.TrackBroadcast} {
+		t.Run(mode.String(), func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			c, err := redisx.New(ctx, redisx.Options{Addrs: []string{srv.Addr()}, Strategy: localcache.Near{Tracking: mode}})
+			left := nearGoroutines() // at once: not after a wait
+			if err == nil {
+				c.Close()
+				t.Fatal("New succeeded on a server that refuses tracking")
+			}
+			if left != "" {
+				t.Errorf("New(Near{Tracking: %v}) returned %v with near-cache goroutines still running:\n%s", mode, err, left)
+			}
+		})
+	}
+}
+
+// nearGoroutines returns the stacks of the running goroutines that are in
+// package localcache (its tests aside).
+func nearGoroutines() string {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	var found []string
+	for g := range strings.SplitSeq(string(buf), "\n\n") {
+		if strings.Contains(g, "kit/localcache.") && !strings.Contains(g, "localcache_test.") {
+			found = append(found, g)
+		}
+	}
+	return strings.Join(found, "\n\n")
 }
