@@ -44,7 +44,7 @@ type cellAcc struct {
 
 func newCellAcc(w Workload, t Target, level int, rate float64) *cellAcc {
 	return &cellAcc{
-		cell:   Cell{Workload: w.Name, Target: t.Name, Concurrency: level, Peer: t.Peer, MaxConns: t.Conns, Rate: rate},
+		cell:   Cell{Workload: w.Name, Target: t.Name, Concurrency: level, Peer: t.Peer, Stale: t.Stale, MaxConns: t.Conns, Rate: rate},
 		hist:   newHistogram(),
 		writes: w.Writes,
 	}

@@ -82,7 +82,13 @@ type Target struct {
 	Conns int
 	// Peer marks a client that is not redisx (rueidis, redigo, go-redis):
 	// measured for comparison, never recommended.
-	Peer     bool
+	Peer bool
+	// Stale marks a target whose reads may be stale up to a TTL: a
+	// near-cache without tracking (localcache.TrackNone), which another
+	// client's write reaches only when the entry expires. A tie among
+	// equivalent targets never goes to it over a coherent one (see
+	// Recommend). StrategyTarget and URLTarget set it.
+	Stale    bool
 	Topology Topology
 	// Only, when set, names the workload families the target runs in
 	// ("near"); nil: every family.

@@ -123,6 +123,9 @@ type Cell struct {
 	// Peer is set for a client that is not redisx (rueidis, redigo,
 	// go-redis): measured for comparison, never recommended.
 	Peer bool `json:"peer"`
+	// Stale is set for a target whose reads may be stale up to a TTL (see
+	// Target.Stale): a tie never goes to it over a coherent target.
+	Stale bool `json:"stale,omitempty"`
 
 	// QPS is the median of the samples' throughputs (operations per
 	// second); QPSLow and QPSHigh its 95% confidence interval (with

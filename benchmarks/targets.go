@@ -66,6 +66,7 @@ func StrategyTarget(name string, s strategy.Strategy) Target {
 		URL:      d.url(),
 		Go:       d.goExpr,
 		Isolated: isNear(s),
+		Stale:    isUntracked(s),
 		Open: func(ctx context.Context, env Env) (Client, error) {
 			return openRedisx(ctx, env.options(s))
 		},
@@ -78,6 +79,13 @@ func StrategyTarget(name string, s strategy.Strategy) Target {
 func isNear(s strategy.Strategy) bool {
 	_, ok := s.(localcache.Near)
 	return ok
+}
+
+// isUntracked reports whether s is a near-cache without tracking, whose
+// reads may be stale up to its TTL (see Target.Stale).
+func isUntracked(s strategy.Strategy) bool {
+	n, ok := s.(localcache.Near)
+	return ok && n.Tracking == localcache.TrackNone
 }
 
 // URLTarget measures redisx configured by a redis:// URL, parsed with
@@ -110,6 +118,7 @@ func URLTarget(name, rawURL string) (Target, error) {
 		URL:      redactURL(rawURL),
 		Go:       d.goExpr,
 		Isolated: isNear(o.Strategy),
+		Stale:    isUntracked(o.Strategy),
 		Open: func(ctx context.Context, env Env) (Client, error) {
 			opts := env.options(o.Strategy)
 			if opts.Password == "" {

@@ -100,3 +100,28 @@ func TestURLTargetHidesEveryPassword(t *testing.T) {
 		t.Errorf("Servers %+v; want the sentinels, their password, no standalone address yet", tg.Servers)
 	}
 }
+
+// TestNearNoneTargetsAreStale: a near-cache without tracking, in the
+// default targets or by URL, is marked Stale (a tie never goes to it over
+// a coherent target); the tracking ones and the rest are not.
+func TestNearNoneTargetsAreStale(t *testing.T) {
+	for _, tg := range benchmarks.DefaultTargets() {
+		if want := tg.Name == "near-none"; tg.Stale != want {
+			t.Errorf("%s: Stale = %v; want %v", tg.Name, tg.Stale, want)
+		}
+	}
+	for raw, want := range map[string]bool{
+		"redis://?near=1MiB&near_tracking=none":      true,
+		"redis://?near=1MiB&near_tracking=broadcast": false,
+		"redis://?near=1MiB":                         false,
+		"redis://?strategy=pool&size=8":              false,
+	} {
+		tg, err := benchmarks.URLTarget("u", raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tg.Stale != want {
+			t.Errorf("URLTarget(%q).Stale = %v; want %v", raw, tg.Stale, want)
+		}
+	}
+}
