@@ -46,6 +46,9 @@ type Answer struct {
 	// Note says what to change in URL before using it, such as the
 	// address of the embedded server measured.
 	Note string `json:"note,omitempty"`
+	// Near is the Recommendation's: for a near-cache, its tracking mode,
+	// memory and staleness.
+	Near string `json:"near,omitempty"`
 }
 
 // AnswerAddress is the server an Answer's URL points at.
@@ -111,6 +114,7 @@ func answerOf(rec *Recommendation) *Answer {
 		Margin: rec.Margin, MarginLo: rec.MarginLo, MarginHi: rec.MarginHi, IntervalLevel: rec.IntervalLevel,
 		PValue: rec.PValue, RunnerUp: rec.RunnerUp, TieBreak: rec.TieBreak, Contenders: rec.Contenders,
 		SuggestedMaxRepeats: rec.SuggestedMaxRepeats, Alternative: rec.Alternative, Samples: rec.Samples, URL: rec.URL,
+		Near: rec.Near,
 	}
 }
 

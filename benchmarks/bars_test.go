@@ -14,7 +14,7 @@ import (
 	"github.com/redisx-go/kit/strategy"
 )
 
-// TestBars measures the performance bars of docs/DESIGN.md (P1–P11, H2, H3) as ratios
+// TestBars measures the performance bars of docs/DESIGN.md (P1–P11, H2, H3, N1) as ratios
 // of configurations run side by side: rounds alternate between the
 // configurations compared, and the median of the rounds is reported
 // (Peers: the default against the peers, ratios that are no bar); and the
@@ -53,6 +53,7 @@ func TestBars(t *testing.T) {
 		{"P11", br.p11},
 		{"H2", br.h2},
 		{"H3", br.h3},
+		{"N1", br.n1},
 		{"V1+V2", br.v1v2},
 		{"Peers", br.peers},
 	} {

@@ -51,6 +51,7 @@ func (r *runner) conclude() {
 		if t.Go != "" {
 			rec.Go = fmt.Sprintf("redisx.Options{Addrs: %s, Strategy: %s}", goStrings(addrs), t.Go)
 		}
+		rec.Near = nearAdvice(t, rep.cell(rec.Workload, rec.Strategy, rec.Concurrency))
 	}
 	rep.Answer = r.answer()
 }

@@ -82,7 +82,13 @@ type Target struct {
 	Conns int
 	// Peer marks a client that is not redisx (rueidis, redigo, go-redis):
 	// measured for comparison, never recommended.
-	Peer     bool
+	Peer bool
+	// Stale marks a target whose reads may be stale up to a TTL: a
+	// near-cache without tracking (localcache.TrackNone), which another
+	// client's write reaches only when the entry expires. A tie among
+	// equivalent targets never goes to it over a coherent one (see
+	// Recommend). StrategyTarget and URLTarget set it.
+	Stale    bool
 	Topology Topology
 	// Only, when set, names the workload families the target runs in
 	// ("near"); nil: every family.
@@ -160,6 +166,10 @@ type Workload struct {
 	// Custom, when set, is the user's workload this one was made from
 	// (Custom.Workload): the report lists its parts.
 	Custom *Custom
+	// Writes is the share of the ops that write (0.01: 1%): a near-cache
+	// target's invalidations received are reported per write
+	// (Cell.InvalidationsPerWrite). Zero: not reported.
+	Writes float64
 }
 
 // Family is the part of the name before the first "/".

@@ -123,6 +123,9 @@ type Cell struct {
 	// Peer is set for a client that is not redisx (rueidis, redigo,
 	// go-redis): measured for comparison, never recommended.
 	Peer bool `json:"peer"`
+	// Stale is set for a target whose reads may be stale up to a TTL (see
+	// Target.Stale): a tie never goes to it over a coherent target.
+	Stale bool `json:"stale,omitempty"`
 
 	// QPS is the median of the samples' throughputs (operations per
 	// second); QPSLow and QPSHigh its 95% confidence interval (with
@@ -171,6 +174,15 @@ type Cell struct {
 
 	// HitRatio is the near-cache hit ratio (near workloads only).
 	HitRatio float64 `json:"hit_ratio,omitempty"`
+	// InvalidationsPerWrite is how many keys the near-cache's
+	// invalidation messages named per write of the workload
+	// (Stats.InvalidationsReceived over the ops that write, see
+	// Workload.Writes): what its tracking mode costs the server and the
+	// process. Near-cache targets on workloads that write only.
+	InvalidationsPerWrite float64 `json:"invalidations_per_write,omitempty"`
+	// LocalBytes is the most a near-cache target held at the end of any
+	// of the cell's samples (Stats.LocalBytes).
+	LocalBytes int64 `json:"local_bytes,omitempty"`
 	// Rate is the offered rate of an open-loop cell, per second, and
 	// Unsent the requests still unsent when a sample's drain period (one
 	// more duration) ended: the target did not sustain the rate. They are
@@ -247,6 +259,10 @@ type Recommendation struct {
 	// and when no target is named.
 	URL string `json:"url"`
 	Go  string `json:"go"`
+	// Near, for a near-cache (localcache.Near), says what it costs and
+	// risks beside its speed: its tracking mode, the memory it held and
+	// may hold, and how stale another client's write can be served.
+	Near string `json:"near,omitempty"`
 	// Peer is the fastest peer measured at the same workload and level
 	// (recommendations name redisx targets only), and PeerRatio the
 	// recommended target's median QPS over that peer's (in open loop,

@@ -460,6 +460,8 @@ func (r *runner) measure(ctx context.Context, d *deployment, o opened, op Op, le
 	if hasStats {
 		after := st.Stats()
 		s.hits, s.misses = after.LocalHits-before.LocalHits, after.LocalMisses-before.LocalMisses
+		s.received = after.InvalidationsReceived - before.InvalidationsReceived
+		s.localBytes = after.LocalBytes
 		s.lanes = after.Lanes
 	}
 	if r.sampleHist == nil {

@@ -28,7 +28,9 @@ import (
 //     equivalent to it: the 1-2·alpha interval of the ratio lies inside
 //     [1/(1+margin), 1+margin] (two one-sided tests at alpha; -4.8% to +5%
 //     for a 5% margin). Only then does a tie-break choose among them:
-//     toward the fewest connections the server saw, then the lowest
+//     toward a coherent target before one whose reads may be stale up to
+//     a TTL (Cell.Stale: a near-cache without tracking), then the
+//     fewest connections the server saw, then the lowest
 //     bound on the connections the target may open, then the higher
 //     score — skipping a target not shown equivalent to every other one,
 //     or significantly slower (p < alpha, its interval below 1) than any

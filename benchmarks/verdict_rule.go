@@ -165,11 +165,21 @@ func decide(cands []Cell, ru rule) Recommendation {
 	m := marginText(ru.margin)
 	rec.TieBreak = fmt.Sprintf("equivalent within %s (each one's %s interval against %s inside [%s, +%s]): %s; ",
 		m, levelText(2*ru.look), lead.Target, percent(1/(1+ru.margin)-1), m, strings.Join(names, ", "))
+	rule := "the fewest connections (then the lowest bound on them)"
+	var stale []string
+	for _, i := range near {
+		if cands[i].Stale {
+			stale = append(stale, cands[i].Target)
+		}
+	}
+	if len(stale) > 0 && len(stale) < len(near) {
+		rule = fmt.Sprintf("a coherent target before one whose reads may be stale up to its TTL (%s), then %s", strings.Join(stale, ", "), rule)
+	}
 	if len(why) == 0 {
-		rec.TieBreak += "picked the fewest connections (then the lowest bound on them): " + cands[pick].Target
+		rec.TieBreak += "picked " + rule + ": " + cands[pick].Target
 	} else {
-		rec.TieBreak += fmt.Sprintf("picked %s, the fewest connections (then the lowest bound on them) once passed over: %s",
-			cands[pick].Target, strings.Join(why, "; "))
+		rec.TieBreak += fmt.Sprintf("picked %s, %s once passed over: %s",
+			cands[pick].Target, rule, strings.Join(why, "; "))
 	}
 	if order[0] != pick {
 		rec.Alternative = ps.alternative(pick, order[0])
@@ -260,12 +270,20 @@ func (ps *pairs) alternative(pick, best int) string {
 		named.Target, percent(v.m), iv, connsText(named.Conns), alt.Target, connsText(alt.Conns))
 }
 
-// tieBreak orders candidates by the fewest connections seen, then the
-// lowest bound on them, then the highest score; an unknown count (0)
-// sorts last.
+// tieBreak orders candidates coherent first — a target whose reads may
+// be stale up to a TTL (Cell.Stale) is equivalent in speed, not in what
+// it serves — then by the fewest connections seen, then the lowest bound
+// on them, then the highest score; an unknown count (0) sorts last.
 func tieBreak(a, b Cell) int {
-	return cmp.Or(cmp.Compare(knownConns(a.Conns), knownConns(b.Conns)), cmp.Compare(knownConns(a.MaxConns), knownConns(b.MaxConns)),
-		cmp.Compare(score(b), score(a)))
+	return cmp.Or(staleRank(a)-staleRank(b), cmp.Compare(knownConns(a.Conns), knownConns(b.Conns)),
+		cmp.Compare(knownConns(a.MaxConns), knownConns(b.MaxConns)), cmp.Compare(score(b), score(a)))
+}
+
+func staleRank(c Cell) int {
+	if c.Stale {
+		return 1
+	}
+	return 0
 }
 
 func knownConns(n int) int {

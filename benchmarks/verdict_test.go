@@ -220,3 +220,30 @@ func TestCrossoverNeedsSignificantVerdictsOnBothSides(t *testing.T) {
 		t.Errorf("text = %q; want %q", x.Text, want)
 	}
 }
+
+func TestVerdictTieNeverGoesToAStaleTargetOverACoherentOne(t *testing.T) {
+	// A near-cache without tracking holds no invalidation connection: one
+	// connection fewer than the coherent ones, which the tie-break would
+	// otherwise prefer. Its reads may be stale up to its TTL.
+	none := cell("near-none", 10, 1, 100_100, tight...)
+	none.Stale = true
+	rec := only(t, benchmarks.Recommend([]benchmarks.Cell{
+		none,
+		cell("near-multiplexed", 10, 2, 100_000, tight...),
+		cell("near-broadcast", 10, 2, 99_950, tight...),
+	}, 0.05, 0.05))
+	if rec.Strategy != "near-multiplexed" || rec.Confidence != benchmarks.Equivalent {
+		t.Fatalf("verdict = %s (%s; %s); want near-multiplexed, the coherent target with the best score among the fewest connections", rec.Strategy, rec.Confidence, rec.TieBreak)
+	}
+	if !strings.Contains(rec.TieBreak, "near-none") || !strings.Contains(rec.TieBreak, "stale") {
+		t.Errorf("TieBreak = %q; want it to say that near-none was passed over as stale", rec.TieBreak)
+	}
+	// Faster by more than the margin, it is named all the same: the rule
+	// breaks ties only.
+	none = cell("near-none", 10, 1, 130_000, tight...)
+	none.Stale = true
+	rec = only(t, benchmarks.Recommend([]benchmarks.Cell{none, cell("near-multiplexed", 10, 2, 100_000, tight...)}, 0.05, 0.05))
+	if rec.Strategy != "near-none" || rec.Confidence != benchmarks.Significant {
+		t.Errorf("verdict = %s (%s); want near-none, significant", rec.Strategy, rec.Confidence)
+	}
+}

@@ -90,7 +90,7 @@ func renderAnswerText(b *strings.Builder, r *benchmarks.Report) {
 	if a.Alternative != "" {
 		renderWrap(b, "  alternative: "+renderOneLine(a.Alternative), "    ")
 	}
-	for _, s := range []string{renderAnswerPassword(a), a.Note} {
+	for _, s := range []string{renderAnswerPassword(a), a.Note, a.Near} {
 		if s != "" {
 			renderWrap(b, "  "+renderOneLine(s), "    ")
 		}
@@ -125,7 +125,7 @@ func renderAnswerMD(b *strings.Builder, r *benchmarks.Report) {
 	if a.Alternative != "" {
 		fmt.Fprintf(b, "Alternative: %s.\n\n", renderMD(a.Alternative))
 	}
-	for _, s := range []string{renderAnswerPassword(a), a.Note} {
+	for _, s := range []string{renderAnswerPassword(a), a.Note, a.Near} {
 		if s != "" {
 			b.WriteString(renderMD(renderCapital(s)) + ".\n\n")
 		}
@@ -138,7 +138,7 @@ func renderAnswerMD(b *strings.Builder, r *benchmarks.Report) {
 // renderPageAnswer is the answer on report.html; Class is its
 // confidence.
 type renderPageAnswer struct {
-	Head, URL, Password, Note, Workload, Alternative, Class string
+	Head, URL, Password, Note, Near, Workload, Alternative, Class string
 }
 
 func renderHTMLAnswer(r *benchmarks.Report) *renderPageAnswer {
@@ -147,7 +147,7 @@ func renderHTMLAnswer(r *benchmarks.Report) *renderPageAnswer {
 		return nil
 	}
 	p := &renderPageAnswer{Head: renderAnswerHead(a, r.Settings.Margin), URL: a.URL, Password: renderCapital(renderAnswerPassword(a)),
-		Note: renderCapital(a.Note), Alternative: a.Alternative, Class: "decided"}
+		Note: renderCapital(a.Note), Near: renderCapital(a.Near), Alternative: a.Alternative, Class: "decided"}
 	if a.Confidence == benchmarks.Undecided {
 		p.Class = "undecided"
 	}

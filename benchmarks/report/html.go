@@ -65,7 +65,7 @@ type renderPageBaseline struct {
 }
 
 type renderPageRec struct {
-	Target, Where, URL, Go string
+	Target, Where, URL, Go, Near string
 }
 
 // renderHTML writes report.html: one page, readable offline — no script,
@@ -186,10 +186,11 @@ func renderHTMLPage(r *benchmarks.Report) renderPage {
 	for _, g := range v.recommended() {
 		p.Recommended = append(p.Recommended, renderPageRec{
 			Target: g.rec.Strategy, Where: strings.Join(g.where, "; "), URL: g.rec.URL, Go: strings.TrimRight(g.rec.Go, "\n"),
+			Near: renderCapital(g.rec.Near),
 		})
 	}
 	p.CellHeader = []string{"workload", "target", "goroutines", "QPS", "95% CI [lo, hi]", "p50 ms", "p90 ms", "p99 ms",
-		"p99.9 ms", "max ms", "ops", "errors", "conns", "CPU µs/op", "allocs/op", "B/op", "hit ratio", "rate/s"}
+		"p99.9 ms", "max ms", "ops", "errors", "conns", "CPU µs/op", "allocs/op", "B/op", "hit ratio", "invalidations/write", "rate/s"}
 	for _, c := range r.Cells {
 		ci := "n/a"
 		if renderFinite64(c.QPSLow) && renderFinite64(c.QPSHigh) {
@@ -199,9 +200,12 @@ func renderHTMLPage(r *benchmarks.Report) renderPage {
 		if c.Failed {
 			errs += " (failed)"
 		}
-		hit, rate := "", ""
+		hit, inval, rate := "", "", ""
 		if c.HitRatio != 0 {
 			hit = renderSig(c.HitRatio*100, 3) + "%"
+		}
+		if c.InvalidationsPerWrite != 0 {
+			inval = renderSig(c.InvalidationsPerWrite, 3)
 		}
 		if c.Rate != 0 {
 			rate = renderQPS(c.Rate)
@@ -209,7 +213,7 @@ func renderHTMLPage(r *benchmarks.Report) renderPage {
 		p.Cells = append(p.Cells, []string{c.Workload, c.Target, strconv.Itoa(c.Concurrency), renderQPS(c.QPS), ci,
 			renderMs(c.P50ms), renderMs(c.P90ms), renderMs(c.P99ms), renderMs(c.P999ms), renderMs(c.MaxMs),
 			strconv.FormatInt(c.Ops, 10), errs, strconv.Itoa(c.Conns), renderSig(c.CPUPerOp, 3),
-			renderSig(c.AllocsPerOp, 3), renderSig(c.BytesPerOp, 3), hit, rate})
+			renderSig(c.AllocsPerOp, 3), renderSig(c.BytesPerOp, 3), hit, inval, rate})
 	}
 	return p
 }
@@ -262,6 +266,7 @@ ul.notes { margin: 4px 0 8px; padding-left: 20px; }
 {{end}}{{if .Alternative}}<p>Alternative: {{.Alternative}}</p>
 {{end}}{{if .Password}}<p>{{.Password}}</p>
 {{end}}{{if .Note}}<p>{{.Note}}</p>
+{{end}}{{if .Near}}<p>{{.Near}}.</p>
 {{end}}{{if .Workload}}<p>Workload {{.Workload}}</p>
 {{end}}</section>
 {{end}}{{if .Partial}}<p class="partial">{{.Partial}}</p>
@@ -337,6 +342,7 @@ ul.notes { margin: 4px 0 8px; padding-left: 20px; }
 <p>Chosen for {{.Where}}.</p>
 {{if .URL}}<p class="url">URL: <code>{{.URL}}</code></p>
 {{if .Go}}<pre><code>{{.Go}}</code></pre>
+{{end}}{{if .Near}}<p>{{.Near}}.</p>
 {{end}}{{else}}<p>A peer client, not redisx: no URL.</p>
 {{end}}{{end}}{{if .Undecided}}<h3>None: undecided</h3>
 <p>No configuration is named for {{.Undecided}}.</p>

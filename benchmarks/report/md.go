@@ -140,6 +140,9 @@ func renderMarkdown(out *bytes.Buffer, r *benchmarks.Report) error {
 				}
 				fmt.Fprintf(&b, "\n%sgo\n%s\n%s\n", fence, strings.TrimRight(g.rec.Go, "\n"), fence)
 			}
+			if g.rec.Near != "" {
+				fmt.Fprintf(&b, "\n%s.\n", renderMD(renderCapital(g.rec.Near)))
+			}
 		}
 		if len(undecided) > 0 {
 			fmt.Fprintf(&b, "\n### None: undecided\n\nNo configuration is named for %s.\n", renderMD(strings.Join(undecided, "; ")))

@@ -83,7 +83,7 @@ func renderSyntheticReport() *benchmarks.Report {
 			CPUPerOp: 4.25, AllocsPerOp: 3, BytesPerOp: 152,
 		}
 		if target == "near-mux" {
-			c.HitRatio = 0.987
+			c.HitRatio, c.InvalidationsPerWrite = 0.987, 0.93
 		}
 		r.Cells = append(r.Cells, c)
 	}
@@ -359,7 +359,7 @@ func TestRenderReportCSV(t *testing.T) {
 		t.Fatalf("report.csv is not RFC 4180: %v", err)
 	}
 	want := "workload,target,concurrency,qps,qps_low,qps_high,samples,p50_ms,p90_ms,p99_ms,p999_ms,max_ms," +
-		"ops,errors,failed,conns,cpu_us_per_op,allocs_per_op,bytes_per_op,hit_ratio,rate"
+		"ops,errors,failed,conns,cpu_us_per_op,allocs_per_op,bytes_per_op,hit_ratio,rate,invalidations_per_write"
 	if got := strings.Join(rows[0], ","); got != want {
 		t.Errorf("report.csv header = %s; want %s", got, want)
 	}

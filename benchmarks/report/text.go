@@ -197,6 +197,9 @@ func renderSummary(b *strings.Builder, r *benchmarks.Report) {
 					b.WriteString("      " + strings.ReplaceAll(line, "\t", "    ") + "\n")
 				}
 			}
+			if g.rec.Near != "" {
+				renderWrap(b, "    "+renderCapital(g.rec.Near), "      ")
+			}
 		}
 		if len(undecided) > 0 {
 			renderWrap(b, "  none, undecided: "+strings.Join(undecided, "; "), "      ")

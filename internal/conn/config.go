@@ -3,6 +3,7 @@ package conn
 import (
 	"context"
 	"crypto/tls"
+	"net"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -25,6 +26,7 @@ type Config struct {
 	ClientName   string
 	Sentinel     *Sentinel
 	ReadFrom     ReadFrom
+	OnConnect    func(ctx context.Context, addr string, nc net.Conn) error
 }
 
 // ReadFrom is strategy.ReadFrom: which node serves reads. Its docs are
@@ -72,12 +74,13 @@ type Stats struct {
 	Redirects         int64
 	TopologyRefreshes int64
 
-	LocalHits     int64
-	LocalMisses   int64
-	Invalidations int64
-	LocalFlushes  int64
-	Evictions     int64
-	LocalBytes    int64
+	LocalHits             int64
+	LocalMisses           int64
+	Invalidations         int64
+	InvalidationsReceived int64
+	LocalFlushes          int64
+	Evictions             int64
+	LocalBytes            int64
 
 	Dials       int64
 	DialErrors  int64

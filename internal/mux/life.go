@@ -58,7 +58,7 @@ func (n *Node) dial(s *muxSlot) *muxDial {
 // retired.
 func (n *Node) redial(s *muxSlot, d *muxDial) {
 	defer n.wg.Done()
-	nc, err := conn.Dial(n.life, &n.cfg, n.addr)
+	nc, err := conn.DialData(n.life, &n.cfg, n.addr)
 	n.dials.Add(1)
 	s.mu.Lock()
 	defer s.mu.Unlock()
