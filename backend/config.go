@@ -3,6 +3,7 @@ package backend
 import (
 	"context"
 	"crypto/tls"
+	"net"
 	"strconv"
 	"time"
 )
@@ -74,6 +75,22 @@ type Config struct {
 	// ReadFrom says which node serves reads (see ReadFrom): the master
 	// (ReadPrimary, the zero value) or, over Sentinel, a replica.
 	ReadFrom ReadFrom
+	// OnConnect is for decorators such as localcache.Near, which set it
+	// in the Config they pass to the inner strategy's Open; redisx never
+	// sets it. When set, strategy.Multiplexed and strategy.Pool (alone, on
+	// a cluster or over Sentinel) call it on every new connection that may
+	// serve a read — each shared connection of Multiplexed, big-value ones
+	// included, and each pooled connection — once its handshake is done
+	// and before it carries a call; not on Multiplexed's connections for
+	// blocking commands and transactions, nor on Pub/Sub connections, nor
+	// on those of Dial. addr is the node's address as dialled. OnConnect
+	// may run commands on nc (reading exactly their replies; ctx's
+	// deadline, DialTimeout's, is set on nc) and keep nc: closing it later
+	// makes the strategy drop the connection as failed, as a server
+	// closing it would. Its error fails the dial as it is: wrap
+	// ErrConnection, or ErrAuth for a refusal. goredis.Strategy does not
+	// call it.
+	OnConnect func(ctx context.Context, addr string, nc net.Conn) error
 }
 
 // ReadFrom says which node serves reads, for Config.ReadFrom

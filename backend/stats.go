@@ -39,15 +39,18 @@ type Stats struct {
 	TopologyRefreshes int64
 
 	// Near-cache (localcache.Near): reads served locally and not, local
-	// entries dropped by invalidation messages or own writes, whole-cache
+	// entries dropped by invalidation messages or own writes, the keys
+	// the server's invalidation messages named (a part of Invalidations:
+	// what tracking costs the process, and the server), whole-cache
 	// flushes (FLUSHALL, a lost invalidation connection), entries evicted
 	// for room, and the bytes held (approximate).
-	LocalHits     int64
-	LocalMisses   int64
-	Invalidations int64
-	LocalFlushes  int64
-	Evictions     int64
-	LocalBytes    int64
+	LocalHits             int64
+	LocalMisses           int64
+	Invalidations         int64
+	InvalidationsReceived int64
+	LocalFlushes          int64
+	Evictions             int64
+	LocalBytes            int64
 
 	Dials       int64 // connections opened, including redials
 	DialErrors  int64 // failed dials

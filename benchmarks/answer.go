@@ -22,14 +22,22 @@ const PasswordPlaceholder = "PASSWORD"
 type Answer struct {
 	Workload    string `json:"workload"`
 	Concurrency int    `json:"concurrency"`
-	// Strategy is the target's name; Confidence "significant" or "tie",
-	// Margin, PValue, RunnerUp and TieBreak as in its Recommendation.
-	Strategy   string  `json:"strategy"`
-	Confidence string  `json:"confidence"`
-	Margin     float64 `json:"margin"`
-	PValue     float64 `json:"p_value"`
-	RunnerUp   string  `json:"runner_up"`
-	TieBreak   string  `json:"tie_break,omitempty"`
+	// Strategy is the target's name, empty when the verdict is undecided;
+	// Confidence Significant, Equivalent or Undecided; the others as in
+	// its Recommendation.
+	Strategy            string   `json:"strategy"`
+	Confidence          string   `json:"confidence"`
+	Margin              float64  `json:"margin"`
+	MarginLo            float64  `json:"margin_lo"`
+	MarginHi            float64  `json:"margin_hi"`
+	IntervalLevel       float64  `json:"interval_level,omitempty"`
+	PValue              float64  `json:"p_value"`
+	RunnerUp            string   `json:"runner_up"`
+	TieBreak            string   `json:"tie_break,omitempty"`
+	Contenders          []string `json:"contenders,omitempty"`
+	SuggestedMaxRepeats int      `json:"suggested_max_repeats,omitempty"`
+	Alternative         string   `json:"alternative,omitempty"`
+	Samples             int      `json:"samples,omitempty"`
 	// URL configures Strategy for the servers measured, or the address
 	// Retarget gave: their user name, if any, and PasswordPlaceholder in
 	// place of their password, if they have one; the DB and TLS measured.
@@ -38,6 +46,9 @@ type Answer struct {
 	// Note says what to change in URL before using it, such as the
 	// address of the embedded server measured.
 	Note string `json:"note,omitempty"`
+	// Near is the Recommendation's: for a near-cache, its tracking mode,
+	// memory and staleness.
+	Near string `json:"near,omitempty"`
 }
 
 // AnswerAddress is the server an Answer's URL points at.
@@ -96,6 +107,17 @@ func answerURL(raw string, to AnswerAddress) (string, error) {
 	return u, nil
 }
 
+// answerOf is the answer of the verdict rec, its URL rec's.
+func answerOf(rec *Recommendation) *Answer {
+	return &Answer{
+		Workload: rec.Workload, Concurrency: rec.Concurrency, Strategy: rec.Strategy, Confidence: rec.Confidence,
+		Margin: rec.Margin, MarginLo: rec.MarginLo, MarginHi: rec.MarginHi, IntervalLevel: rec.IntervalLevel,
+		PValue: rec.PValue, RunnerUp: rec.RunnerUp, TieBreak: rec.TieBreak, Contenders: rec.Contenders,
+		SuggestedMaxRepeats: rec.SuggestedMaxRepeats, Alternative: rec.Alternative, Samples: rec.Samples, URL: rec.URL,
+		Near: rec.Near,
+	}
+}
+
 // prepareAnswer picks the workload of the answer: the plan's first that
 // runs (custom comes first when the plan has it). When Plan.At is not
 // among its levels, At is added to them, and progress says so.
@@ -120,11 +142,12 @@ func (r *runner) prepareAnswer() {
 
 // answer is the verdict of the answer's workload at Plan.At (0: its
 // highest level with a verdict), its URL pointed at the servers measured;
-// nil when that cell has no verdict.
+// nil when that cell has no verdict. An undecided verdict is an answer
+// too: it names no configuration.
 func (r *runner) answer() *Answer {
 	var rec *Recommendation
 	for i, c := range r.report.Recommendations {
-		if c.Workload != r.answerWorkload || c.Strategy == "" {
+		if c.Workload != r.answerWorkload || c.Strategy == "" && c.Confidence != Undecided {
 			continue
 		}
 		if c.Concurrency == r.plan.At || r.plan.At == 0 && (rec == nil || c.Concurrency > rec.Concurrency) {
@@ -137,9 +160,9 @@ func (r *runner) answer() *Answer {
 		}
 		return nil
 	}
-	a := &Answer{
-		Workload: rec.Workload, Concurrency: rec.Concurrency, Strategy: rec.Strategy, Confidence: rec.Confidence,
-		Margin: rec.Margin, PValue: rec.PValue, RunnerUp: rec.RunnerUp, TieBreak: rec.TieBreak, URL: rec.URL,
+	a := answerOf(rec)
+	if rec.Strategy == "" {
+		return a
 	}
 	var t Target
 	for _, tg := range r.plan.Targets {

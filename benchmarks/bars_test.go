@@ -14,9 +14,11 @@ import (
 	"github.com/redisx-go/kit/strategy"
 )
 
-// TestBars measures the performance bars of docs/DESIGN.md (P1–P11, H3) as ratios
+// TestBars measures the performance bars of docs/DESIGN.md (P1–P11, H2, H3, N1) as ratios
 // of configurations run side by side: rounds alternate between the
-// configurations compared, and the median of the rounds is reported. It
+// configurations compared, and the median of the rounds is reported
+// (Peers: the default against the peers, ratios that are no bar); and the
+// verdict's error rates (V1, V2) on the harness's own runs. It
 // is opt-in (REDISX_BARS=1, or `make bars`) because it takes minutes and
 // timing has no place in the default test run; it fails when a bar is
 // missed. REDISX_BARS_ROUNDS (default 5) and REDISX_BARS_SECONDS (default
@@ -49,7 +51,11 @@ func TestBars(t *testing.T) {
 		{"P9", br.p9},
 		{"P10", br.p10},
 		{"P11", br.p11},
+		{"H2", br.h2},
 		{"H3", br.h3},
+		{"N1", br.n1},
+		{"V1+V2", br.v1v2},
+		{"Peers", br.peers},
 	} {
 		t.Run(sub.name, sub.run)
 	}
@@ -165,6 +171,22 @@ func (br *bars) p1p4(t *testing.T) {
 		peak = max(peak, m["multiplexed"][g])
 	}
 	br.bar(t, "P4", m["multiplexed"][1000]/peak, 0.8, "multiplexed GET at 1000 goroutines / its own peak")
+}
+
+// peers is no bar: the zero value Multiplexed{} against go-redis's
+// auto-pipelining (default options) and rueidis, GET at 1, 10, 100 and
+// 1000 goroutines, reported as ratios beside the bars.
+func (br *bars) peers(t *testing.T) {
+	levels := []int{1, 10, 100, 1000}
+	m := br.compare(t, levels,
+		func() target { return openRedisx(t, "multiplexed", strategy.Multiplexed{}, 0) },
+		func() target { return openGoRedisAutoPipeline(t) },
+		func() target { return openRueidis(t) })
+	for _, g := range levels {
+		for _, peer := range []string{"goredis-autopipeline", "rueidis"} {
+			br.aside("Peers", m["multiplexed"][g]/m[peer][g], fmt.Sprintf("multiplexed / %s GET at %d goroutines", peer, g))
+		}
+	}
 }
 
 // p2 is bar P2: Pool against redigo's Pool of the same size.

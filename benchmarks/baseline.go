@@ -1,6 +1,7 @@
 package benchmarks
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -48,8 +49,10 @@ func LoadReport(path string) (*Report, error) {
 // significant when the adjusted p-value is under alpha and its interval
 // lies beyond the margin: at least +margin, or at most 1/(1+margin)-1.
 //
-// Last, the workloads and levels whose recommended target changed; a tie
-// on both sides is no change, whichever target its tie-break named.
+// Last, the workloads and levels whose recommended target changed; a
+// verdict that is not significant on either side (equivalent, undecided,
+// or a baseline's "tie") is no change, whichever target its tie-break
+// named.
 // File is left for the caller.
 func CompareBaseline(base, cur *Report, alpha, margin float64) *BaselineComparison {
 	type key struct {
@@ -109,8 +112,9 @@ func CompareBaseline(base, cur *Report, alpha, margin float64) *BaselineComparis
 		if !ok || o.Strategy == r.Strategy || o.Confidence != Significant && r.Confidence != Significant {
 			continue
 		}
+		named := func(r Recommendation) string { return cmp.Or(r.Strategy, "no target") }
 		bc.VerdictChanges = append(bc.VerdictChanges, fmt.Sprintf("%s at %d goroutines: %s (%s), was %s (%s)",
-			r.Workload, r.Concurrency, r.Strategy, r.Confidence, o.Strategy, o.Confidence))
+			r.Workload, r.Concurrency, named(r), r.Confidence, named(o), o.Confidence))
 	}
 	return bc
 }

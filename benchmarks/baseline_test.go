@@ -22,7 +22,7 @@ func TestBaselineDeltasAndVerdictChanges(t *testing.T) {
 			cell("pool-8", 100, 8, 50_000, tight...), // gone from the new run
 		},
 		Recommendations: []benchmarks.Recommendation{
-			{Workload: "get", Concurrency: 100, Strategy: "pool-32", Confidence: benchmarks.Tie},
+			{Workload: "get", Concurrency: 100, Strategy: "pool-32", Confidence: "tie"}, // a version 2 report
 		},
 	}
 	// Write and read it back: the comparison runs on what -baseline loads.
@@ -83,29 +83,31 @@ func TestLoadReportRejectsANewerVersion(t *testing.T) {
 	}
 }
 
-func TestBaselineTieToTieIsNoVerdictChange(t *testing.T) {
+func TestBaselineNoWinOnEitherSideIsNoVerdictChange(t *testing.T) {
 	rec := func(level int, strategy, confidence string) benchmarks.Recommendation {
 		return benchmarks.Recommendation{Workload: "get", Concurrency: level, Strategy: strategy, Confidence: confidence}
 	}
 	base := &benchmarks.Report{Recommendations: []benchmarks.Recommendation{
-		rec(1, "multiplexed-1", benchmarks.Tie),
-		rec(10, "multiplexed-1", benchmarks.Tie),
+		rec(1, "multiplexed-1", "tie"), // a version 2 report's
+		rec(10, "multiplexed-1", benchmarks.Equivalent),
 		rec(100, "pool-32", benchmarks.Significant),
 		rec(1000, "pool-32", benchmarks.Significant),
+		rec(50, "pool-32", benchmarks.Equivalent),
 	}}
 	cur := &benchmarks.Report{Recommendations: []benchmarks.Recommendation{
-		rec(1, "multiplexed-2", benchmarks.Tie),            // a tie-break naming another: no change
+		rec(1, "multiplexed-2", benchmarks.Equivalent),     // a tie-break naming another: no change
 		rec(10, "pool-8", benchmarks.Significant),          // a new winner
-		rec(100, "multiplexed-1", benchmarks.Tie),          // the old winner lost its win
+		rec(100, "multiplexed-1", benchmarks.Equivalent),   // the old winner lost its win
 		rec(1000, "multiplexed-4", benchmarks.Significant), // another winner
+		rec(50, "", benchmarks.Undecided),                  // no win on either side: no change
 	}}
 	bc := benchmarks.CompareBaseline(base, cur, 0.05, 0.05)
 	if len(bc.VerdictChanges) != 3 {
-		t.Fatalf("verdict changes = %q; want 3 (10, 100 and 1000 goroutines), not the tie at 1", bc.VerdictChanges)
+		t.Fatalf("verdict changes = %q; want 3 (10, 100 and 1000 goroutines), not the no-wins at 1 and 50", bc.VerdictChanges)
 	}
 	for _, c := range bc.VerdictChanges {
-		if strings.HasPrefix(c, "get at 1 goroutines") {
-			t.Errorf("a tie named differently on both sides counted as a change: %q", c)
+		if strings.HasPrefix(c, "get at 1 goroutines") || strings.HasPrefix(c, "get at 50 goroutines") {
+			t.Errorf("no win on either side counted as a change: %q", c)
 		}
 	}
 }

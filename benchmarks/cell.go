@@ -20,6 +20,8 @@ type sample struct {
 	conns        int
 	lanes        int // a Multiplexed target's lanes open at the end (Stats.Lanes)
 	hits, misses int64
+	received     int64 // keys a near-cache's invalidation messages named (Stats.InvalidationsReceived)
+	localBytes   int64 // what a near-cache held at the end (Stats.LocalBytes)
 	// late holds the sends' lateness of an open-loop sample (nil in
 	// closed loop), valid until the next sample.
 	late *hdr.Histogram
@@ -35,12 +37,16 @@ type cellAcc struct {
 	byts uint64
 	hits int64
 	miss int64
+	recv int64
+	// writes is the share of the workload's ops that write (Workload.Writes).
+	writes float64
 }
 
 func newCellAcc(w Workload, t Target, level int, rate float64) *cellAcc {
 	return &cellAcc{
-		cell: Cell{Workload: w.Name, Target: t.Name, Concurrency: level, Peer: t.Peer, MaxConns: t.Conns, Rate: rate},
-		hist: newHistogram(),
+		cell:   Cell{Workload: w.Name, Target: t.Name, Concurrency: level, Peer: t.Peer, Stale: t.Stale, MaxConns: t.Conns, Rate: rate},
+		hist:   newHistogram(),
+		writes: w.Writes,
 	}
 }
 
@@ -58,6 +64,7 @@ func (a *cellAcc) add(s sample, h *hdr.Histogram) {
 	}
 	c.Conns = max(c.Conns, s.conns)
 	c.Lanes = max(c.Lanes, s.lanes)
+	c.LocalBytes = max(c.LocalBytes, s.localBytes)
 	a.hist.Merge(h)
 	if s.late != nil {
 		if a.late == nil {
@@ -70,6 +77,7 @@ func (a *cellAcc) add(s sample, h *hdr.Histogram) {
 	a.byts += s.bytes
 	a.hits += s.hits
 	a.miss += s.misses
+	a.recv += s.received
 }
 
 // fail marks the cell failed with err (the target could not be opened,
@@ -100,6 +108,9 @@ func (a *cellAcc) finish() Cell {
 	}
 	if a.hits+a.miss > 0 {
 		c.HitRatio = float64(a.hits) / float64(a.hits+a.miss)
+		if a.writes > 0 && c.Ops > 0 {
+			c.InvalidationsPerWrite = float64(a.recv) / (float64(c.Ops) * a.writes)
+		}
 	}
 	return c
 }

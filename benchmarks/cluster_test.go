@@ -162,6 +162,10 @@ func openClusterGoRedis(tb testing.TB) clusterTarget {
 	return openClusterPeer(tb, benchmarks.GoRedisTarget())
 }
 
+func openClusterGoRedisAutoPipeline(tb testing.TB) clusterTarget {
+	return openClusterPeer(tb, benchmarks.GoRedisAutoPipelineTarget())
+}
+
 // clusterMasters returns the addresses of the masters serving slots, as
 // a seed's slot map names them (topology.Discover).
 func clusterMasters(tb testing.TB) []string {
@@ -262,6 +266,7 @@ func BenchmarkClusterGet(b *testing.B) {
 		func() clusterTarget { return openClusterRedisx(b, "pool-32", strategy.Pool{Size: 32}) },
 		func() clusterTarget { return openClusterRueidis(b) },
 		func() clusterTarget { return openClusterGoRedis(b) },
+		func() clusterTarget { return openClusterGoRedisAutoPipeline(b) },
 	}
 	for _, open := range opens {
 		t := open()

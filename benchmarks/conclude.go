@@ -10,7 +10,11 @@ import (
 // and Go snippet of every recommendation, and the answer.
 func (r *runner) conclude() {
 	rep := r.report
-	rep.Recommendations = Recommend(rep.Cells, r.plan.Alpha, r.plan.Margin)
+	rep.Recommendations = recommend(rep.Cells, r.plan.rule())
+	for i := range rep.Recommendations {
+		rec := &rep.Recommendations[i]
+		rec.Looks = r.looks[levelKey{rec.Workload, rec.Concurrency}]
+	}
 	rep.Crossovers = FindCrossovers(rep.Recommendations)
 	if rep.Recommendations == nil {
 		rep.Recommendations = []Recommendation{}
@@ -32,6 +36,9 @@ func (r *runner) conclude() {
 	}
 	for i := range rep.Recommendations {
 		rec := &rep.Recommendations[i]
+		if rec.Strategy == "" {
+			continue // undecided: no configuration to write
+		}
 		t := targets[rec.Strategy]
 		addrs, tlsOn := []string{r.servers.Standalone}, r.servers.TLS != nil
 		if cluster[rec.Workload] {
@@ -44,6 +51,7 @@ func (r *runner) conclude() {
 		if t.Go != "" {
 			rec.Go = fmt.Sprintf("redisx.Options{Addrs: %s, Strategy: %s}", goStrings(addrs), t.Go)
 		}
+		rec.Near = nearAdvice(t, rep.cell(rec.Workload, rec.Strategy, rec.Concurrency))
 	}
 	rep.Answer = r.answer()
 }

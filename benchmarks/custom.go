@@ -53,7 +53,23 @@ func (c Custom) Workload() Workload {
 		Custom:      &spec,
 		Setup:       c.seed,
 		Op:          c.op,
+		Writes:      c.Mix.writes(),
 	}
+}
+
+// writes is the share of m's ops that write: set, del and mset.
+func (m Mix) writes() float64 {
+	var w, all float64
+	for _, o := range m {
+		all += o.Weight
+		if o.Op == OpSet || o.Op == OpDel || o.Op == OpMSet {
+			w += o.Weight
+		}
+	}
+	if all == 0 {
+		return 0
+	}
+	return w / all
 }
 
 // customKey is the name of key i of the custom workload.

@@ -47,7 +47,8 @@ func TestCustomWorkloadRunsEveryOpOnEveryTarget(t *testing.T) {
 	runEveryOp(t, benchmarks.Servers{Standalone: srv.Addr()},
 		benchmarks.StrategyTarget("multiplexed", strategy.Multiplexed{}),
 		benchmarks.StrategyTarget("pool-8", strategy.Pool{Size: 8}),
-		benchmarks.RueidisTarget(), benchmarks.RedigoPoolTarget(8), benchmarks.GoRedisTarget())
+		benchmarks.RueidisTarget(), benchmarks.RedigoPoolTarget(8), benchmarks.GoRedisTarget(),
+		benchmarks.GoRedisAutoPipelineTarget())
 }
 
 func TestCustomWorkloadRunsOnAClusterWithEveryOpAndTarget(t *testing.T) {
@@ -65,7 +66,7 @@ func TestCustomWorkloadRunsOnAClusterWithEveryOpAndTarget(t *testing.T) {
 		benchmarks.StrategyTarget("multiplexed", strategy.Multiplexed{}),
 		benchmarks.StrategyTarget("pool-8", strategy.Pool{Size: 8}),
 		benchmarks.StrategyTarget("slotgrouped", strategy.SlotGrouped{}),
-		benchmarks.RueidisTarget(), benchmarks.GoRedisTarget())
+		benchmarks.RueidisTarget(), benchmarks.GoRedisTarget(), benchmarks.GoRedisAutoPipelineTarget())
 }
 
 func TestProfileOfAClusterNodeCountsEveryMaster(t *testing.T) {

@@ -1,5 +1,6 @@
 // Package benchmarks measures the redisx strategies side by side with
-// their peers — rueidis, redigo's redis.Pool and go-redis's pool — on
+// their peers — rueidis, redigo's redis.Pool, go-redis's pool and its
+// auto-pipelining — on
 // real Redis servers, across concurrency levels, and says which
 // configuration to use where. It is the library behind the redisx-bench
 // command (benchmarks/cmd/redisx-bench, `make bench`).
@@ -26,18 +27,32 @@
 // during one, summed over a cluster's masters), and the client's CPU time
 // and allocations per operation.
 //
-// [Recommend] turns cells into verdicts: per workload and level, the
-// fastest redisx target wins only when it beats the runner-up
-// significantly (Mann-Whitney U, p < Alpha) and the lower end of the 95%
-// interval of the ratio of their throughputs (Hodges–Lehmann, the same
-// rank test inverted) reaches 1 + Margin (5%): a margin the samples
-// support, not one of the medians alone. Otherwise the verdict is a tie,
-// broken toward fewer connections and labelled so, and underpowered when
-// its interval is wider than the margin. With fewer than [MinRepeats]
-// samples (4) nothing can be significant, and Run warns. Peers are
-// measured for comparison and never recommended. [FindCrossovers]
-// brackets the levels between two significant verdicts that name
-// different targets: ties never cross.
+// [Recommend] turns cells into verdicts, each with one of three outcomes
+// decided on the interval of the ratio of two targets' throughputs (the
+// Hodges–Lehmann interval: the Mann–Whitney rank test inverted). A win
+// (significant): the fastest redisx target beats every other with p <
+// alpha and the lower end of the interval reaches 1 + Margin (5%): a
+// margin the samples support, not one of the medians alone. Equivalent:
+// no win, and every target it does not beat lies within the margin of it
+// — the interval inside ±5%, two one-sided tests — and only then does a
+// tie-break choose among them, toward fewer connections, passing over a
+// target that another is significantly faster than (offered instead as
+// a quantified alternative). Undecided: neither; no target is named, and
+// the verdict says which targets the samples could not tell apart and
+// about how many samples would. So no verdict names a target that
+// another target of its cell is significantly faster than.
+//
+// Run samples an undecided verdict again: its contenders get Repeats
+// more samples, up to Plan.MaxRepeats (18 by default), and each round
+// ends with a look that stops when it decides. Every look tests at Alpha
+// over the number of looks (a Bonferroni split, so that looking again
+// does not inflate the false decisions), and a verdict more samples are
+// unlikely to decide is left undecided at once, which keeps the time for
+// the verdicts that can be. With fewer than [MinRepeats] samples nothing
+// can be significant, and Run warns. Peers are measured for comparison
+// and never recommended. [FindCrossovers] brackets the levels between
+// two significant verdicts that name different targets: equivalent and
+// undecided verdicts never cross.
 // [CompareBaseline] compares a run with an earlier report, cell by cell:
 // it says when the two were not measured like with like (machine, loop,
 // durations, repeats, workloads, or peers whose speed changed: the
@@ -48,18 +63,27 @@
 // With Plan.SLO, Run also searches, per workload and target, the highest
 // open-loop rate at which the SLO holds, at the workload's highest level
 // of workers. Every target starts from the same rate, 1% of the fastest
-// median QPS any target reached on the workload; the rate doubles until
+// median QPS any target reached on the workload (but no lower than the
+// rate at which a probe's first sample lasts 2 s: 500/s for a p99, the
+// lowest rate probed); the rate doubles until
 // a probe fails (halves while they fail), then bisects, geometrically,
 // until the first failing rate is within 5% of the last passing one. A
-// probe is Repeats samples and passes only when every sample's own
-// percentile is within the bound, with no error and nothing left unsent
-// (every sample, not an interval: at 6 samples the 95% interval of their
-// median reaches the worst one anyway). The rate found is then re-run
-// until it passed 3 probes (confirmed); when a re-run fails, the next
-// lower rate that passed is confirmed instead, and the result says so.
+// probe is decided on the pooled latencies of its operations, sized by
+// count: a first sample of 10 operations expected over the percentile
+// (1,000 for a p99), lasting at least the sample duration, and up to 3
+// more, each doubling the operations pooled. After each, a
+// distribution-free confidence interval for the percentile (order
+// statistics, their ranks from Binomial(n, p); 95% over the probe,
+// Bonferroni over its 4 looks) decides: the probe holds when the
+// interval's upper end is within the bound, fails when its lower end is
+// over it, and, still undecided after the fourth, does not hold. An error
+// or a request left unsent fails it at once. The rate found is then re-run
+// until it held in 4 probes (confirmed); when a re-run does not hold, the
+// next lower rate that held is confirmed instead, and the result says so.
 // The report gives the bracket, max_rate (the highest rate every probe
-// held) and first_failing_rate, never more, and warns when the client's
-// send lateness exceeded a tenth of the bound.
+// held) and first_failing_rate (the lowest that did not), never more,
+// each probe's percentile, interval and operations, and warns when the
+// client's send lateness exceeded a tenth of the bound.
 //
 // Your own configuration is a target ([StrategyTarget] over any strategy
 // value, [URLTarget] over a redis:// URL — which, with a host, measures

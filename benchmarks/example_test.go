@@ -61,9 +61,12 @@ func ExampleRun() {
 	}
 	fmt.Println(len(rep.Cells), "cells")
 	for _, r := range rep.Recommendations {
-		// r.Strategy is multiplexed or pool-8 (r.Confidence says how
-		// sure), r.URL and r.Go configure it.
-		fmt.Println(r.Workload, r.Concurrency, strings.HasPrefix(r.URL, "redis://"+emb.Servers.Standalone))
+		// r.Confidence is significant (r.Strategy won), equivalent
+		// (r.Strategy is within 5% of the best, with the fewest
+		// connections) or undecided (r.Strategy is empty, r.Contenders
+		// could not be told apart). r.URL and r.Go configure r.Strategy.
+		named := r.Strategy == "" || strings.HasPrefix(r.URL, "redis://"+emb.Servers.Standalone)
+		fmt.Println(r.Workload, r.Concurrency, named)
 	}
 	// Output:
 	// 4 cells

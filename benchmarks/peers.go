@@ -177,38 +177,87 @@ func GoRedisTarget() Target {
 		Name: "go-redis",
 		Peer: true,
 		Open: func(ctx context.Context, env Env) (Client, error) {
-			var rdb goredis.UniversalClient
-			switch s := env.Sentinel; {
-			case s != nil:
-				rdb = goredis.NewFailoverClient(&goredis.FailoverOptions{
-					MasterName: s.Master, SentinelAddrs: s.Addrs,
-					SentinelUsername: s.Username, SentinelPassword: s.Password,
-					Username: env.Username, Password: env.Password,
-					DB: env.DB, TLSConfig: env.TLS, ClientName: env.ClientName,
-				})
-			case env.Cluster:
-				rdb = goredis.NewClusterClient(&goredis.ClusterOptions{
-					Addrs: env.Addrs, Username: env.Username, Password: env.Password,
-					TLSConfig: env.TLS, ClientName: env.ClientName,
-				})
-			default:
-				rdb = goredis.NewClient(&goredis.Options{
-					Addr: env.Addrs[0], Username: env.Username, Password: env.Password,
-					DB: env.DB, TLSConfig: env.TLS, ClientName: env.ClientName,
-				})
-			}
-			if err := rdb.Ping(ctx).Err(); err != nil {
-				rdb.Close()
-				return nil, fmt.Errorf("go-redis: %w", err)
+			rdb, err := openGoRedis(ctx, env)
+			if err != nil {
+				return nil, err
 			}
 			return goRedisClient{rdb: rdb, cluster: env.Cluster}, nil
 		},
 	}
 }
 
+// GoRedisAutoPipelineTarget is go-redis's auto-pipelining (v9.22 on,
+// experimental): the client of GoRedisTarget, every call made through
+// its Client.AutoPipeline() with the default options (the blocking face:
+// each call returns once executed, while concurrent callers' commands
+// are batched into pipelines). Its MGet is as go-redis's.
+func GoRedisAutoPipelineTarget() Target {
+	return Target{
+		Name: "goredis-autopipeline",
+		Peer: true,
+		Open: func(ctx context.Context, env Env) (Client, error) {
+			rdb, err := openGoRedis(ctx, env)
+			if err != nil {
+				return nil, err
+			}
+			ap, err := rdb.AutoPipeline()
+			if err != nil {
+				rdb.Close()
+				return nil, fmt.Errorf("go-redis: auto-pipeline: %w", err)
+			}
+			return goRedisAutoClient{goRedisClient{rdb: ap, cluster: env.Cluster}, rdb}, nil
+		},
+	}
+}
+
+// openGoRedis opens go-redis's client for env: a FailoverClient through
+// Sentinel, a ClusterClient on a cluster, a Client otherwise, each with
+// its default pool.
+func openGoRedis(ctx context.Context, env Env) (goredis.UniversalClient, error) {
+	var rdb goredis.UniversalClient
+	switch s := env.Sentinel; {
+	case s != nil:
+		rdb = goredis.NewFailoverClient(&goredis.FailoverOptions{
+			MasterName: s.Master, SentinelAddrs: s.Addrs,
+			SentinelUsername: s.Username, SentinelPassword: s.Password,
+			Username: env.Username, Password: env.Password,
+			DB: env.DB, TLSConfig: env.TLS, ClientName: env.ClientName,
+		})
+	case env.Cluster:
+		rdb = goredis.NewClusterClient(&goredis.ClusterOptions{
+			Addrs: env.Addrs, Username: env.Username, Password: env.Password,
+			TLSConfig: env.TLS, ClientName: env.ClientName,
+		})
+	default:
+		rdb = goredis.NewClient(&goredis.Options{
+			Addr: env.Addrs[0], Username: env.Username, Password: env.Password,
+			DB: env.DB, TLSConfig: env.TLS, ClientName: env.ClientName,
+		})
+	}
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		rdb.Close()
+		return nil, fmt.Errorf("go-redis: %w", err)
+	}
+	return rdb, nil
+}
+
+// goRedisClient calls go-redis through rdb: a client, or an
+// AutoPipeliner (which implements the same interface).
 type goRedisClient struct {
 	rdb     goredis.UniversalClient
 	cluster bool
+}
+
+// goRedisAutoClient is goRedisClient over an AutoPipeliner; Close stops
+// the pipeliner, then the client it belongs to.
+type goRedisAutoClient struct {
+	goRedisClient
+	owner goredis.UniversalClient
+}
+
+func (g goRedisAutoClient) Close() error {
+	_ = g.rdb.Close() // the AutoPipeliner: drains what is queued
+	return g.owner.Close()
 }
 
 func (g goRedisClient) Get(ctx context.Context, key string) ([]byte, error) {

@@ -23,6 +23,8 @@ var (
 	_ MSetter = redigoClient{}
 	_ Deleter = goRedisClient{}
 	_ MSetter = goRedisClient{}
+	_ Deleter = goRedisAutoClient{}
+	_ MSetter = goRedisAutoClient{}
 )
 
 // Del is one DEL per key: a cluster's keys may lie in several slots

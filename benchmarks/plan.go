@@ -82,7 +82,13 @@ type Target struct {
 	Conns int
 	// Peer marks a client that is not redisx (rueidis, redigo, go-redis):
 	// measured for comparison, never recommended.
-	Peer     bool
+	Peer bool
+	// Stale marks a target whose reads may be stale up to a TTL: a
+	// near-cache without tracking (localcache.TrackNone), which another
+	// client's write reaches only when the entry expires. A tie among
+	// equivalent targets never goes to it over a coherent one (see
+	// Recommend). StrategyTarget and URLTarget set it.
+	Stale    bool
 	Topology Topology
 	// Only, when set, names the workload families the target runs in
 	// ("near"); nil: every family.
@@ -160,6 +166,10 @@ type Workload struct {
 	// Custom, when set, is the user's workload this one was made from
 	// (Custom.Workload): the report lists its parts.
 	Custom *Custom
+	// Writes is the share of the ops that write (0.01: 1%): a near-cache
+	// target's invalidations received are reported per write
+	// (Cell.InvalidationsPerWrite). Zero: not reported.
+	Writes float64
 }
 
 // Family is the part of the name before the first "/".
@@ -176,11 +186,24 @@ type Plan struct {
 	Workloads []Workload
 	// Duration is the length of one sample; Warmup runs each target at
 	// each level before its samples, discarded. Repeats is the number of
-	// samples per cell: at least MinRepeats (4) for a verdict to be
-	// significant at p < 0.05, 6 for a 95% interval of the median.
+	// samples per cell: at least MinRepeats of the look's alpha (5 at
+	// 0.05 over three looks) for a verdict to be significant, 6 for a 95%
+	// interval of the median.
 	Duration time.Duration
 	Warmup   time.Duration
 	Repeats  int
+	// MaxRepeats is the most samples per cell: a verdict still undecided
+	// after Repeats samples gets Repeats more for each of its contenders
+	// (the targets it could not tell apart), and again, up to MaxRepeats;
+	// each round ends with a look at the samples, which stops when it
+	// decides. Every look tests at Alpha over the number of looks (a
+	// Bonferroni split: see sequential.go), so more looks cost every look
+	// some power. Zero: three looks (3 × Repeats, 18 by default), which
+	// narrow an undecided pair's interval by about 1.4x at the last look,
+	// against a single look at Alpha; at most Repeats: one look. The
+	// rounds get a tenth of the plan's estimated time (at least 30 s), in
+	// the plan's order; verdicts beyond it stay undecided.
+	MaxRepeats int
 	// Rate, when positive, runs open loop: requests are scheduled at this
 	// total rate per second, sent by the level's workers (at most one in
 	// flight each), and each latency is measured from the request's
@@ -200,8 +223,10 @@ type Plan struct {
 	// package documentation).
 	SLOSteps   int
 	SLOBisects int
-	// Alpha is the significance level of the rank test; Margin the least
-	// relative QPS difference that counts as a win.
+	// Alpha is the significance level of the verdicts over all their
+	// looks (each look tests at Alpha over the looks); Margin the least
+	// relative difference that counts as a win and the most that counts
+	// as equivalent.
 	Alpha  float64
 	Margin float64
 	// Seed seeds the shuffle of the targets' order in each repeat.
@@ -233,13 +258,15 @@ func DefaultPlan() Plan {
 }
 
 // QuickPlan is a small matrix that runs in about a minute on two cores:
-// levels 1, 10 and 100, fewer targets and variants, 6 samples of 100 ms.
+// levels 1, 10 and 100, fewer targets and variants, 6 samples of 100 ms,
+// 12 for the contenders of a verdict undecided after 6 (two looks).
 func QuickPlan() Plan {
 	p := DefaultPlan()
+	p.MaxRepeats = 2 * p.Repeats
 	p.Levels = []int{1, 10, 100}
 	p.Duration = 100 * time.Millisecond
 	p.Warmup = 50 * time.Millisecond
-	std := []string{"multiplexed", "pool-32", "rueidis", "redigo-pool-100", "go-redis"}
+	std := []string{"multiplexed", "pool-32", "rueidis", "redigo-pool-100", "go-redis", "goredis-autopipeline"}
 	small := []string{"multiplexed", "pool-32", "rueidis"}
 	quick := map[string][]string{
 		"get":              std,
@@ -370,6 +397,10 @@ func (p Plan) withDefaults() Plan {
 	if p.Repeats <= 0 {
 		p.Repeats = defaultRepeats
 	}
+	if p.MaxRepeats == 0 {
+		p.MaxRepeats = 3 * p.Repeats
+	}
+	p.MaxRepeats = max(p.MaxRepeats, p.Repeats)
 	if p.SLOSteps <= 0 {
 		p.SLOSteps = defaultSLOSteps
 	}
@@ -386,6 +417,11 @@ type Estimate struct {
 	Cells    int
 	Samples  int // warm-ups included
 	Duration time.Duration
+	// MoreAtMost is the most the sequential sampling can add: every
+	// redisx target of every cell taking MaxRepeats samples (it takes
+	// them only for the contenders of undecided verdicts), within its
+	// budget (a tenth of Duration, at least 30 s: see Plan.MaxRepeats).
+	MoreAtMost time.Duration
 }
 
 // sampleOverhead is the time a sample costs beyond its duration (starting
@@ -394,8 +430,8 @@ type Estimate struct {
 const sampleOverhead = 40 * time.Millisecond
 
 // Estimate returns how many cells and samples p measures with a
-// standalone server and/or a cluster, and about how long it takes (SLO
-// search not included).
+// standalone server and/or a cluster, and about how long it takes before
+// any sample the sequential sampling adds (SLO search not included).
 func (p Plan) Estimate(standalone, cluster bool) Estimate {
 	p = p.withDefaults()
 	var e Estimate
@@ -412,7 +448,23 @@ func (p Plan) Estimate(standalone, cluster bool) Estimate {
 			}
 			e.Samples += levels * (p.Repeats + warmups)
 			e.Duration += time.Duration(levels) * (time.Duration(warmups)*(p.Warmup+sampleOverhead) + time.Duration(p.Repeats)*(p.Duration+sampleOverhead))
+			if more := p.MaxRepeats - p.Repeats; more > 0 && !t.Peer {
+				each := p.Duration + sampleOverhead
+				if t.Isolated {
+					each += p.Warmup + sampleOverhead
+				}
+				e.MoreAtMost += time.Duration(levels*more) * each
+			}
 		}
 	}
+	e.MoreAtMost = min(e.MoreAtMost, sequentialBudget(e.Duration))
 	return e
+}
+
+// sequentialBudget is the most time the sequential sampling may add to a
+// plan whose samples take base: a tenth of it, at least 30 s, so that the
+// full plan (about 18 minutes) stays within 20 and -quick (about one)
+// within two. Verdicts it cannot reach stay undecided.
+func sequentialBudget(base time.Duration) time.Duration {
+	return max(base/10, 30*time.Second)
 }

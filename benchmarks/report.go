@@ -46,8 +46,10 @@ type Report struct {
 
 // ReportVersion is the Version written by this package. Version 2
 // renamed cells' qps_low/qps_high to qps_lo/qps_hi and the baseline's
-// deltas to cells.
-const ReportVersion = 2
+// deltas to cells; version 3 replaced the confidence "tie" by
+// "equivalent" and "undecided", and an undecided verdict names no
+// strategy.
+const ReportVersion = 3
 
 // Machine is where the run happened.
 type Machine struct {
@@ -87,7 +89,14 @@ type Settings struct {
 	Targets   []string      `json:"targets"`
 	Duration  time.Duration `json:"duration_ns"` // of one sample
 	Warmup    time.Duration `json:"warmup_ns"`   // discarded before each cell's samples
-	Repeats   int           `json:"repeats"`     // samples per cell
+	Repeats   int           `json:"repeats"`     // samples per cell at the first look
+	// MaxRepeats is the most samples per cell: the targets of a verdict
+	// still undecided get more, Repeats at a time, up to it; Looks is the
+	// most looks at the samples that makes, and LookAlpha the
+	// significance level of each (Alpha/Looks).
+	MaxRepeats int     `json:"max_repeats,omitempty"`
+	Looks      int     `json:"looks,omitempty"`
+	LookAlpha  float64 `json:"look_alpha,omitempty"`
 	// Mode is "closed" (each worker sends its next request when the last
 	// returns) or "open" (requests sent at Rate per second, latency
 	// measured from each request's intended send time).
@@ -95,8 +104,9 @@ type Settings struct {
 	Rate float64 `json:"rate,omitempty"`
 	// SLO is the latency bound of SLO mode, e.g. "p99=2ms"; empty otherwise.
 	SLO string `json:"slo,omitempty"`
-	// Alpha is the significance level of the rank test, Margin the least
-	// relative difference that counts as a win (0.05: 5%).
+	// Alpha is the significance level of the verdicts over all their
+	// looks, Margin the least relative difference that counts as a win
+	// and the most that counts as equivalent (0.05: 5%).
 	Alpha  float64 `json:"alpha"`
 	Margin float64 `json:"margin"`
 	Seed   int64   `json:"seed"` // of the shuffles of target order
@@ -113,6 +123,9 @@ type Cell struct {
 	// Peer is set for a client that is not redisx (rueidis, redigo,
 	// go-redis): measured for comparison, never recommended.
 	Peer bool `json:"peer"`
+	// Stale is set for a target whose reads may be stale up to a TTL (see
+	// Target.Stale): a tie never goes to it over a coherent target.
+	Stale bool `json:"stale,omitempty"`
 
 	// QPS is the median of the samples' throughputs (operations per
 	// second); QPSLow and QPSHigh its 95% confidence interval (with
@@ -161,6 +174,15 @@ type Cell struct {
 
 	// HitRatio is the near-cache hit ratio (near workloads only).
 	HitRatio float64 `json:"hit_ratio,omitempty"`
+	// InvalidationsPerWrite is how many keys the near-cache's
+	// invalidation messages named per write of the workload
+	// (Stats.InvalidationsReceived over the ops that write, see
+	// Workload.Writes): what its tracking mode costs the server and the
+	// process. Near-cache targets on workloads that write only.
+	InvalidationsPerWrite float64 `json:"invalidations_per_write,omitempty"`
+	// LocalBytes is the most a near-cache target held at the end of any
+	// of the cell's samples (Stats.LocalBytes).
+	LocalBytes int64 `json:"local_bytes,omitempty"`
 	// Rate is the offered rate of an open-loop cell, per second, and
 	// Unsent the requests still unsent when a sample's drain period (one
 	// more duration) ended: the target did not sustain the rate. They are
@@ -179,36 +201,68 @@ type Cell struct {
 	LatenessP99ms float64 `json:"lateness_p99_ms,omitempty"`
 }
 
-// Recommendation is the verdict for one workload at one concurrency level.
+// Recommendation is the verdict for one workload at one concurrency level
+// (see Recommend for the rule).
 type Recommendation struct {
 	Workload    string `json:"workload"`
 	Concurrency int    `json:"concurrency"`
-	// Strategy is the winning target's name.
+	// Strategy is the target named: the winner, or the one the tie-break
+	// chose among equivalent targets; empty when the verdict is
+	// undecided (no target is named) or every cell failed.
 	Strategy string `json:"strategy"`
-	// Confidence is "significant" when the winner beats the runner-up
-	// with p < Alpha and the lower end of the interval of its margin is
-	// at least Settings.Margin, "tie" otherwise; a tie names the target
-	// with the fewest connections among the tied, and TieBreak says so.
+	// Confidence is Significant (Strategy beats every other target with
+	// p < the look's alpha and the lower end of the interval of the ratio
+	// at least 1 + Settings.Margin), Equivalent (no win, and the targets
+	// not beaten so are equivalent to the leader within the margin: the
+	// tie-break named one, and TieBreak says how) or Undecided (neither,
+	// after every look: see Contenders).
 	Confidence string `json:"confidence"`
-	// Margin is the winner's median QPS over the runner-up's, less 1
-	// (0.23: 23% faster; in open loop, the runner-up's median p99 over
-	// the winner's, less 1); MarginLo and MarginHi the 95% interval of
-	// that ratio, less 1 (see Recommend).
-	Margin   float64 `json:"margin"`
-	MarginLo float64 `json:"margin_lo"`
-	MarginHi float64 `json:"margin_hi"`
-	PValue   float64 `json:"p_value"`
-	RunnerUp string  `json:"runner_up"`
-	TieBreak string  `json:"tie_break,omitempty"`
-	// Underpowered marks a tie whose interval of the margin is wider
-	// than Settings.Margin: the samples could not have told a difference
-	// of the margin from none, so the tie says "not measured apart", not
-	// "equal". More samples (-repeats) or longer ones narrow it.
+	// Margin is the named target's median QPS over the runner-up's, less
+	// 1 (0.23: 23% faster; in open loop, the runner-up's median p99 over
+	// the named target's, less 1), or the leader's over the first other
+	// contender when undecided; MarginLo and MarginHi the interval of
+	// that ratio, less 1, at level IntervalLevel (0.95 at alpha 0.05 and
+	// one look; for an equivalent verdict the interval of the two
+	// one-sided tests, 0.90 then).
+	Margin        float64 `json:"margin"`
+	MarginLo      float64 `json:"margin_lo"`
+	MarginHi      float64 `json:"margin_hi"`
+	IntervalLevel float64 `json:"interval_level,omitempty"`
+	PValue        float64 `json:"p_value"`
+	RunnerUp      string  `json:"runner_up"`
+	TieBreak      string  `json:"tie_break,omitempty"`
+	// Underpowered marks an undecided verdict whose interval is wider
+	// than Settings.Margin: the samples could not have told a
+	// margin-sized difference from none. More samples narrow it.
 	Underpowered bool `json:"underpowered,omitempty"`
-	// URL configures the winner through redisx.ParseURL; Go is the same
-	// as a Go snippet. Empty for a peer (a client that is not redisx).
+	// Contenders are, for an undecided verdict, the targets the samples
+	// could not tell apart within the margin: the leader first, then
+	// every target it neither beats by the margin nor is equivalent to.
+	Contenders []string `json:"contenders,omitempty"`
+	// SuggestedMaxRepeats is, for an undecided verdict, about how many
+	// samples per target would decide it (-max-repeats) if the estimates
+	// stayed where they are; 0 when no reasonable number would (the
+	// difference lies on the margin itself).
+	SuggestedMaxRepeats int `json:"suggested_max_repeats,omitempty"`
+	// Alternative, when set, offers a target with fewer connections than
+	// Strategy that is significantly slower, with what it costs:
+	// "multiplexed-4 is +5.3% faster [+2.4%, +8.3%] with 4 connections;
+	// multiplexed-1 uses 1 connection". It is never the recommendation.
+	Alternative string `json:"alternative,omitempty"`
+	// Samples is the fewest samples of the targets compared (of the
+	// contenders, when undecided); Looks the times the sequential
+	// sampling looked at them (see Plan.MaxRepeats; 0 when not recorded).
+	Samples int `json:"samples,omitempty"`
+	Looks   int `json:"looks,omitempty"`
+	// URL configures the named target through redisx.ParseURL; Go is the
+	// same as a Go snippet. Empty for a peer (a client that is not redisx)
+	// and when no target is named.
 	URL string `json:"url"`
 	Go  string `json:"go"`
+	// Near, for a near-cache (localcache.Near), says what it costs and
+	// risks beside its speed: its tracking mode, the memory it held and
+	// may hold, and how stale another client's write can be served.
+	Near string `json:"near,omitempty"`
 	// Peer is the fastest peer measured at the same workload and level
 	// (recommendations name redisx targets only), and PeerRatio the
 	// recommended target's median QPS over that peer's (in open loop,
@@ -217,16 +271,17 @@ type Recommendation struct {
 	PeerRatio float64 `json:"peer_ratio,omitempty"`
 }
 
-// Confidence values of a Recommendation.
+// Confidence values of a Recommendation (and an Answer).
 const (
 	Significant = "significant"
-	Tie         = "tie"
+	Equivalent  = "equivalent"
+	Undecided   = "undecided"
 )
 
 // Crossover is where one target overtakes another as concurrency grows:
 // From won significantly at level Below, To wins significantly at level
 // Above, and no level between them has a significant winner (they are
-// ties or were not measured); the crossing lies between them.
+// equivalent, undecided or not measured); the crossing lies between them.
 type Crossover struct {
 	Workload string `json:"workload"`
 	From     string `json:"from"`
@@ -235,7 +290,8 @@ type Crossover struct {
 	Between [2]int `json:"between"`
 	Below   int    `json:"below"`
 	Above   int    `json:"above"`
-	// Confidence is always "significant": a tie never makes a crossover.
+	// Confidence is always "significant": an equivalent or undecided
+	// verdict never makes a crossover.
 	Confidence string `json:"confidence"`
 	// Text is the human sentence: "pool-32 overtakes multiplexed-1
 	// between 4 and 10 goroutines".
@@ -253,17 +309,18 @@ type SLOResult struct {
 	// most that many requests in flight).
 	Concurrency int `json:"concurrency"`
 	// MaxRate is the highest rate, per second, at which every probe held
-	// the bound, below every rate a probe failed at; 0: not even the
-	// lowest rate tried.
+	// the bound, below every rate a probe did not hold at; 0: not even
+	// the lowest rate tried.
 	MaxRate float64 `json:"max_rate"`
-	// FirstFailingRate is the lowest rate a probe broke the bound at; 0:
-	// none did up to the end of the ramp, so MaxRate is a lower bound.
+	// FirstFailingRate is the lowest rate a probe did not hold at: it
+	// broke the bound, or could not show that it held (undecided); 0:
+	// none up to the end of the ramp, so MaxRate is a lower bound.
 	FirstFailingRate float64 `json:"first_failing_rate"`
 	// Confirmed is set when MaxRate held in four probes (sloHolds): the
 	// search's and re-runs after it.
 	Confirmed bool `json:"confirmed"`
-	// Latency is the highest of the samples' own percentiles at MaxRate,
-	// in milliseconds.
+	// Latency is the SLO's percentile of the pooled operations of a
+	// probe at MaxRate, the highest of its probes', in milliseconds.
 	Latency float64 `json:"latency_ms"`
 	// Headroom is MaxRate over the runner-up's, less 1 (winner only).
 	Headroom float64 `json:"headroom"`
@@ -274,19 +331,30 @@ type SLOResult struct {
 	Probes []SLOProbe `json:"probes"`
 }
 
-// SLOProbe is one probe of an SLO search: -repeats samples of an open
-// loop at Rate (fewer when one failed: the probe stops there). It passes
-// when every sample held the bound with no error and nothing left
-// unsent.
+// SLOProbe is one probe of an SLO search: open-loop samples (looks) at
+// Rate, their latencies pooled, until a confidence interval for the
+// SLO's percentile of the pooled operations lies within the bound
+// (Outcome "holds", Passed), over it ("fails"), or the looks ran out
+// ("undecided", not passed). A look with an error or with requests left
+// unsent fails it.
 type SLOProbe struct {
-	Rate   float64 `json:"rate"`
-	Passed bool    `json:"passed"`
-	// Samples were run; WorstMs is the highest of their own percentiles,
-	// LatenessP99ms the p99 of the client's send lateness over them.
+	Rate    float64 `json:"rate"`
+	Passed  bool    `json:"passed"`
+	Outcome string  `json:"outcome"` // holds, fails or undecided
+	// Samples (looks) were run, Ops latencies pooled over them;
+	// PercentileMs is the SLO's percentile of those, [LoMs, HiMs] its
+	// interval (95% over the looks of the probe; HiMs 0: too few
+	// operations to bound it above). WorstMs is the highest of the
+	// looks' own percentiles, LatenessP99ms the p99 of the client's
+	// send lateness over them.
 	Samples       int     `json:"samples"`
+	Ops           int64   `json:"ops"`
+	PercentileMs  float64 `json:"percentile_ms"`
+	LoMs          float64 `json:"percentile_lo_ms"`
+	HiMs          float64 `json:"percentile_hi_ms"`
 	WorstMs       float64 `json:"worst_ms"`
 	LatenessP99ms float64 `json:"lateness_p99_ms"`
-	Why           string  `json:"why,omitempty"` // why it failed
+	Why           string  `json:"why,omitempty"` // why it did not hold
 }
 
 // BaselineComparison is a run compared with an earlier one.
@@ -303,8 +371,9 @@ type BaselineComparison struct {
 	// and level); empty when the runs have none in common.
 	Cells []Delta `json:"cells"`
 	// VerdictChanges lists the workload/levels whose recommended strategy
-	// differs from the baseline's, as sentences; a tie named differently
-	// by its tie-break on both sides is no change.
+	// differs from the baseline's, as sentences; a verdict significant on
+	// neither side (equivalent, undecided, or a version 2 report's tie)
+	// is no change.
 	VerdictChanges []string `json:"verdict_changes"`
 }
 

@@ -54,6 +54,7 @@ func Run(ctx context.Context, p Plan, s Servers, progress io.Writer) (*Report, e
 		rng:     rand.New(rand.NewPCG(uint64(p.Seed), 0x5eed)),
 		deps:    map[bool]*deployment{},
 		own:     map[string]*deployment{},
+		looks:   map[levelKey]int{},
 	}
 	r.report = &Report{
 		Version: ReportVersion,
@@ -71,6 +72,7 @@ func Run(ctx context.Context, p Plan, s Servers, progress io.Writer) (*Report, e
 		},
 		Settings: Settings{
 			Levels: p.Levels, Duration: p.Duration, Warmup: p.Warmup, Repeats: p.Repeats,
+			MaxRepeats: p.MaxRepeats, Looks: p.looks(), LookAlpha: p.rule().look,
 			Mode: "closed", Rate: p.Rate, Alpha: p.Alpha, Margin: p.Margin, Seed: p.Seed,
 		},
 		Cells:           []Cell{},
@@ -142,6 +144,11 @@ type runner struct {
 	own     map[string]*deployment // of targets with Servers of their own, by name (ownservers.go)
 	// answerWorkload is the workload of Report.Answer.
 	answerWorkload string
+	// looks are the looks each workload and level's verdict made;
+	// moreBudget the time for the sequential sampling, moreLeft what is
+	// left of it.
+	looks                map[levelKey]int
+	moreBudget, moreLeft time.Duration
 
 	hists      []*hdr.Histogram // one per worker, reused
 	sampleHist *hdr.Histogram
@@ -251,11 +258,16 @@ func (r *runner) runAll(ctx context.Context) error {
 	}
 	fmt.Fprintf(r.out, "plan: %d cells × (%d samples of %v + a %v warm-up), %s: about %v\n",
 		est.Cells, r.plan.Repeats, r.plan.Duration, r.plan.Warmup, mode, est.Duration.Round(time.Second))
+	if k := r.plan.looks(); k > 1 {
+		fmt.Fprintf(r.out, "undecided verdicts: their contenders up to %d samples, %d looks at p < %.3g each (alpha %v over %d looks): at most %v more\n",
+			r.plan.MaxRepeats, k, r.plan.rule().look, r.plan.Alpha, k, est.MoreAtMost.Round(time.Second))
+		r.moreBudget, r.moreLeft = est.MoreAtMost, est.MoreAtMost
+	}
 	if r.plan.SLO != nil {
 		r.sloTotal = r.sloSearches()
 		probes, most := r.plan.sloBudget()
-		fmt.Fprintf(r.out, "SLO %s: then %d searches (workload × target), each at most %d probes of a %v warm-up and %d samples of %v: at most %v more\n",
-			r.plan.SLO, r.sloTotal, probes, r.plan.Warmup, r.plan.Repeats, r.plan.Duration, (time.Duration(r.sloTotal) * most).Round(time.Second))
+		fmt.Fprintf(r.out, "SLO %s: then %d searches (workload × target), each at most %d probes of a %v warm-up and up to %d samples of at least %v (%d operations, then doubling): at most %v more\n",
+			r.plan.SLO, r.sloTotal, probes, r.plan.Warmup, sloLooks, r.plan.Duration, sloFirstOps(r.plan.SLO.Percentile), (time.Duration(r.sloTotal) * most).Round(time.Second))
 	}
 	r.warnOneP()
 	r.began = time.Now()
@@ -341,7 +353,9 @@ func (r *runner) runWorkload(ctx context.Context, w Workload) error {
 }
 
 // runLevel measures the cells of w at one level: a warm-up of every
-// target, then Repeats rounds of one sample per target in shuffled order.
+// target, then Repeats rounds of one sample per target in shuffled order;
+// then, while the level's verdict is undecided and MaxRepeats allows,
+// more rounds for its contenders only (see Plan.MaxRepeats).
 func (r *runner) runLevel(ctx context.Context, d *deployment, w Workload, level int, ts []opened) error {
 	accs := make([]*cellAcc, len(ts))
 	ops := make([]Op, len(ts))
@@ -378,37 +392,15 @@ func (r *runner) runLevel(ctx context.Context, d *deployment, w Workload, level 
 		r.measure(ctx, d, ts[i], ops[i], level, r.plan.Warmup, r.plan.Rate, false)
 		r.note(false, "%s %s ×%d warm-up", w.Name, ts[i].t.Name, level)
 	}
-	for rep := 1; rep <= r.plan.Repeats; rep++ {
-		for _, i := range r.shuffled(live) {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			if accs[i].cell.Failed {
-				continue // an isolated target that failed to open
-			}
-			o, op := ts[i], ops[i]
-			if o.t.Isolated {
-				if o = r.open(ctx, o.t, d); o.err != nil {
-					accs[i].fail(o.err)
-					continue
-				}
-				if err := r.prime(ctx, w, o); err != nil {
-					_ = o.c.Close()
-					accs[i].fail(err)
-					continue
-				}
-				op = w.Op(o.c, level)
-				r.measure(ctx, d, o, op, level, r.plan.Warmup, r.plan.Rate, false)
-				r.note(false, "%s %s ×%d r%d/%d warm-up", w.Name, o.t.Name, level, rep, r.plan.Repeats)
-			}
-			s, h := r.measure(ctx, d, o, op, level, r.plan.Duration, r.plan.Rate, true)
-			accs[i].add(s, h)
-			if o.t.Isolated {
-				_ = o.c.Close()
-			}
-			r.note(false, "%s %s ×%d r%d/%d: %s ops/s", w.Name, o.t.Name, level, rep, r.plan.Repeats, si(s.qps))
-		}
+	s := levelSampler{r: r, d: d, w: w, level: level, ts: ts, ops: ops, accs: accs}
+	if err := s.rounds(ctx, live, r.plan.Repeats, fmt.Sprint(r.plan.Repeats)); err != nil {
+		return err
 	}
+	looked, err := s.lookAgain(ctx, live)
+	if err != nil {
+		return err
+	}
+	r.looks[levelKey{w.Name, level}] = looked
 	r.cell += len(ts)
 	r.note(true, "%s ×%d done", w.Name, level)
 	return nil
@@ -468,6 +460,8 @@ func (r *runner) measure(ctx context.Context, d *deployment, o opened, op Op, le
 	if hasStats {
 		after := st.Stats()
 		s.hits, s.misses = after.LocalHits-before.LocalHits, after.LocalMisses-before.LocalMisses
+		s.received = after.InvalidationsReceived - before.InvalidationsReceived
+		s.localBytes = after.LocalBytes
 		s.lanes = after.Lanes
 	}
 	if r.sampleHist == nil {

@@ -58,10 +58,15 @@ func TestPlanEstimateCountsCellsAndSamples(t *testing.T) {
 	if want := all.Cells*(p.Repeats+1) + isolated*(p.Repeats-1); all.Samples != want {
 		t.Errorf("samples = %d for %d cells, %d of them isolated; want %d", all.Samples, all.Cells, isolated, want)
 	}
-	if all.Duration > 100e9 {
-		t.Errorf("quick plan estimated at %v; it must fit in 2 minutes with the servers' start", all.Duration)
+	// The sequential sampling's time comes within the bounds too.
+	if all.Duration+all.MoreAtMost > 110e9 || all.MoreAtMost != 30e9 {
+		t.Errorf("quick plan estimated at %v, %v more at most; it must fit in 2 minutes with the servers' start, its looks getting 30 s",
+			all.Duration, all.MoreAtMost)
 	}
-	if full := DefaultPlan().Estimate(true, true); full.Duration > 18*60e9 {
-		t.Errorf("full plan estimated at %v; it must fit in 20 minutes", full.Duration)
+	// The estimate runs high: the full plan of docs/results/report.json
+	// (294 cells, estimated at 17m53s) ran for 16m46s (its started to
+	// finished).
+	if full := DefaultPlan().Estimate(true, true); full.Duration+full.MoreAtMost > 20*60e9 || full.MoreAtMost != full.Duration/10 {
+		t.Errorf("full plan estimated at %v, %v more at most; it must fit in 20 minutes, its looks getting a tenth", full.Duration, full.MoreAtMost)
 	}
 }

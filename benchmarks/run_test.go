@@ -20,7 +20,8 @@ import (
 func tinyPlan(workloads ...string) benchmarks.Plan {
 	p := benchmarks.DefaultPlan()
 	p.Levels = []int{1, 3}
-	p.Duration, p.Warmup, p.Repeats = 30*time.Millisecond, 10*time.Millisecond, 2
+	// Two samples and no sequential sampling: a run of fixed size.
+	p.Duration, p.Warmup, p.Repeats, p.MaxRepeats = 30*time.Millisecond, 10*time.Millisecond, 2, 2
 	p.Targets = []benchmarks.Target{
 		benchmarks.StrategyTarget("multiplexed", strategy.Multiplexed{}),
 		benchmarks.StrategyTarget("pool-4", strategy.Pool{Size: 4}),
@@ -94,12 +95,10 @@ func TestRunMeasuresEveryCellAndCleansUp(t *testing.T) {
 		t.Fatalf("recommendations = %+v; want one per level", rep.Recommendations)
 	}
 	for _, r := range rep.Recommendations {
-		// Two samples can never reach p < 0.05: ties by construction.
-		if r.Confidence != benchmarks.Tie || r.TieBreak == "" {
-			t.Errorf("verdict %+v: want a labelled tie with 2 samples", r)
-		}
-		if !strings.HasPrefix(r.URL, "redis://"+srv.Addr()+"?strategy=") || !strings.Contains(r.Go, srv.Addr()) {
-			t.Errorf("verdict URL %q, Go %q; want them on %s", r.URL, r.Go, srv.Addr())
+		// Two samples can never reach p < 0.05, nor an interval: undecided
+		// by construction, naming no target.
+		if r.Confidence != benchmarks.Undecided || r.Strategy != "" || r.URL != "" || r.Go != "" || len(r.Contenders) != 2 {
+			t.Errorf("verdict %+v: want undecided between both targets with 2 samples, no URL", r)
 		}
 	}
 	if n := dbsize(t, srv); n != "0" {
@@ -107,6 +106,63 @@ func TestRunMeasuresEveryCellAndCleansUp(t *testing.T) {
 	}
 	if !strings.Contains(progress.String(), "ETA") {
 		t.Errorf("progress = %q; want ETA lines", progress.String())
+	}
+}
+
+func TestRunSamplesAnUndecidedVerdictsContendersAgain(t *testing.T) {
+	srv := launcher.Standalone(t, launcher.Options{})
+	p := tinyPlan("get")
+	p.Levels, p.Repeats, p.MaxRepeats = []int{1}, 2, 6 // three looks, at 2, 4 and 6 samples
+	peer := benchmarks.StrategyTarget("peer", strategy.Pool{Size: 4})
+	peer.Peer = true
+	p.Targets = append(p.Targets, peer)
+	var progress strings.Builder
+	rep, err := benchmarks.Run(context.Background(), p, benchmarks.Servers{Standalone: srv.Addr()}, &progress)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := rep.Settings; s.MaxRepeats != 6 || s.Looks != 3 || s.LookAlpha != 0.05/3 {
+		t.Errorf("settings: max repeats %d, %d looks at %v; want 6, 3 at 0.05/3", s.MaxRepeats, s.Looks, s.LookAlpha)
+	}
+	// Two samples a side decide nothing and make no interval: the
+	// contenders get two more at least; the peer, never a contender,
+	// keeps its two.
+	for _, c := range rep.Cells {
+		switch {
+		case c.Peer && c.Samples != 2:
+			t.Errorf("the peer has %d samples; want 2", c.Samples)
+		case !c.Peer && (c.Samples < 4 || c.Samples > 6 || c.Samples%2 != 0 || len(c.QPSSamples) != c.Samples):
+			t.Errorf("%s has %d samples (%d listed); want 4 or 6", c.Target, c.Samples, len(c.QPSSamples))
+		}
+	}
+	if len(rep.Recommendations) != 1 || rep.Recommendations[0].Looks < 2 {
+		t.Fatalf("recommendations %+v; want one, after 2 or 3 looks", rep.Recommendations)
+	}
+	if !strings.Contains(progress.String(), "get ×1: undecided between") || !strings.Contains(progress.String(), "up to 4 each (look 2 of 3)") {
+		t.Errorf("progress does not say the verdict is sampled again:\n%s", progress.String())
+	}
+}
+
+func TestRunNamesTheOnlyTargetWithItsURL(t *testing.T) {
+	srv := launcher.Standalone(t, launcher.Options{})
+	p := tinyPlan("get")
+	p.Levels, p.Targets = []int{1}, p.Targets[1:] // pool-4
+	rep, err := benchmarks.Run(context.Background(), p, benchmarks.Servers{Standalone: srv.Addr()}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Recommendations) != 1 {
+		t.Fatalf("recommendations = %+v; want one", rep.Recommendations)
+	}
+	r := rep.Recommendations[0]
+	if r.Strategy != "pool-4" || r.Confidence != benchmarks.Significant || r.RunnerUp != "" {
+		t.Errorf("verdict %+v; want pool-4, the only target", r)
+	}
+	if !strings.HasPrefix(r.URL, "redis://"+srv.Addr()+"?strategy=pool") || !strings.Contains(r.Go, srv.Addr()) {
+		t.Errorf("verdict URL %q, Go %q; want them on %s", r.URL, r.Go, srv.Addr())
+	}
+	if a := rep.Answer; a == nil || a.Strategy != "pool-4" || a.URL == "" {
+		t.Errorf("answer %+v; want pool-4 with its URL", a)
 	}
 }
 

@@ -51,7 +51,8 @@ func TestRunThroughSentinel(t *testing.T) {
 	}
 	p := tinyPlan("get")
 	p.Levels = []int{2}
-	p.Targets = append(p.Targets, benchmarks.RueidisTarget(), benchmarks.GoRedisTarget(), benchmarks.RedigoPoolTarget(4), replica)
+	p.Targets = append(p.Targets, benchmarks.RueidisTarget(), benchmarks.GoRedisTarget(), benchmarks.GoRedisAutoPipelineTarget(),
+		benchmarks.RedigoPoolTarget(4), replica)
 
 	replicaGets := func() (n int) {
 		for _, s := range g.Nodes() {

@@ -32,9 +32,23 @@ import (
 // than. With an empty side, or a sample that is not positive (no ratio of
 // logarithms), it is [0, +Inf].
 func ratioInterval(a, b []float64, alpha float64) (lo, hi float64) {
+	return newLogRatios(a, b).interval(alpha)
+}
+
+// logRatios are the sorted pairwise differences log(a[i]) - log(b[j]) of
+// two samples: every interval of their ratio (ratioInterval) and its
+// Hodges–Lehmann estimate are order statistics of them.
+type logRatios struct {
+	d    []float64
+	n, m int
+}
+
+// newLogRatios returns the pairwise log-ratios of a over b; none when a
+// side is empty or holds a sample that is not positive.
+func newLogRatios(a, b []float64) logRatios {
 	n, m := len(a), len(b)
 	if n == 0 || m == 0 || slices.ContainsFunc(a, notPositive) || slices.ContainsFunc(b, notPositive) {
-		return 0, math.Inf(1)
+		return logRatios{}
 	}
 	d := make([]float64, 0, n*m)
 	for _, x := range a {
@@ -43,8 +57,31 @@ func ratioInterval(a, b []float64, alpha float64) (lo, hi float64) {
 		}
 	}
 	slices.Sort(d)
-	k := max(uCritical(n, m, alpha), 1)
-	return math.Exp(d[k-1]), math.Exp(d[n*m-k])
+	return logRatios{d: d, n: n, m: m}
+}
+
+// interval is the 1-alpha interval of the ratio (see ratioInterval).
+func (r logRatios) interval(alpha float64) (lo, hi float64) {
+	if len(r.d) == 0 {
+		return 0, math.Inf(1)
+	}
+	k := max(uCritical(r.n, r.m, alpha), 1)
+	return math.Exp(r.d[k-1]), math.Exp(r.d[len(r.d)-k])
+}
+
+// covers reports whether there are samples enough for a 1-alpha interval
+// (rather than the range of the ratios, which interval falls back to).
+func (r logRatios) covers(alpha float64) bool {
+	return len(r.d) > 0 && uCritical(r.n, r.m, alpha) > 0
+}
+
+// estimate is the Hodges–Lehmann estimate of the ratio: the median of the
+// pairwise ratios; 1 when there are none.
+func (r logRatios) estimate() float64 {
+	if len(r.d) == 0 {
+		return 1
+	}
+	return math.Exp(Median(r.d))
 }
 
 func notPositive(x float64) bool { return !(x > 0) || math.IsInf(x, 0) }
@@ -98,9 +135,9 @@ func adjustBH(ps []float64) []float64 {
 // MinRepeats returns the fewest samples per cell with which a verdict
 // can be significant at alpha: the smallest n for which two samples of n
 // that do not overlap at all give a Mann–Whitney p-value under alpha and
-// a finite 1-alpha interval of their ratio. It is 4 at alpha 0.05;
-// with fewer, every verdict is a tie and every baseline change
-// insignificant, whatever the data.
+// a finite 1-alpha interval of their ratio. It is 4 at alpha 0.05 (5 at
+// 0.05/3, a look of three); with fewer, no verdict is significant and no
+// baseline change either, whatever the data.
 func MinRepeats(alpha float64) int {
 	const limit = 50
 	for n := 2; n < limit; n++ {
@@ -116,12 +153,18 @@ func MinRepeats(alpha float64) int {
 }
 
 // powerWarning says when p is too small for any verdict to be
-// significant: fewer repeats than MinRepeats at p's alpha.
+// significant or equivalent: fewer samples, even at the last look, than
+// MinRepeats at the alpha of a look.
 func (p Plan) powerWarning() string {
-	need := MinRepeats(p.Alpha)
-	if p.Repeats >= need {
+	look := p.rule().look
+	need := MinRepeats(look)
+	if p.MaxRepeats >= need {
 		return ""
 	}
-	return fmt.Sprintf("%d samples per cell cannot reach significance: Mann-Whitney at alpha %v needs at least %d a side, "+
-		"so every verdict will be a tie and every baseline change insignificant (-repeats %d or more)", p.Repeats, p.Alpha, need, need)
+	flag := fmt.Sprintf("-repeats %d or more", need)
+	if p.looks() > 1 {
+		flag = fmt.Sprintf("-max-repeats %d or more", need)
+	}
+	return fmt.Sprintf("%d samples per cell cannot reach significance: Mann-Whitney at alpha %.3g needs at least %d a side, "+
+		"so every verdict will be undecided and every baseline change insignificant (%s)", p.MaxRepeats, look, need, flag)
 }

@@ -39,7 +39,7 @@ func TestMinRepeatsIsTheRankTestsOwn(t *testing.T) {
 	}
 	// With 3 samples a side nothing is ever significant, however far
 	// apart; with 4 it can be.
-	for n, want := range map[int]string{3: benchmarks.Tie, 4: benchmarks.Significant} {
+	for n, want := range map[int]string{3: benchmarks.Undecided, 4: benchmarks.Significant} {
 		fast, slow := make([]float64, n), make([]float64, n)
 		for i := range n {
 			fast[i], slow[i] = 200_000+float64(i), 100_000+float64(i)
@@ -162,12 +162,12 @@ func TestVerdictWinNeedsTheIntervalToClearTheMargin(t *testing.T) {
 	lead := synthCell("get", "lead", 10, 1, []float64{118_000, 119_000, 120_000, 121_000, 122_000, 123_000})
 	next := synthCell("get", "next", 10, 1, []float64{100_000, 101_000, 102_000, 103_000, 104_000, 118_500})
 	rec := only(t, benchmarks.Recommend([]benchmarks.Cell{lead, next}, 0.05, 0.05))
-	if rec.Confidence != benchmarks.Tie || rec.PValue >= 0.05 || rec.MarginLo >= 0.05 {
-		t.Fatalf("verdict %s, p %v, margin %v [%v, %v]; want a tie with p < 0.05 and the interval under 5%%",
-			rec.Confidence, rec.PValue, rec.Margin, rec.MarginLo, rec.MarginHi)
+	if rec.Confidence != benchmarks.Undecided || rec.Strategy != "" || rec.PValue >= 0.05 || rec.MarginLo >= 0.05 {
+		t.Fatalf("verdict %s %q, p %v, margin %v [%v, %v]; want undecided with p < 0.05 and the interval under 5%%",
+			rec.Confidence, rec.Strategy, rec.PValue, rec.Margin, rec.MarginLo, rec.MarginHi)
 	}
 	if !rec.Underpowered {
-		t.Errorf("a tie with interval [%v, %v] not marked underpowered", rec.MarginLo, rec.MarginHi)
+		t.Errorf("undecided with interval [%v, %v] not marked underpowered", rec.MarginLo, rec.MarginHi)
 	}
 	// Tight samples 20% apart: a win, its interval clearing 5%.
 	rec = only(t, benchmarks.Recommend([]benchmarks.Cell{
@@ -177,13 +177,13 @@ func TestVerdictWinNeedsTheIntervalToClearTheMargin(t *testing.T) {
 		t.Errorf("tight samples 20%% apart: %s, margin %v [%v, %v], underpowered %v; want significant, interval over 5%%",
 			rec.Confidence, rec.Margin, rec.MarginLo, rec.MarginHi, rec.Underpowered)
 	}
-	// Equal tight samples: a tie that is not underpowered.
+	// Equal tight samples: equivalent, the one of fewer connections named.
 	rec = only(t, benchmarks.Recommend([]benchmarks.Cell{
 		cell("a", 10, 4, 100_000, tight...), cell("b", 10, 1, 100_000, tight...),
 	}, 0.05, 0.05))
-	if rec.Confidence != benchmarks.Tie || rec.Underpowered {
-		t.Errorf("equal tight samples: %s, underpowered %v, interval [%v, %v]; want a tie measured well enough",
-			rec.Confidence, rec.Underpowered, rec.MarginLo, rec.MarginHi)
+	if rec.Confidence != benchmarks.Equivalent || rec.Strategy != "b" || rec.Underpowered {
+		t.Errorf("equal tight samples: %s %s, underpowered %v, interval [%v, %v]; want b, equivalent",
+			rec.Strategy, rec.Confidence, rec.Underpowered, rec.MarginLo, rec.MarginHi)
 	}
 }
 

@@ -41,19 +41,16 @@ const (
 	// sloStartShare is the share of the workload's fastest median QPS
 	// (any target, any level) every target's search starts from.
 	sloStartShare = 0.01
-	// sloMinRequests is the fewest requests a probe's sample may hold:
-	// it sets the lowest rate probed, for the percentile to mean
-	// something.
-	sloMinRequests = 50
 	// sloResolution is where the bisection stops: the first failing
 	// rate within 5% of the last passing one.
 	sloResolution = 0.05
 	// sloHolds is the number of probes a rate must pass to be confirmed:
-	// the search's, and re-runs. A rate near a target's limit passes
-	// one probe by luck as often as not, and the search keeps the rates
-	// that were lucky: with three in a row, a re-run at the rate found
-	// held 2 of 3 times in only 4 of 5 tries of bar H2's test
-	// (2026-12-02); four in a row, over four times -repeats windows.
+	// the search's, and re-runs. A probe is one stretch of the machine's
+	// time: a rate near a target's limit passes it in a quiet stretch,
+	// and the search keeps the rates that were lucky (with three in a
+	// row and probes of six samples each held, a re-run at the rate
+	// found held 2 of 3 times in only 4 of 5 tries of bar H2's test,
+	// 2026-12-02); four in a row.
 	sloHolds = 4
 	// sloConfirms bounds the probes that re-run the rate found.
 	sloConfirms = 5
@@ -61,19 +58,9 @@ const (
 
 // sloStart returns the rate every target's search of a workload starts
 // from: a hundredth of peak, the fastest median QPS measured on it, and
-// no less than sloMinRequests per sample of d.
-func sloStart(peak float64, d time.Duration) float64 {
-	return max(sloStartShare*peak, sloMinRequests/d.Seconds())
-}
-
-// probeResult is the outcome of one probe: Repeats samples of an open
-// loop at one rate.
-type probeResult struct {
-	ok       bool
-	samples  int           // run (a probe stops at its first failing sample)
-	worst    time.Duration // the highest of the samples' own percentiles
-	lateness time.Duration // p99 of the client's send lateness over the samples
-	why      string        // why it failed
+// no less than sloFloor for the percentile pct.
+func sloStart(peak, pct float64) float64 {
+	return max(sloStartShare*peak, sloFloor(pct))
 }
 
 // sloFound is the outcome of one target's search.
@@ -134,7 +121,8 @@ func (h sloHistory) passes(rate float64) int {
 // + bisects + sloConfirms probes:
 //
 //   - bracket: from start, the rate doubles while probes pass (halves
-//     while they fail, down to floor), steps probes at most;
+//     while they fail, down to floor, which is probed last), steps
+//     probes at most;
 //   - bisect: between the last passing and the first failing rate, at
 //     their geometric mean, until they are within sloResolution of each
 //     other, bisects probes at most;
@@ -155,8 +143,7 @@ func searchRate(start, floor float64, steps, bisects int, probe func(rate float6
 		if err != nil {
 			return false, err
 		}
-		h = append(h, SLOProbe{Rate: rate, Passed: r.ok, Samples: r.samples,
-			WorstMs: float64(r.worst) / 1e6, LatenessP99ms: float64(r.lateness) / 1e6, Why: r.why})
+		h = append(h, r.record(rate))
 		return r.ok, nil
 	}
 	found := func() sloFound {
@@ -182,9 +169,10 @@ func searchRate(start, floor float64, steps, bisects int, probe func(rate float6
 		if !ok {
 			next = rate / 2
 		}
-		if next < floor {
+		if next < floor && (ok || rate <= floor) {
 			break
 		}
+		next = max(next, floor)
 		rate = next
 		was := ok
 		if ok, err = run(rate); err != nil {

@@ -12,11 +12,15 @@ import (
 )
 
 // sloBudget is the longest an SLO search of plan p can take for one
-// workload and target: every probe a warm-up and Repeats samples, each
-// drained for up to another duration.
+// workload and target: every probe a warm-up and sloLooks looks, the
+// first of at most sloLongestFirstLook (at the lowest rate) or a sample
+// duration, the others doubling the operations pooled, and one drained
+// for up to its own length (a look with requests unsent ends the probe).
 func (p Plan) sloBudget() (probes int, d time.Duration) {
 	probes = p.SLOSteps + p.SLOBisects + sloConfirms
-	probe := p.Warmup + sampleOverhead + time.Duration(p.Repeats)*(2*p.Duration+sampleOverhead)
+	first := max(p.Duration, sloLongestFirstLook)
+	looks := first << (sloLooks - 1) // first, first, 2 first, 4 first…
+	probe := p.Warmup + sampleOverhead + time.Duration(sloLooks)*sampleOverhead + looks + looks/2
 	return probes, time.Duration(probes) * probe
 }
 
@@ -43,7 +47,7 @@ func (r *runner) searchSLO(ctx context.Context, w Workload, ts []opened) error {
 			peak = max(peak, c.QPS)
 		}
 	}
-	start := sloStart(peak, r.plan.Duration)
+	start := sloStart(peak, r.plan.SLO.Percentile)
 	for _, o := range ts {
 		r.sloDone++
 		if o.t.Isolated && o.err == nil {
@@ -77,19 +81,19 @@ func (r *runner) searchTargetSLO(ctx context.Context, w Workload, o opened, star
 	op := w.Op(o.c, workers)
 	budget, _ := r.plan.sloBudget()
 	n := 0
-	found, err := searchRate(start, sloMinRequests/r.plan.Duration.Seconds(), r.plan.SLOSteps, r.plan.SLOBisects, func(rate float64) (probeResult, error) {
+	found, err := searchRate(start, sloFloor(slo.Percentile), r.plan.SLOSteps, r.plan.SLOBisects, func(rate float64) (probeResult, error) {
 		n++
 		res, err := r.probeSLO(ctx, d, o, op, workers, rate)
 		if err != nil {
 			return res, err
 		}
-		verdict := "holds"
-		if !res.ok {
-			verdict = "fails: " + res.why
+		verdict := res.outcome
+		if !res.ok && res.outcome == probeFails {
+			verdict += ": " + res.why
 		}
-		fmt.Fprintf(r.out, "[SLO search %d/%d, probe %d/≤%d] %s %s %s ×%d at %s/s: %s (worst sample %v, send lateness p99 %v)\n",
+		fmt.Fprintf(r.out, "[SLO search %d/%d, probe %d/≤%d] %s %s %s ×%d at %s/s: %s (p%v %v in %s over %d operations, %d samples; send lateness p99 %v)\n",
 			r.sloDone, r.sloTotal, n, budget, slo, w.Name, o.t.Name, workers, si(rate), verdict,
-			res.worst.Round(time.Microsecond), res.lateness.Round(time.Microsecond))
+			slo.Percentile, res.pct.Round(time.Microsecond), res.interval(), res.ops, res.samples, res.lateness.Round(time.Microsecond))
 		return res, nil
 	})
 	if err != nil {
@@ -102,7 +106,7 @@ func (r *runner) searchTargetSLO(ctx context.Context, w Workload, o opened, star
 	}
 	for _, p := range found.probes {
 		if p.Rate == found.maxRate {
-			res.Latency = max(res.Latency, p.WorstMs)
+			res.Latency = max(res.Latency, p.PercentileMs)
 		}
 	}
 	if worst := slices.MaxFunc(found.probes, func(a, b SLOProbe) int { return cmp.Compare(a.LatenessP99ms, b.LatenessP99ms) }); worst.LatenessP99ms > res.BoundMs/10 {
@@ -122,51 +126,15 @@ func (r *runner) searchTargetSLO(ctx context.Context, w Workload, o opened, star
 }
 
 // probeSLO runs one probe at rate: a warm-up (discarded), then the
-// samples of probeSamples.
+// looks of probeQuantile, each at least a sample's duration long.
 func (r *runner) probeSLO(ctx context.Context, d *deployment, o opened, op Op, workers int, rate float64) (probeResult, error) {
 	if r.plan.Warmup > 0 {
 		r.measure(ctx, d, o, op, workers, r.plan.Warmup, rate, false)
 	}
-	res := probeSamples(*r.plan.SLO, r.plan.Repeats, func() (sample, *hdr.Histogram) {
-		return r.measure(ctx, d, o, op, workers, r.plan.Duration, rate, false)
+	res := probeQuantile(*r.plan.SLO, rate, r.plan.Duration, func(dur time.Duration) (sample, *hdr.Histogram) {
+		return r.measure(ctx, d, o, op, workers, dur, rate, false)
 	})
 	return res, ctx.Err()
-}
-
-// probeSamples runs up to repeats samples with next and passes when the
-// SLO's percentile of every one of them is within the bound, with no
-// error and nothing left unsent; it stops at the first that is not.
-//
-// Every sample, not the median of them or their merge: a rate holds only
-// if it held in each window of the length of a sample. (At the default
-// 6 samples the 95% interval of the median of the samples' percentiles
-// reaches the highest one anyway; with more samples an interval's upper
-// end would admit rates at which some windows broke the bound.)
-func probeSamples(slo SLO, repeats int, next func() (sample, *hdr.Histogram)) (res probeResult) {
-	late := newHistogram()
-	defer func() { res.lateness = time.Duration(late.ValueAtQuantile(99)) }()
-	for range repeats {
-		s, h := next()
-		got := time.Duration(h.ValueAtQuantile(slo.Percentile))
-		res.samples++
-		res.worst = max(res.worst, got)
-		if s.late != nil {
-			late.Merge(s.late)
-		}
-		switch {
-		case s.errs > 0:
-			res.why = fmt.Sprintf("%d errors, the first: %v", s.errs, s.first)
-		case s.behind > 0:
-			res.why = fmt.Sprintf("%d requests still unsent after the drain: the rate was not sustained", s.behind)
-		case got > slo.Bound:
-			res.why = fmt.Sprintf("sample %d's p%v %v is over the bound", res.samples, slo.Percentile, got.Round(time.Microsecond))
-		}
-		if res.why != "" {
-			return res
-		}
-	}
-	res.ok = true
-	return res
 }
 
 // warnLateOpenLoop warns about every open-loop cell whose client sent

@@ -12,8 +12,8 @@ import (
 )
 
 // sloPlan is the plan of TestSLOHoldsWhereItSaysOnRealServers: GETs on 4
-// workers, 6 short samples (the default count: a probe holds only if all
-// six do).
+// workers, 6 short samples (a re-run's cell pools them, as a probe pools
+// its own).
 func sloPlan(targets ...benchmarks.Target) benchmarks.Plan {
 	p := tinyPlan("get")
 	p.Targets = targets
@@ -27,12 +27,15 @@ func sloPlan(targets ...benchmarks.Target) benchmarks.Plan {
 // request for 3 ms (a timer of Go's, which wakes up to a millisecond
 // later: the pool then serves 1,000 to 1,300 requests a second). The slower one's
 // rate must come out lower, and re-run at the rate the search reported,
-// each target must hold the bound in at least 2 of 3 runs. The bound,
-// p99 = 50 ms, is loose for loopback: the tests of other packages share
-// the machine.
+// each target must hold the bound in at least 9 of 10 runs. The bound,
+// p99 = 200 ms, is loose for loopback, and still far under the delayed
+// pool's latency past its capacity (seconds): the tests of other packages
+// share the machine, and at a load average of 8 to 12 on its 2 cores
+// re-runs of the plain pool at 8,000/s measured p99s of 30 to 150 ms in
+// 100 ms samples, which failed a 50 ms bound at every rate.
 func TestSLOHoldsWhereItSaysOnRealServers(t *testing.T) {
 	if testing.Short() {
-		t.Skip("-short: runs an SLO search of about 20 s")
+		t.Skip("-short: runs SLO searches and re-runs of about 40 s")
 	}
 	if raceEnabled {
 		t.Skip("-race: the client runs several times slower; make test runs this without -race")
@@ -53,7 +56,7 @@ func TestSLOHoldsWhereItSaysOnRealServers(t *testing.T) {
 		env.Addrs = []string{proxy.Addr()}
 		return open(ctx, env)
 	}
-	slo, _ := benchmarks.ParseSLO("p99=50ms")
+	slo, _ := benchmarks.ParseSLO("p99=200ms")
 	p := sloPlan(plain, slow)
 	// From 1% of the plain pool's closed-loop peak (about 1,000/s on this
 	// kind of machine), doubling 4 times, to 8,000/s: far above the
@@ -71,8 +74,8 @@ func TestSLOHoldsWhereItSaysOnRealServers(t *testing.T) {
 	for _, s := range rep.SLO {
 		got[s.Target] = s
 		t.Logf("%s: max rate %.0f/s (confirmed %v), first failing %.0f/s, %d probes; %s", s.Target, s.MaxRate, s.Confirmed, s.FirstFailingRate, len(s.Probes), s.Note)
-		if s.BoundMs != 50 || s.Workload != "get" || s.Concurrency != 4 || len(s.Probes) == 0 {
-			t.Errorf("%s: SLO result %+v; want get, bound 50 ms, 4 workers, its probes", s.Target, s)
+		if s.BoundMs != 200 || s.Workload != "get" || s.Concurrency != 4 || len(s.Probes) == 0 {
+			t.Errorf("%s: SLO result %+v; want get, bound 200 ms, 4 workers, its probes", s.Target, s)
 		}
 	}
 	fast, delayed := got["pool-4"], got["pool-4-delayed"]
@@ -92,12 +95,12 @@ func TestSLOHoldsWhereItSaysOnRealServers(t *testing.T) {
 			fast.MaxRate, fast.FirstFailingRate, delayed.MaxRate, delayed.FirstFailingRate)
 	}
 
-	// Re-run each at its reported rate, three times, as a user would:
+	// Re-run each at its reported rate, ten times, as a user would:
 	// -rate max_rate, the p99 of the cell.
 	for _, s := range []benchmarks.SLOResult{fast, delayed} {
 		held := 0
 		var p99s []float64
-		for range 3 {
+		for range 10 {
 			tg := plain
 			if s.Target == slow.Name {
 				tg = slow
@@ -115,8 +118,8 @@ func TestSLOHoldsWhereItSaysOnRealServers(t *testing.T) {
 			}
 		}
 		t.Logf("%s re-run at %.0f/s: p99 %v ms", s.Target, s.MaxRate, p99s)
-		if held < 2 {
-			t.Errorf("%s re-run at its max rate %.0f/s held p99 ≤ %v ms in %d of 3 runs (p99 %v ms); want at least 2", s.Target, s.MaxRate, s.BoundMs, held, p99s)
+		if held < 9 {
+			t.Errorf("%s re-run at its max rate %.0f/s held p99 ≤ %v ms in %d of 10 runs (p99 %v ms); want at least 9", s.Target, s.MaxRate, s.BoundMs, held, p99s)
 		}
 	}
 }

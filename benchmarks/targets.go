@@ -24,12 +24,14 @@ const (
 // DefaultTargets are the configurations of the default plan: the redisx
 // strategies multiplexed (the zero value, adaptive lanes), multiplexed-1
 // and multiplexed-4 (fixed connections), pool-8/32/100, slotgrouped (cluster
-// workloads only), near-multiplexed and near-pool-32 (the near workload
-// only), and the peers rueidis, redigo-pool-100 and go-redis.
+// workloads only), the near-caches over Multiplexed in each tracking mode
+// — near-multiplexed (per-key tracking, the default), near-broadcast and
+// near-none — for the near workload and the user's own, and the peers
+// rueidis, redigo-pool-100, go-redis and goredis-autopipeline.
 func DefaultTargets() []Target {
-	near := func(name string, inner strategy.Strategy) Target {
-		t := StrategyTarget(name, localcache.Near{Inner: inner, MaxBytes: nearMaxBytes, TTL: nearTTL})
-		t.Only = []string{"near"}
+	near := func(name string, inner strategy.Strategy, mode localcache.Tracking) Target {
+		t := StrategyTarget(name, localcache.Near{Inner: inner, MaxBytes: nearMaxBytes, TTL: nearTTL, Tracking: mode})
+		t.Only = []string{"near", CustomName}
 		return t
 	}
 	slot := StrategyTarget("slotgrouped", strategy.SlotGrouped{})
@@ -42,11 +44,13 @@ func DefaultTargets() []Target {
 		StrategyTarget("pool-32", strategy.Pool{Size: 32}),
 		StrategyTarget("pool-100", strategy.Pool{Size: 100}),
 		slot,
-		near("near-multiplexed", strategy.Multiplexed{}),
-		near("near-pool-32", strategy.Pool{Size: 32}),
+		near("near-multiplexed", strategy.Multiplexed{}, localcache.TrackKeys),
+		near("near-broadcast", strategy.Multiplexed{}, localcache.TrackBroadcast),
+		near("near-none", strategy.Multiplexed{}, localcache.TrackNone),
 		RueidisTarget(),
 		RedigoPoolTarget(100),
 		GoRedisTarget(),
+		GoRedisAutoPipelineTarget(),
 	}
 }
 
@@ -62,6 +66,7 @@ func StrategyTarget(name string, s strategy.Strategy) Target {
 		URL:      d.url(),
 		Go:       d.goExpr,
 		Isolated: isNear(s),
+		Stale:    isUntracked(s),
 		Open: func(ctx context.Context, env Env) (Client, error) {
 			return openRedisx(ctx, env.options(s))
 		},
@@ -74,6 +79,13 @@ func StrategyTarget(name string, s strategy.Strategy) Target {
 func isNear(s strategy.Strategy) bool {
 	_, ok := s.(localcache.Near)
 	return ok
+}
+
+// isUntracked reports whether s is a near-cache without tracking, whose
+// reads may be stale up to its TTL (see Target.Stale).
+func isUntracked(s strategy.Strategy) bool {
+	n, ok := s.(localcache.Near)
+	return ok && n.Tracking == localcache.TrackNone
 }
 
 // URLTarget measures redisx configured by a redis:// URL, parsed with
@@ -106,6 +118,7 @@ func URLTarget(name, rawURL string) (Target, error) {
 		URL:      redactURL(rawURL),
 		Go:       d.goExpr,
 		Isolated: isNear(o.Strategy),
+		Stale:    isUntracked(o.Strategy),
 		Open: func(ctx context.Context, env Env) (Client, error) {
 			opts := env.options(o.Strategy)
 			if opts.Password == "" {
@@ -263,9 +276,19 @@ func describe(s strategy.Strategy) description {
 		if ttl == 0 {
 			ttl = nearTTL
 		}
+		query := inner.query + "&near=" + formatBytes(maxBytes) + "&near_ttl=" + formatDuration(ttl)
+		tracking := ""
+		switch v.Tracking {
+		case localcache.TrackKeys:
+		case localcache.TrackBroadcast, localcache.TrackNone:
+			query += "&near_tracking=" + v.Tracking.String()
+			tracking = ", Tracking: localcache.Track" + map[localcache.Tracking]string{localcache.TrackBroadcast: "Broadcast", localcache.TrackNone: "None"}[v.Tracking]
+		default:
+			return description{goExpr: fmt.Sprintf("%#v", v), conns: inner.conns}
+		}
 		return description{
-			query:  inner.query + "&near=" + formatBytes(maxBytes) + "&near_ttl=" + formatDuration(ttl),
-			goExpr: fmt.Sprintf("localcache.Near{Inner: %s, MaxBytes: %s, TTL: %s}", inner.goExpr, goBytes(maxBytes), goDuration(ttl)),
+			query:  query,
+			goExpr: fmt.Sprintf("localcache.Near{Inner: %s, MaxBytes: %s, TTL: %s%s}", inner.goExpr, goBytes(maxBytes), goDuration(ttl), tracking),
 			conns:  inner.conns,
 		}
 	default:

@@ -139,7 +139,8 @@ func openDirect(tb testing.TB, name string, s strategy.Strategy) target {
 }
 
 // openPeer opens a peer, the harness's own definition of it
-// (benchmarks.RueidisTarget, RedigoPoolTarget, GoRedisTarget), on addrs.
+// (benchmarks.RueidisTarget, RedigoPoolTarget, GoRedisTarget,
+// GoRedisAutoPipelineTarget), on addrs.
 func openPeer(tb testing.TB, t benchmarks.Target, addrs []string, cluster bool) benchmarks.Client {
 	c, err := t.Open(context.Background(), benchmarks.Env{Addrs: addrs, Cluster: cluster})
 	if err != nil {
@@ -165,6 +166,10 @@ func openRueidis(tb testing.TB) target {
 func openRedigoPool(tb testing.TB, n int) target {
 	t := benchmarks.RedigoPoolTarget(n)
 	return clientTarget(t.Name, n, openPeer(tb, t, []string{serverAddr(tb)}, false))
+}
+
+func openGoRedisAutoPipeline(tb testing.TB) target {
+	return clientTarget("goredis-autopipeline", 0, openPeer(tb, benchmarks.GoRedisAutoPipelineTarget(), []string{serverAddr(tb)}, false))
 }
 
 func openGoRedis(tb testing.TB) (target, *redis.Client) {
@@ -206,5 +211,6 @@ func targets(tb testing.TB) []func() target {
 		func() target { return openRedigoPool(tb, 32) },
 		func() target { return openRedigoPool(tb, 100) },
 		func() target { t, _ := openGoRedis(tb); return t },
+		func() target { return openGoRedisAutoPipeline(tb) },
 	}
 }

@@ -13,18 +13,20 @@ import (
 
 func TestDefaultTargetsDescribeThemselves(t *testing.T) {
 	want := map[string][2]string{
-		"multiplexed":      {"redis://127.0.0.1:6379?strategy=multiplexed", "strategy.Multiplexed{}"},
-		"multiplexed-1":    {"redis://127.0.0.1:6379?strategy=multiplexed&conns=1", "strategy.Multiplexed{Conns: 1}"},
-		"multiplexed-4":    {"redis://127.0.0.1:6379?strategy=multiplexed&conns=4", "strategy.Multiplexed{Conns: 4}"},
-		"pool-8":           {"redis://127.0.0.1:6379?strategy=pool&size=8", "strategy.Pool{Size: 8}"},
-		"pool-32":          {"redis://127.0.0.1:6379?strategy=pool&size=32", "strategy.Pool{Size: 32}"},
-		"pool-100":         {"redis://127.0.0.1:6379?strategy=pool&size=100", "strategy.Pool{Size: 100}"},
-		"slotgrouped":      {"redis://127.0.0.1:6379?strategy=slotgrouped", "strategy.SlotGrouped{}"},
-		"near-multiplexed": {"redis://127.0.0.1:6379?strategy=multiplexed&near=64MiB&near_ttl=1m", "localcache.Near{Inner: strategy.Multiplexed{}, MaxBytes: 64 << 20, TTL: time.Minute}"},
-		"near-pool-32":     {"redis://127.0.0.1:6379?strategy=pool&size=32&near=64MiB&near_ttl=1m", "localcache.Near{Inner: strategy.Pool{Size: 32}, MaxBytes: 64 << 20, TTL: time.Minute}"},
-		"rueidis":          {"", ""},
-		"redigo-pool-100":  {"", ""},
-		"go-redis":         {"", ""},
+		"multiplexed":          {"redis://127.0.0.1:6379?strategy=multiplexed", "strategy.Multiplexed{}"},
+		"multiplexed-1":        {"redis://127.0.0.1:6379?strategy=multiplexed&conns=1", "strategy.Multiplexed{Conns: 1}"},
+		"multiplexed-4":        {"redis://127.0.0.1:6379?strategy=multiplexed&conns=4", "strategy.Multiplexed{Conns: 4}"},
+		"pool-8":               {"redis://127.0.0.1:6379?strategy=pool&size=8", "strategy.Pool{Size: 8}"},
+		"pool-32":              {"redis://127.0.0.1:6379?strategy=pool&size=32", "strategy.Pool{Size: 32}"},
+		"pool-100":             {"redis://127.0.0.1:6379?strategy=pool&size=100", "strategy.Pool{Size: 100}"},
+		"slotgrouped":          {"redis://127.0.0.1:6379?strategy=slotgrouped", "strategy.SlotGrouped{}"},
+		"near-multiplexed":     {"redis://127.0.0.1:6379?strategy=multiplexed&near=64MiB&near_ttl=1m", "localcache.Near{Inner: strategy.Multiplexed{}, MaxBytes: 64 << 20, TTL: time.Minute}"},
+		"near-broadcast":       {"redis://127.0.0.1:6379?strategy=multiplexed&near=64MiB&near_ttl=1m&near_tracking=broadcast", "localcache.Near{Inner: strategy.Multiplexed{}, MaxBytes: 64 << 20, TTL: time.Minute, Tracking: localcache.TrackBroadcast}"},
+		"near-none":            {"redis://127.0.0.1:6379?strategy=multiplexed&near=64MiB&near_ttl=1m&near_tracking=none", "localcache.Near{Inner: strategy.Multiplexed{}, MaxBytes: 64 << 20, TTL: time.Minute, Tracking: localcache.TrackNone}"},
+		"rueidis":              {"", ""},
+		"redigo-pool-100":      {"", ""},
+		"go-redis":             {"", ""},
+		"goredis-autopipeline": {"", ""},
 	}
 	ts := benchmarks.DefaultTargets()
 	if len(ts) != len(want) {
@@ -96,5 +98,30 @@ func TestURLTargetHidesEveryPassword(t *testing.T) {
 	}
 	if tg.Servers == nil || tg.Servers.Sentinel == nil || tg.Servers.Sentinel.Password != "secret2" || tg.Servers.Standalone != "" {
 		t.Errorf("Servers %+v; want the sentinels, their password, no standalone address yet", tg.Servers)
+	}
+}
+
+// TestNearNoneTargetsAreStale: a near-cache without tracking, in the
+// default targets or by URL, is marked Stale (a tie never goes to it over
+// a coherent target); the tracking ones and the rest are not.
+func TestNearNoneTargetsAreStale(t *testing.T) {
+	for _, tg := range benchmarks.DefaultTargets() {
+		if want := tg.Name == "near-none"; tg.Stale != want {
+			t.Errorf("%s: Stale = %v; want %v", tg.Name, tg.Stale, want)
+		}
+	}
+	for raw, want := range map[string]bool{
+		"redis://?near=1MiB&near_tracking=none":      true,
+		"redis://?near=1MiB&near_tracking=broadcast": false,
+		"redis://?near=1MiB":                         false,
+		"redis://?strategy=pool&size=8":              false,
+	} {
+		tg, err := benchmarks.URLTarget("u", raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tg.Stale != want {
+			t.Errorf("URLTarget(%q).Stale = %v; want %v", raw, tg.Stale, want)
+		}
 	}
 }

@@ -3,61 +3,94 @@ package benchmarks
 import (
 	"cmp"
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 )
 
 // Recommend returns, for every workload and level of cells, the redisx
-// target to use. Peers are compared with but never recommended: the
-// recommendation is a configuration of this library, and its Peer and
-// PeerRatio say how it fares against the fastest peer.
+// target to use, the samples looked at once (Run looks at them several
+// times: see Plan.MaxRepeats). Peers are compared with but never
+// recommended: the recommendation is a configuration of this library,
+// and its Peer and PeerRatio say how it fares against the fastest peer.
 //
-// The leader (highest median QPS among the redisx targets whose cell did
-// not fail; in open loop, the lowest median of the samples' p99s — see
-// score) wins only when it beats the runner-up significantly (a
-// Mann-Whitney U test over the samples, p < alpha) and by a margin the
-// samples support: the lower end of the 95% interval of the ratio of the
-// two targets' scores (throughputs; in open loop, inverse p99s: the Hodges–Lehmann interval that inverts the
-// same rank test) must be at least 1 + margin (margin 0.05: 5%), so a
-// lead of 6% in the medians of two noisy samples is not a win. Otherwise
-// the verdict is a tie among the leader and every target it does not
-// beat that way, broken toward the fewest connections the server saw
-// (then the lower bound on connections the target may open, then the
-// higher QPS), and TieBreak says so. A tie whose interval is wider than
-// the margin is Underpowered. Margin, its interval and PValue compare
-// the recommended target with RunnerUp: for a tie-break away from the
-// leader, RunnerUp is the leader and Margin is negative.
+// Every verdict has one of three outcomes, decided on the interval of the
+// ratio of two targets' scores (throughputs; in open loop, inverse p99s):
+// the Hodges–Lehmann interval that inverts the Mann–Whitney rank test
+// the p-value comes from (see ratioInterval). The leader is the redisx
+// target with the highest median score among the cells that did not fail
+// (see score).
+//
+//   - Significant: the leader beats every other target with p < alpha and
+//     the lower end of the 1-alpha interval of the ratio at least
+//     1 + margin (margin 0.05: 5%), so a lead of 6% in the medians of two
+//     noisy samples is not a win. It is named.
+//   - Equivalent: no win, and every target the leader does not beat so is
+//     equivalent to it: the 1-2·alpha interval of the ratio lies inside
+//     [1/(1+margin), 1+margin] (two one-sided tests at alpha; -4.8% to +5%
+//     for a 5% margin). Only then does a tie-break choose among them:
+//     toward a coherent target before one whose reads may be stale up to
+//     a TTL (Cell.Stale: a near-cache without tracking), then the
+//     fewest connections the server saw, then the lowest
+//     bound on the connections the target may open, then the higher
+//     score — skipping a target not shown equivalent to every other one,
+//     or significantly slower (p < alpha, its interval below 1) than any
+//     target of the cell. TieBreak says so.
+//   - Undecided: neither. No target is named (Strategy is empty);
+//     Contenders lists the leader and every target it could not be told
+//     apart from within the margin, and SuggestedMaxRepeats about how many
+//     samples would tell.
+//
+// So no verdict names a target that another redisx target of its cell is
+// significantly faster than (a peer may be: see PeerRatio). When the target named holds more
+// connections than another that is significantly slower, Alternative
+// offers that one with what it costs.
+//
+// Margin, its interval and PValue compare the target named (the leader
+// when undecided) with RunnerUp: the runner-up of a win, the leader (or,
+// when the leader is named, the next of the equivalent ones) for an
+// equivalent verdict, the first other contender when undecided.
+// IntervalLevel is the interval's level: 1-alpha, or 1-2·alpha for an
+// equivalent verdict.
 //
 // URL and Go are left empty; Run fills them from the targets.
 func Recommend(cells []Cell, alpha, margin float64) []Recommendation {
+	return recommend(cells, singleLook(alpha, margin))
+}
+
+func recommend(cells []Cell, ru rule) []Recommendation {
 	var recs []Recommendation
 	for _, g := range groupCells(cells) {
-		var cands []Cell
-		var peer *Cell
-		for i, c := range g {
-			switch {
-			case c.Failed || c.Samples == 0:
-			case c.Peer:
-				if peer == nil || score(c) > score(*peer) {
-					peer = &g[i]
-				}
-			default:
-				cands = append(cands, c)
-			}
-		}
+		cands, peer := candidates(g)
 		if len(cands) == 0 {
 			continue
 		}
-		slices.SortStableFunc(cands, func(a, b Cell) int { return cmp.Compare(score(b), score(a)) })
-		rec := decide(cands, alpha, margin)
-		if peer != nil && score(*peer) > 0 {
+		rec := decide(cands, ru)
+		if peer != nil && score(*peer) > 0 && rec.Strategy != "" {
 			rec.Peer = peer.Target
 			rec.PeerRatio = scoreOf(cands, rec.Strategy) / score(*peer)
 		}
 		recs = append(recs, rec)
 	}
 	return recs
+}
+
+// candidates returns the redisx cells of one workload and level that can
+// be recommended (none failed, each with samples), by score, highest
+// first; and the peer of the highest score, nil when none.
+func candidates(g []Cell) (cands []Cell, peer *Cell) {
+	for i, c := range g {
+		switch {
+		case c.Failed || c.Samples == 0:
+		case c.Peer:
+			if peer == nil || score(c) > score(*peer) {
+				peer = &g[i]
+			}
+		default:
+			cands = append(cands, c)
+		}
+	}
+	slices.SortStableFunc(cands, func(a, b Cell) int { return cmp.Compare(score(b), score(a)) })
+	return cands, peer
 }
 
 // groupCells groups cells by workload and level: workloads in order of
@@ -101,86 +134,6 @@ func scoreOf(cells []Cell, target string) float64 {
 	return 0
 }
 
-// decide applies the verdict rule to candidates sorted by score, highest
-// first.
-func decide(cands []Cell, alpha, margin float64) Recommendation {
-	lead := cands[0]
-	rec := Recommendation{Workload: lead.Workload, Concurrency: lead.Concurrency, Strategy: lead.Target, Confidence: Tie}
-	if len(cands) == 1 {
-		rec.PValue = 1
-		rec.TieBreak = "the only redisx target measured"
-		return rec
-	}
-	vs := make([]versus, len(cands))
-	for i, c := range cands[1:] {
-		vs[i+1] = against(lead, c, alpha, margin)
-	}
-	if vs[1].beaten {
-		rec.Confidence = Significant
-		rec.RunnerUp = cands[1].Target
-		vs[1].fill(&rec)
-		return rec
-	}
-	tied := []Cell{lead}
-	for i, c := range cands[1:] {
-		if !vs[i+1].beaten {
-			tied = append(tied, c)
-		}
-	}
-	// Fewest connections seen first, then the lowest bound on them, then
-	// the highest QPS; an unknown count (0) sorts last.
-	known := func(n int) int {
-		if n <= 0 {
-			return math.MaxInt
-		}
-		return n
-	}
-	pick := slices.MinFunc(tied, func(a, b Cell) int {
-		return cmp.Or(cmp.Compare(known(a.Conns), known(b.Conns)), cmp.Compare(known(a.MaxConns), known(b.MaxConns)), cmp.Compare(score(b), score(a)))
-	})
-	names := make([]string, len(tied))
-	for i, c := range tied {
-		names[i] = fmt.Sprintf("%s (%d conns)", c.Target, c.Conns)
-	}
-	rec.Strategy = pick.Target
-	verdict := vs[1]
-	rec.RunnerUp = cands[1].Target
-	if pick.Target != lead.Target {
-		verdict = against(pick, lead, alpha, margin)
-		rec.RunnerUp = lead.Target
-	}
-	verdict.fill(&rec)
-	rec.Underpowered = !(rec.MarginHi-rec.MarginLo <= margin)
-	why := fmt.Sprintf("p=%.3f", vs[1].p)
-	if vs[1].p < alpha {
-		why = fmt.Sprintf("%s but the interval of the margin [%.1f%%, %.1f%%] does not clear %.0f%%",
-			why, 100*(vs[1].lo-1), 100*(vs[1].hi-1), 100*margin)
-	}
-	rec.TieBreak = fmt.Sprintf("tie (%s: %s over %s) among %s; picked the fewest connections (then the lowest bound on them): %s",
-		why, lead.Target, cands[1].Target, strings.Join(names, ", "), pick.Target)
-	return rec
-}
-
-// versus is one target compared with another: the rank test's p-value,
-// the ratio of the medians less 1, the interval of the ratio, and whether
-// the first beats the second by the verdict rule.
-type versus struct {
-	p, m, lo, hi float64
-	beaten       bool
-}
-
-func against(a, b Cell, alpha, margin float64) versus {
-	as, bs := scoreSamples(a), scoreSamples(b)
-	v := versus{p: compare(as, bs, alpha), m: ratio(score(a), score(b))}
-	v.lo, v.hi = ratioInterval(as, bs, alpha)
-	v.beaten = v.p < alpha && v.lo-1 >= margin
-	return v
-}
-
-func (v versus) fill(rec *Recommendation) {
-	rec.Margin, rec.PValue, rec.MarginLo, rec.MarginHi = v.m, v.p, v.lo-1, v.hi-1
-}
-
 // ratio is a/b - 1; 0 when b is 0.
 func ratio(a, b float64) float64 {
 	if b == 0 {
@@ -192,8 +145,9 @@ func ratio(a, b float64) float64 {
 // FindCrossovers returns where the winning target changes as
 // concurrency grows, per workload: between two levels whose verdicts are
 // both significant and name different targets, with no significant
-// verdict between them (the levels between are ties, named in Text).
-// A tie never makes a crossover: identical targets do not cross.
+// verdict between them (the levels between, equivalent or undecided, are
+// named in Text). An equivalent or undecided verdict never makes a
+// crossover: identical targets do not cross.
 // Computed from the verdicts, so among redisx targets only.
 func FindCrossovers(recs []Recommendation) []Crossover {
 	byWorkload := map[string][]Recommendation{}
@@ -209,7 +163,7 @@ func FindCrossovers(recs []Recommendation) []Crossover {
 		rs := slices.Clone(byWorkload[w])
 		slices.SortStableFunc(rs, func(a, b Recommendation) int { return cmp.Compare(a.Concurrency, b.Concurrency) })
 		var last *Recommendation // the last significant verdict
-		var ties []string        // levels of the ties since
+		var ties []string        // levels without a significant verdict since
 		for i := range rs {
 			r := &rs[i]
 			if r.Confidence != Significant || r.Strategy == "" {
@@ -224,7 +178,7 @@ func FindCrossovers(recs []Recommendation) []Crossover {
 					Text:       fmt.Sprintf("%s overtakes %s between %d and %d goroutines", r.Strategy, last.Strategy, last.Concurrency, r.Concurrency),
 				}
 				if len(ties) > 0 {
-					x.Text += fmt.Sprintf(" (ties at %s)", strings.Join(ties, ", "))
+					x.Text += fmt.Sprintf(" (no significant winner at %s)", strings.Join(ties, ", "))
 				}
 				out = append(out, x)
 			}

@@ -47,8 +47,9 @@ var errWrongValue = errors.New("benchmarks: value of the wrong size")
 //   - values/set-SIZE and values/get-SIZE: SET and GET of 64 B, 1 KiB,
 //     4 KiB and 32 KiB values at 1, 10 and 100 goroutines (document 003).
 //   - near/w1 and near/w10: Zipf reads (s = 1.1 over 10,000 keys, 64 B)
-//     with 1% and 10% writes (document 004); the hit ratio is reported
-//     from the near-cache's Stats.
+//     with 1% and 10% writes (document 004), on the near-cache in each
+//     tracking mode; the hit ratio and the invalidations received per
+//     write are reported from the near-cache's Stats.
 //   - pipeline/10 and pipeline/100: batches of 10 and 100 GETs and SETs
 //     (64 B, alternating) in one round trip, at 1, 10 and 100 goroutines:
 //     redisx's DoMulti against rueidis's DoMulti and go-redis's Pipelined.
@@ -236,7 +237,8 @@ func nearWorkload(writePct int) Workload {
 		Name: fmt.Sprintf("near/w%d", writePct),
 		Description: fmt.Sprintf("a key drawn from a Zipf distribution (s = 1.1 over 10,000 keys, 64 B); "+
 			"%d%% of ops SET it, the others GET it; one op = one command", writePct),
-		Targets: []string{"near-multiplexed", "near-pool-32", "multiplexed", "pool-32", "rueidis"},
+		Targets: []string{"near-multiplexed", "near-broadcast", "near-none", "multiplexed"},
+		Writes:  float64(writePct) / 100,
 		Setup: func(ctx context.Context, c *redisx.Client) error {
 			return seed(ctx, c, keys, v)
 		},

@@ -13,6 +13,10 @@ import (
 	"github.com/redisx-go/kit/strategy/goredis"
 )
 
+// TestNearConformance runs the conformance suite on Near in each tracking
+// mode: TrackKeys (the default) over every transport that can be tracked
+// per key, TrackBroadcast and TrackNone over Multiplexed and GoRedis
+// (whose connections cannot be tracked per key).
 func TestNearConformance(t *testing.T) {
 	srv := launcher.Standalone(t, launcher.Options{})
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), PoolSize: 64, ContextTimeoutEnabled: true})
@@ -24,10 +28,13 @@ func TestNearConformance(t *testing.T) {
 		name string
 		s    localcache.Near
 	}{
-		{"multiplexed", localcache.Near{MaxBytes: testMaxBytes}},
-		{"pool", localcache.Near{MaxBytes: testMaxBytes, Inner: strategy.Pool{Size: 16}}},
-		{"slot-grouped", localcache.Near{MaxBytes: testMaxBytes, Inner: strategy.SlotGrouped{}, NegativeTTL: 0}},
-		{"go-redis", localcache.Near{MaxBytes: testMaxBytes, Inner: goredis.Strategy{Client: rdb}}},
+		{"keys/multiplexed", localcache.Near{MaxBytes: testMaxBytes}},
+		{"keys/pool", localcache.Near{MaxBytes: testMaxBytes, Inner: strategy.Pool{Size: 16}}},
+		{"keys/slot-grouped", localcache.Near{MaxBytes: testMaxBytes, Inner: strategy.SlotGrouped{}, NegativeTTL: 0}},
+		{"broadcast/multiplexed", localcache.Near{MaxBytes: testMaxBytes, Tracking: localcache.TrackBroadcast}},
+		{"broadcast/go-redis", localcache.Near{MaxBytes: testMaxBytes, Inner: goredis.Strategy{Client: rdb}, Tracking: localcache.TrackBroadcast}},
+		{"none/multiplexed", localcache.Near{MaxBytes: testMaxBytes, Tracking: localcache.TrackNone}},
+		{"none/go-redis", localcache.Near{MaxBytes: testMaxBytes, Inner: goredis.Strategy{Client: rdb}, Tracking: localcache.TrackNone}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			redisxtest.RunConformance(t, redisx.Options{Addrs: []string{srv.Addr()}, Strategy: tc.s})
@@ -41,8 +48,10 @@ func TestNearClusterConformance(t *testing.T) {
 		name string
 		s    localcache.Near
 	}{
-		{"multiplexed", localcache.Near{MaxBytes: testMaxBytes}},
-		{"slot-grouped-pool", localcache.Near{MaxBytes: testMaxBytes, Inner: strategy.SlotGrouped{Transport: strategy.Pool{Size: 16}}}},
+		{"keys/multiplexed", localcache.Near{MaxBytes: testMaxBytes}},
+		{"keys/slot-grouped-pool", localcache.Near{MaxBytes: testMaxBytes, Inner: strategy.SlotGrouped{Transport: strategy.Pool{Size: 16}}}},
+		{"broadcast/multiplexed", localcache.Near{MaxBytes: testMaxBytes, Tracking: localcache.TrackBroadcast}},
+		{"none/slot-grouped", localcache.Near{MaxBytes: testMaxBytes, Inner: strategy.SlotGrouped{}, Tracking: localcache.TrackNone}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			redisxtest.RunConformance(t, redisx.Options{Addrs: cl.Addrs(), Strategy: tc.s})

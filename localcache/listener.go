@@ -4,262 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
+	"io"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/gomodule/redigo/redis"
-	"github.com/redisx-go/kit/internal/topology"
 	"github.com/redisx-go/kit/strategy"
 )
 
-// invalidator keeps one invalidation connection (a listener) per master
-// and tells the store whether all of them are subscribed. On a cluster it
-// rediscovers the masters every rediscoverPeriod and when a listener is
-// lost, and reconciles the listeners with them; over Sentinel it does the
-// same with the master the inner strategy follows, and at once when that
-// changes.
-type invalidator struct {
-	cfg      strategy.Config
-	follow   strategy.MasterFollower // over Sentinel: the master the inner strategy sends to
-	prefixes []string
-	ping     time.Duration
-	s        *store
-
-	// ctx ends with close; every dial, handshake and discovery is bound to
-	// it, so that close never waits for a server that stopped answering.
-	ctx    context.Context
-	cancel context.CancelFunc
-
-	mu        sync.Mutex
-	listeners map[string]*listener
-	cluster   bool
-	wake      chan struct{} // capacity 1: rediscover now
-
-	wg sync.WaitGroup
-}
-
-const rediscoverPeriod = time.Second
-
-func startInvalidator(ctx context.Context, cfg strategy.Config, follow strategy.MasterFollower, s *store, prefixes []string, ping time.Duration) (*invalidator, error) {
-	inv := &invalidator{cfg: cfg, follow: follow, prefixes: prefixes, ping: ping, s: s,
-		listeners: map[string]*listener{}, wake: make(chan struct{}, 1)}
-	inv.ctx, inv.cancel = context.WithCancel(context.Background())
-	masters, isCluster, err := inv.discover(ctx)
-	if err != nil {
-		inv.cancel()
-		return nil, err
-	}
-	inv.cluster = isCluster
-	inv.reconcile(masters)
-	// Serve nothing locally before every listener is subscribed. A
-	// refusal (the user may not track or subscribe) is final: waiting for
-	// the context's end would only hide it.
-	for !inv.allUp() {
-		if err := inv.refused(); err != nil {
-			inv.close()
-			return nil, err
-		}
-		select {
-		case <-ctx.Done():
-			down := inv.notUp()
-			inv.close()
-			why := "cancelled by the context"
-			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				why = "no answer before the context's deadline"
-			}
-			return nil, fmt.Errorf("%w: invalidation connection to %s not subscribed: %s (%w)", strategy.ErrConnection, strings.Join(down, ", "), why, ctx.Err())
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
-	if isCluster || follow != nil {
-		inv.wg.Add(1)
-		go inv.rediscoverLoop()
-	}
-	return inv, nil
-}
-
-// discover finds the masters: over Sentinel, the master the inner
-// strategy follows; otherwise CLUSTER SHARDS (or SLOTS) on the first seed
-// that answers, or the seed itself when cluster support is disabled.
-func (inv *invalidator) discover(ctx context.Context) ([]string, bool, error) {
-	if inv.follow != nil {
-		return []string{inv.follow.Master()}, false, nil
-	}
-	var errs []error
-	seeds := inv.cfg.Addrs
-	inv.mu.Lock()
-	for addr := range inv.listeners {
-		seeds = append(seeds, addr)
-	}
-	inv.mu.Unlock()
-	for _, addr := range seeds {
-		c, err := dialRedigo(ctx, inv.cfg, addr)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		do := func(ctx context.Context, args ...any) (any, error) {
-			return redis.DoContext(c, ctx, args[0].(string), args[1:]...)
-		}
-		shards, err := topology.Discover(ctx, do, addr, inv.cfg.TLS != nil)
-		c.Close()
-		if errors.Is(err, topology.ErrNotCluster) {
-			return []string{addr}, false, nil
-		}
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		return topology.NewMap(shards).Masters(), true, nil
-	}
-	return nil, false, fmt.Errorf("%w: discover masters for invalidation: %w", strategy.ErrConnection, errors.Join(errs...))
-}
-
-// reconcile starts listeners for new masters and stops those of servers
-// that are no longer masters.
-func (inv *invalidator) reconcile(masters []string) {
-	inv.mu.Lock()
-	defer inv.mu.Unlock()
-	if inv.ctx.Err() != nil {
-		return // closed
-	}
-	changed := false
-	for addr, l := range inv.listeners {
-		if !slices.Contains(masters, addr) {
-			l.close()
-			delete(inv.listeners, addr)
-			changed = true
-		}
-	}
-	for _, addr := range masters {
-		if _, ok := inv.listeners[addr]; !ok {
-			l := &listener{addr: addr, inv: inv}
-			l.ctx, l.cancel = context.WithCancel(inv.ctx)
-			inv.listeners[addr] = l
-			inv.wg.Add(1)
-			go l.run()
-			changed = true
-		}
-	}
-	if changed {
-		inv.updateLocked()
-	}
-}
-
-// refused returns the refusal a listener met at its last connect, if any.
-func (inv *invalidator) refused() error {
-	inv.mu.Lock()
-	defer inv.mu.Unlock()
-	for _, l := range inv.listeners {
-		l.mu.Lock()
-		err := l.refused
-		l.mu.Unlock()
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (inv *invalidator) allUp() bool {
-	inv.mu.Lock()
-	defer inv.mu.Unlock()
-	for _, l := range inv.listeners {
-		if !l.isUp() {
-			return false
-		}
-	}
-	return len(inv.listeners) > 0
-}
-
-// notUp returns the addresses of the listeners not subscribed, sorted.
-func (inv *invalidator) notUp() []string {
-	inv.mu.Lock()
-	defer inv.mu.Unlock()
-	var down []string
-	for addr, l := range inv.listeners {
-		if !l.isUp() {
-			down = append(down, addr)
-		}
-	}
-	slices.Sort(down)
-	return down
-}
-
-// update recomputes the store's health from the listeners.
-func (inv *invalidator) update() {
-	inv.mu.Lock()
-	defer inv.mu.Unlock()
-	inv.updateLocked()
-}
-
-func (inv *invalidator) updateLocked() {
-	if inv.ctx.Err() != nil {
-		return // closed: the store serves nothing, and no flush is counted
-	}
-	up := len(inv.listeners) > 0
-	for _, l := range inv.listeners {
-		up = up && l.isUp()
-	}
-	if up {
-		inv.s.up()
-	} else {
-		inv.s.down()
-	}
-}
-
-func (inv *invalidator) rediscover() {
-	select {
-	case inv.wake <- struct{}{}:
-	default:
-	}
-}
-
-func (inv *invalidator) rediscoverLoop() {
-	defer inv.wg.Done()
-	t := time.NewTicker(rediscoverPeriod)
-	defer t.Stop()
-	for {
-		// Over Sentinel, a failover the inner strategy followed moves the
-		// listener at once: the old one is closed, the local cache
-		// flushed, and nothing is served locally until the new master's
-		// listener is subscribed. (The channel is taken before discover
-		// reads the master, so that no change falls between the two.)
-		var changed <-chan struct{}
-		if inv.follow != nil {
-			changed = inv.follow.MasterChanged()
-		}
-		select {
-		case <-inv.ctx.Done():
-			return
-		case <-t.C:
-		case <-inv.wake:
-		case <-changed:
-		}
-		ctx, cancel := context.WithTimeout(inv.ctx, 2*time.Second)
-		masters, _, err := inv.discover(ctx)
-		cancel()
-		if err == nil && len(masters) > 0 {
-			inv.reconcile(masters)
-		}
-	}
-}
-
-// close stops serving from the store, then ends every listener and the
-// rediscovery — whatever step they are in: ending inv.ctx closes their
-// connections — and waits for them.
-func (inv *invalidator) close() {
-	inv.mu.Lock()
-	inv.s.stopServing()
-	inv.cancel()
-	inv.mu.Unlock()
-	inv.wg.Wait()
-}
-
-// listener is one invalidation connection: tracking in BCAST mode
-// redirected to itself, subscribed to __redis__:invalidate.
+// listener is one node's invalidation connection, subscribed to
+// __redis__:invalidate: with TrackBroadcast, tracking in BCAST mode
+// redirected to itself; with TrackKeys, the connection the node's data
+// connections redirect their tracking to (see tracking.go).
 type listener struct {
 	addr string
 	inv  *invalidator
@@ -271,7 +28,26 @@ type listener struct {
 
 	mu      sync.Mutex
 	up      bool
-	refused error // the last connect's failure, when the server refused it (ErrAuth)
+	refused error         // the last connect's failure, when the server refused it (ErrAuth, ErrUnsupported)
+	changed chan struct{} // closed, and replaced, whenever up or refused changes
+
+	// TrackKeys (tracking.go): the subscribed connection and its client
+	// ID, the data connections' redirect target; the connections of
+	// earlier targets still read after a handover (see drain), by ID; the
+	// data connections of the node, by their client ID, and how many of
+	// them are untracked; whether the last check of them succeeded.
+	id        int64
+	cur       redis.Conn
+	draining  map[int64]redis.Conn
+	conns     map[int64]*dataConn
+	untracked int
+	checkOK   bool
+}
+
+// subscribed is a subscribed invalidation connection and its client ID.
+type subscribed struct {
+	c  redis.Conn
+	id int64
 }
 
 func (l *listener) isUp() bool {
@@ -280,29 +56,46 @@ func (l *listener) isUp() bool {
 	return l.up
 }
 
+// healthy reports whether what the listener covers may be served: it is
+// subscribed and, with TrackKeys, every data connection of its node is
+// tracked and was found alive by the last check.
+func (l *listener) healthy() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.up && l.untracked == 0 && l.checkOK
+}
+
+// notifyLocked wakes whoever waits for a change of up or refused; l.mu
+// is held.
+func (l *listener) notifyLocked() {
+	close(l.changed)
+	l.changed = make(chan struct{})
+}
+
 func (l *listener) close() { l.cancel() }
 
 func (l *listener) run() {
 	defer l.inv.wg.Done()
 	const firstBackoff = 20 * time.Millisecond
 	backoff := firstBackoff
-	var next redis.Conn // the subscribed successor a session handed over
+	var next subscribed // the subscribed successor a session handed over
 	for {
-		c, err := next, error(nil)
-		if c == nil {
-			c, err = l.connect()
+		s, err := next, error(nil)
+		if s.c == nil {
+			s, err = l.connect()
 			l.mu.Lock()
 			l.refused = nil
-			if errors.Is(err, strategy.ErrAuth) {
+			if errors.Is(err, strategy.ErrAuth) || errors.Is(err, strategy.ErrUnsupported) {
 				// Tried again all the same, at the backoff's pace: an
 				// operator may grant the permission; meanwhile nothing is
 				// served locally.
 				l.refused = err
 			}
+			l.notifyLocked()
 			l.mu.Unlock()
 		}
 		if err == nil {
-			if next, err = l.session(c); next != nil {
+			if next, err = l.session(s); next.c != nil {
 				continue // no invalidation was missed: still up
 			}
 		}
@@ -311,6 +104,8 @@ func (l *listener) run() {
 			backoff = firstBackoff // it was subscribed: this is a new loss
 		}
 		l.up = false
+		l.cur = nil
+		l.notifyLocked()
 		l.mu.Unlock()
 		// Invalidations may be missed from now on: flush and serve nothing
 		// locally until this listener is back.
@@ -331,33 +126,50 @@ func (l *listener) run() {
 }
 
 // connect dials an invalidation connection and subscribes it.
-func (l *listener) connect() (redis.Conn, error) {
+func (l *listener) connect() (subscribed, error) {
 	// The handshake — dial, CLIENT ID, CLIENT TRACKING, SUBSCRIBE — ends by
 	// a deadline: a server that accepts but does not answer must not hold
 	// the listener until TCP keepalive gives up. Its end, or the
 	// listener's, closes the connection whatever step it is in.
 	hctx, cancel := context.WithTimeout(l.ctx, max(l.inv.cfg.DialTimeout, time.Second))
 	defer cancel()
-	c, err := dialRedigo(hctx, l.inv.cfg, l.addr)
+	c, err := dialRedigo(hctx, l.inv.cfg, l.addr, "invalidation")
 	if err != nil {
-		return nil, err
+		return subscribed{}, err
 	}
-	handshaking := context.AfterFunc(hctx, func() { c.Close() })
-	err = l.subscribe(c)
+	handshaking := closeAtEnd(hctx, c)
+	id, err := l.subscribe(c)
 	if !handshaking() {
 		c.Close()
-		return nil, fmt.Errorf("%w: invalidation connection to %s: %w", strategy.ErrConnection, l.addr, hctx.Err())
+		return subscribed{}, fmt.Errorf("%w: invalidation connection to %s: %w", strategy.ErrConnection, l.addr, hctx.Err())
 	}
 	if err != nil {
 		c.Close()
-		kind := strategy.ErrConnection
-		var re redis.Error
-		if errors.As(err, &re) && strings.HasPrefix(string(re), "NOPERM") {
-			kind = strategy.ErrAuth // the user may not track, or subscribe to the channel
+		if errors.Is(err, strategy.ErrAuth) || errors.Is(err, strategy.ErrUnsupported) {
+			return subscribed{}, err // a refusal, which says what to do
 		}
-		return nil, fmt.Errorf("%w: invalidation connection to %s: %w", kind, l.addr, err)
+		return subscribed{}, fmt.Errorf("%w: invalidation connection to %s: %w", strategy.ErrConnection, l.addr, err)
 	}
-	return c, nil
+	return subscribed{c, id}, nil
+}
+
+// closeAtEnd closes c when ctx ends, on a goroutine of its own. The
+// function it returns undoes that and reports true, or, if that close
+// has begun, waits for it and reports false: no goroutine is left
+// behind.
+func closeAtEnd(ctx context.Context, c io.Closer) (stop func() bool) {
+	done := make(chan struct{})
+	stopFn := context.AfterFunc(ctx, func() {
+		defer close(done)
+		c.Close()
+	})
+	return func() bool {
+		if stopFn() {
+			return true
+		}
+		<-done
+		return false
+	}
 }
 
 // handoverMarker is the argument of the PING that ends an invalidation
@@ -370,33 +182,35 @@ var errHandedOver = errors.New("handed over to a new invalidation connection")
 
 // connected is the outcome of a successor's connect.
 type connected struct {
-	c   redis.Conn
+	s   subscribed
 	err error
 }
 
-// session reads invalidations from c, a subscribed connection, until it
+// session reads invalidations from s, a subscribed connection, until it
 // fails or the listener is closed — then it returns nil and the error —
-// or until c is Config.MaxConnAge old and a successor has taken over,
+// or until it is Config.MaxConnAge old and a successor has taken over,
 // which it returns.
 //
-// The handover loses no invalidation, so the local cache is not flushed:
-// the successor subscribes while c still serves; then a PING with a
-// marker goes on c, and c is read until the marker's pong. Redis sends a
-// write's broadcast invalidations to the connections tracking at the end
-// of that event-loop iteration, so every write before the successor's
-// CLIENT TRACKING has its message on c ahead of the pong (sent after the
-// successor's SUBSCRIBE was confirmed), and every later write has its
-// message on the successor too; duplicates are harmless. Should c fail
-// before the pong, messages may be lost with it: the cache is flushed
-// once and the successor carries on.
-func (l *listener) session(c redis.Conn) (next redis.Conn, err error) {
+// The handover loses no invalidation, so the local cache is not flushed.
+// With TrackBroadcast, the successor subscribes while s still serves;
+// then a PING with a marker goes on s, and s is read until the marker's
+// pong. Redis sends a write's broadcast invalidations to the connections
+// tracking at the end of that event-loop iteration, so every write before
+// the successor's CLIENT TRACKING has its message on s ahead of the pong
+// (sent after the successor's SUBSCRIBE was confirmed), and every later
+// write has its message on the successor too; duplicates are harmless.
+// Should s fail before the pong, messages may be lost with it: the cache
+// is flushed once and the successor carries on. With TrackKeys, the data
+// connections pointed to s go on sending their invalidations to s, which
+// is read on (see drain) while new data connections are pointed to the
+// successor.
+func (l *listener) session(s subscribed) (next subscribed, err error) {
+	c := s.c
 	// From here the listener's end closes the connection; a silent server
 	// is noticed by the receiver's timeout below.
-	defer context.AfterFunc(l.ctx, func() { c.Close() })()
-	l.mu.Lock()
-	l.up = true
-	l.mu.Unlock()
-	l.inv.update()
+	stopCloser := closeAtEnd(l.ctx, c)
+	defer stopCloser()
+	l.connected(s)
 
 	// The pinger proves the connection alive even when nothing is written:
 	// a silent loss shows up as a missed pong. redigo allows one sender
@@ -426,24 +240,28 @@ func (l *listener) session(c redis.Conn) (next redis.Conn, err error) {
 			<-pingDone
 		}
 	}
-	defer func() {
-		c.Close() // first: a pinger stuck in a write returns
-		stopPinger()
-	}()
 	// A receiver goroutine parses messages; this one applies them, folding
 	// every message that queued up meanwhile into one invalidation.
 	msgs := make(chan invalidation, 256)
-	recvErr := make(chan error, 1)
+	drained := false // c was handed to drain, which closes it
+	defer func() {
+		if !drained {
+			c.Close() // first: a pinger stuck in a write returns
+			stopPinger()
+			for range msgs { // the receiver ends with c: wait for it
+			}
+		}
+	}()
 	go func() {
 		defer close(msgs)
 		for {
 			v, err := redis.ReceiveWithTimeout(c, l.inv.ping*3)
 			if err != nil {
-				recvErr <- err
+				msgs <- invalidation{err: err}
 				return
 			}
 			if isHandoverPong(v) {
-				recvErr <- errHandedOver
+				msgs <- invalidation{err: errHandedOver}
 				return
 			}
 			if m, ok := parseInvalidation(v); ok {
@@ -466,41 +284,42 @@ func (l *listener) session(c redis.Conn) (next redis.Conn, err error) {
 		if successor != nil { // c failed while the successor was connecting
 			r := <-successor
 			if err == nil || r.err != nil || l.ctx.Err() != nil {
-				if r.c != nil {
-					r.c.Close()
+				if r.s.c != nil {
+					r.s.c.Close()
 				}
 				return
 			}
 			// c was lost, but the successor subscribed meanwhile: flush
 			// once for what may have been missed in between, and go on
 			// with it.
-			l.inv.s.flush()
-			next, err = r.c, nil
+			l.inv.flush()
+			next, err = r.s, nil
 		}
 	}()
 	for {
 		select {
-		case m, ok := <-msgs:
-			if !ok {
-				err := <-recvErr
-				switch {
-				case next != nil && err == errHandedOver:
-					return next, nil
-				case next != nil && l.ctx.Err() == nil:
-					l.inv.s.flush() // c failed before its last messages were read
-					return next, nil
-				case next != nil:
-					next.Close()
-				}
-				return nil, err
+		case m := <-msgs:
+			if m.err == nil {
+				m = l.apply(m, msgs)
 			}
-			l.apply(m, msgs)
+			if m.err != nil {
+				switch {
+				case next.c != nil && m.err == errHandedOver:
+					return next, nil
+				case next.c != nil && l.ctx.Err() == nil:
+					l.inv.flush() // c failed before its last messages were read
+					return next, nil
+				case next.c != nil:
+					next.c.Close()
+				}
+				return subscribed{}, m.err
+			}
 		case <-aged:
 			aged = nil
 			successor = make(chan connected, 1)
 			go func() {
-				c, err := l.connect()
-				successor <- connected{c, err}
+				s, err := l.connect()
+				successor <- connected{s, err}
 			}()
 		case r := <-successor:
 			successor = nil
@@ -509,7 +328,14 @@ func (l *listener) session(c redis.Conn) (next redis.Conn, err error) {
 				aged = time.After(min(l.inv.cfg.MaxConnAge, time.Second))
 				continue
 			}
-			next = r.c
+			if l.inv.mode == TrackKeys {
+				// Data connections still point to c: it is read on, by
+				// drain, as long as they live.
+				drained = true
+				l.startDrain(s, msgs, stopPinger)
+				return r.s, nil
+			}
+			next = r.s
 			stopPinger()
 			if c.Send("PING", handoverMarker) != nil || c.Flush() != nil {
 				c.Close() // the receiver fails, and the successor carries on after a flush
@@ -518,15 +344,21 @@ func (l *listener) session(c redis.Conn) (next redis.Conn, err error) {
 	}
 }
 
-// apply applies m and every message already queued behind it.
-func (l *listener) apply(m invalidation, msgs <-chan invalidation) {
+// apply applies m and every message already queued behind it. A message
+// carrying the receiver's error is left for the caller: put back it
+// cannot be, so apply stops before it only when it is the first.
+func (l *listener) apply(m invalidation, msgs <-chan invalidation) (last invalidation) {
 	keys, flush := m.keys, m.flush
 drain:
 	for {
 		select {
 		case more, ok := <-msgs:
 			if !ok {
-				break drain // session sees the close next
+				break drain
+			}
+			if more.err != nil {
+				last = more
+				break drain
 			}
 			keys, flush = append(keys, more.keys...), flush || more.flush
 		default:
@@ -534,11 +366,12 @@ drain:
 		}
 	}
 	if flush {
-		l.inv.s.flush()
+		l.inv.flush()
 	}
 	if len(keys) > 0 {
-		l.inv.s.invalidate(keys...)
+		l.inv.invalidated(keys)
 	}
+	return last
 }
 
 // isHandoverPong reports whether v is the reply, in subscribed mode, to
@@ -553,36 +386,54 @@ func isHandoverPong(v any) bool {
 	return kind == "pong" && arg == handoverMarker
 }
 
-// subscribe turns c into an invalidation connection: broadcast tracking
-// redirected to itself, subscribed to __redis__:invalidate. It returns
-// once the subscription is confirmed.
-func (l *listener) subscribe(c redis.Conn) error {
+// subscribe turns c into an invalidation connection — with
+// TrackBroadcast, broadcast tracking redirected to itself — subscribed to
+// __redis__:invalidate, and returns its client ID once the subscription
+// is confirmed. A refusal of the server is returned as one (see
+// refusal), saying which Tracking to set instead.
+func (l *listener) subscribe(c redis.Conn) (int64, error) {
 	id, err := redis.Int64(c.Do("CLIENT", "ID"))
 	if err != nil {
-		return err
+		return 0, err
 	}
-	args := redis.Args{"TRACKING", "on", "REDIRECT", id, "BCAST"}
-	for _, p := range l.inv.prefixes {
-		args = args.Add("PREFIX", p)
-	}
-	if _, err := c.Do("CLIENT", args...); err != nil {
-		return err
+	if l.inv.mode == TrackBroadcast {
+		args := redis.Args{"TRACKING", "on", "REDIRECT", id, "BCAST"}
+		for _, p := range l.inv.prefixes {
+			args = args.Add("PREFIX", p)
+		}
+		if _, err := c.Do("CLIENT", args...); err != nil {
+			var re redis.Error
+			if !errors.As(err, &re) {
+				return 0, err
+			}
+			// Would per-key tracking do? It is the default: say so.
+			_, perKey := c.Do("CLIENT", "TRACKING", "on", "REDIRECT", id)
+			return 0, refusal(l.addr, TrackBroadcast, err, perKey == nil)
+		}
 	}
 	if err := c.Send("SUBSCRIBE", "__redis__:invalidate"); err != nil {
-		return err
+		return 0, err
 	}
 	if err := c.Flush(); err != nil {
-		return err
+		return 0, err
 	}
-	_, err = c.Receive()
-	return err
+	if _, err = c.Receive(); err != nil {
+		var re redis.Error
+		if errors.As(err, &re) && strings.HasPrefix(string(re), "NOPERM") {
+			return 0, fmt.Errorf("%w: invalidation connection to %s: %w; grant the user the channel &__redis__:invalidate, or set Near.Tracking to localcache.TrackNone (no invalidation: entries live at most Near.TTL)", strategy.ErrAuth, l.addr, err)
+		}
+		return 0, err
+	}
+	return id, nil
 }
 
 // invalidation is one message of __redis__:invalidate: keys, or a flush
-// (FLUSHALL or FLUSHDB send a null message).
+// (FLUSHALL or FLUSHDB send a null message); or, last, the error that
+// ended the receiver.
 type invalidation struct {
 	keys  []string
 	flush bool
+	err   error
 }
 
 // parseInvalidation reads a pub/sub reply; pongs (["pong", ""]) and
@@ -608,20 +459,4 @@ func parseInvalidation(v any) (invalidation, bool) {
 		return invalidation{keys: ks}, true
 	}
 	return invalidation{}, false
-}
-
-// dialRedigo opens a redigo connection with the shared settings, through
-// strategy.Dial: the same credentials (Config.Credentials included), TLS
-// and handshake as the strategy's own connections, and the same errors
-// (ErrAuth for refused credentials). ctx bounds the whole dial.
-func dialRedigo(ctx context.Context, cfg strategy.Config, addr string) (redis.Conn, error) {
-	if cfg.ClientName != "" {
-		cfg.ClientName += "-invalidation"
-	}
-	cfg.DB = 0 // tracking and invalidation messages know no database
-	nc, err := strategy.Dial(ctx, cfg, addr)
-	if err != nil {
-		return nil, err
-	}
-	return redis.NewConn(nc, 0, 0), nil
 }

@@ -14,9 +14,9 @@ import (
 
 // Near is a strategy that keeps recently read values in process memory, in
 // a dgraph-io/ristretto cache, in front of any other strategy, and keeps
-// them coherent with the server through Redis's invalidation messages (see
-// the package documentation). A hit costs tens of nanoseconds and no round
-// trip.
+// them coherent with the server through Redis's invalidation messages —
+// or, with TrackNone, for at most TTL (see the package documentation). A
+// hit costs tens of nanoseconds and no round trip.
 //
 // What a call returns is the caller's to modify and keep: a local hit is
 // a copy of the cached value. AppendGet (strategy.Appender) appends a hit
@@ -34,7 +34,9 @@ type Near struct {
 	// bookkeeping per entry. Zero: 64 MiB.
 	MaxBytes int64
 	// TTL is the longest an entry is served locally, a bound on staleness
-	// should invalidation fail in a way nobody noticed. Zero: 1 minute.
+	// should invalidation fail in a way nobody noticed — and, with
+	// TrackNone, the staleness other clients' writes may show. Zero: 1
+	// minute.
 	TTL time.Duration
 	// NegativeTTL, when positive, remembers "not found" for that long (at
 	// most TTL), so that repeated reads of a missing key stay local too. A
@@ -45,18 +47,30 @@ type Near struct {
 	// so that entries read together do not all expire together. Between 0
 	// and 1. Zero: none.
 	Jitter float64
-	// Prefixes, when set, limits invalidation messages (and so caching) to
-	// keys with one of these prefixes; reads of other keys are not cached.
-	// Zero: every key.
+	// Prefixes, when set, limits caching to keys with one of these
+	// prefixes; reads of other keys go to the server every time. With
+	// TrackBroadcast it limits the invalidation messages too. Zero: every
+	// key.
 	Prefixes []string
 	// PingInterval is how often each invalidation connection is pinged; a
 	// connection silent for three intervals is considered lost and the
 	// cache is flushed. Zero: 1 s.
 	PingInterval time.Duration
+	// Tracking says how other clients' writes reach the cache (see the
+	// package documentation): TrackKeys, the zero value, has the server
+	// remember the keys this process read and tell it of their writes;
+	// TrackBroadcast has it send every write under Prefixes to every
+	// process; TrackNone asks nothing of the server, and an entry may then
+	// be stale for up to TTL. With TrackKeys or TrackBroadcast, a server
+	// that refuses CLIENT TRACKING (an ACL user without client|tracking, a
+	// managed service) makes Open fail with an error that names the mode
+	// to set instead; Near never falls back by itself.
+	Tracking Tracking
 }
 
 // Open implements strategy.Strategy. It returns once the inner strategy is
-// open and every invalidation connection is subscribed.
+// open and every invalidation connection is subscribed (with TrackKeys,
+// once every data connection dialled so far is tracked).
 func (n Near) Open(ctx context.Context, cfg strategy.Config) (strategy.Backend, error) {
 	if err := n.Validate(cfg); err != nil {
 		return nil, err
@@ -73,41 +87,78 @@ func (n Near) Open(ctx context.Context, cfg strategy.Config) (strategy.Backend, 
 	if n.PingInterval == 0 {
 		n.PingInterval = time.Second
 	}
-	inner, err := n.Inner.Open(ctx, cfg)
+	prefixes := append([]string(nil), n.Prefixes...)
+	b := &near{prefixes: prefixes}
+	var err error
+	if n.Tracking == TrackNone {
+		b.inner, err = n.Inner.Open(ctx, cfg)
+	} else {
+		b.inner, b.inv, err = n.openTracked(ctx, cfg, prefixes)
+	}
 	if err != nil {
 		return nil, err
 	}
-	follow, err := followerOf(inner, cfg)
-	if err != nil {
-		inner.Close()
-		return nil, err
-	}
-	// The store is made once the server has answered: closing one clears
-	// every counter of its admission policy, tens of milliseconds for the
-	// default MaxBytes, which an Open that failed at its context's
-	// deadline must not add.
+	// The store is made last, once nothing else can fail: closing one
+	// clears every counter of its admission policy, tens of milliseconds
+	// for the default MaxBytes, which an Open that failed at its
+	// context's deadline must neither wait for nor leave running. The
+	// invalidations that came before it named nothing cached.
 	s, err := newStore(n.MaxBytes, n.TTL, min(n.NegativeTTL, n.TTL), n.Jitter)
 	if err != nil {
-		inner.Close()
+		if b.inv != nil {
+			b.inv.close()
+		}
+		b.inner.Close()
 		return nil, fmt.Errorf("%w: %w", strategy.ErrInvalidArgument, err)
 	}
-	inv, err := startInvalidator(ctx, cfg, follow, s, append([]string(nil), n.Prefixes...), n.PingInterval)
-	if err != nil {
-		inner.Close()
-		// Nothing was stored, and nothing else holds s: it is closed
-		// without keeping the caller, whose context may have ended.
-		go s.close()
-		return nil, err
-	}
-	b := &near{inner: inner, s: s, inv: inv, prefixes: append([]string(nil), n.Prefixes...)}
-	b.caps = strategy.CapabilitiesOf(inner)
+	b.s = s
+	b.caps = strategy.CapabilitiesOf(b.inner)
 	s.ttlKnown = b.caps.HasTTL()
+	if b.inv != nil {
+		b.inv.attach(s)
+	} else {
+		s.up() // no invalidation to wait for
+	}
 	return b, nil
 }
 
+// openTracked opens the inner strategy and the invalidation connections:
+// with TrackKeys, the inner strategy's data connections are set up as
+// they are dialled (invalidator.track), and start the listeners of their
+// nodes; with TrackBroadcast, the listeners are independent of them.
+func (n Near) openTracked(ctx context.Context, cfg strategy.Config, prefixes []string) (strategy.Backend, *invalidator, error) {
+	inv := newInvalidator(cfg, n.Tracking, prefixes, n.PingInterval)
+	icfg := cfg
+	if n.Tracking == TrackKeys {
+		icfg.OnConnect = inv.track
+	}
+	inner, err := n.Inner.Open(ctx, icfg)
+	if err != nil {
+		inv.close()
+		return nil, nil, err
+	}
+	fail := func(err error) (strategy.Backend, *invalidator, error) {
+		inv.close()
+		inner.Close()
+		return nil, nil, err
+	}
+	if n.Tracking == TrackKeys && inv.hooked.Load() == 0 {
+		return fail(fmt.Errorf("%w: Near with TrackKeys over %T, whose connections it cannot track (it ignores Config.OnConnect): use TrackBroadcast or TrackNone", strategy.ErrInvalidArgument, n.Inner))
+	}
+	follow, err := followerOf(inner, cfg)
+	if err != nil {
+		return fail(err)
+	}
+	if err := inv.start(ctx, follow); err != nil {
+		return fail(err)
+	}
+	return inner, inv, nil
+}
+
 // Validate implements strategy.Validator: MaxBytes and the durations not
-// negative, Jitter in [0, 1), no Near inside, cfg with ReadPrimary, and
-// Inner (Multiplexed when nil) valid for cfg when it can tell.
+// negative, Jitter in [0, 1), Tracking one of the three modes, no Near
+// inside, cfg with ReadPrimary, and Inner (Multiplexed when nil) valid
+// for cfg when it can tell.
 func (n Near) Validate(cfg strategy.Config) error {
 	switch {
 	case n.MaxBytes < 0:
@@ -116,6 +167,8 @@ func (n Near) Validate(cfg strategy.Config) error {
 		return fmt.Errorf("%w: Near durations must not be negative", strategy.ErrInvalidArgument)
 	case n.Jitter < 0 || n.Jitter >= 1:
 		return fmt.Errorf("%w: Near.Jitter %v outside [0, 1)", strategy.ErrInvalidArgument, n.Jitter)
+	case !n.Tracking.valid():
+		return fmt.Errorf("%w: Near.Tracking %v is not TrackKeys, TrackBroadcast nor TrackNone", strategy.ErrInvalidArgument, n.Tracking)
 	}
 	switch n.Inner.(type) {
 	case Near, *Near:
@@ -140,11 +193,12 @@ type near struct {
 	caps     strategy.Capabilities // inner's optional interfaces, and their fallbacks
 	closed   atomic.Bool
 	s        *store
-	inv      *invalidator
+	inv      *invalidator // nil with TrackNone
 	prefixes []string
 }
 
-// cacheable reports whether key's invalidations reach this process.
+// cacheable reports whether key may be cached: whether it is under
+// Prefixes.
 func (n *near) cacheable(key string) bool {
 	if len(n.prefixes) == 0 {
 		return true
@@ -468,15 +522,17 @@ func written(args []any) (keys []string, flush bool) {
 // Stats implements strategy.Statser: the inner strategy's statistics with
 // the local cache's. LocalFlushes counts FLUSHALL, FLUSHDB and SWAPDB
 // (sent through Do, and each null invalidation message), writes whose
-// keys could not be told, and each loss and recovery of the invalidation
-// connections; not the subscription at Open nor Close. Stats works after
-// Close.
+// keys could not be told, each loss and recovery of the invalidation
+// connections and, with TrackKeys, each loss of a data connection (see
+// the package documentation); not the subscription at Open nor Close.
+// Stats works after Close.
 func (n *near) Stats() strategy.Stats {
 	s := n.caps.Stats()
 	s.Strategy = "near/" + s.Strategy
 	s.LocalHits = n.s.hits()
 	s.LocalMisses = n.s.misses()
 	s.Invalidations = n.s.invalidations.Load()
+	s.InvalidationsReceived = n.s.received.Load()
 	s.LocalFlushes = n.s.flushes.Load()
 	s.Evictions = n.s.evictions.Load()
 	s.LocalBytes = n.s.bytes.Load()
@@ -492,7 +548,11 @@ func (n *near) Close() error {
 	if n.closed.Swap(true) {
 		return nil // closed already: Close is idempotent, as the contract has it
 	}
-	n.inv.close()
+	if n.inv != nil {
+		n.inv.close()
+	} else {
+		n.s.stopServing()
+	}
 	err := n.inner.Close()
 	n.s.close()
 	return err

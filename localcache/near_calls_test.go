@@ -428,7 +428,7 @@ func TestNearDoesNotCacheFailedReads(t *testing.T) {
 	srv := launcher.Standalone(t, launcher.Options{})
 	rdb := redisv9.NewClient(&redisv9.Options{Addr: srv.Addr(), DisableIdentity: true})
 	defer rdb.Close()
-	h := openHarness(t, []string{srv.Addr()}, localcache.Near{Inner: goredis.Strategy{Client: rdb}, NegativeTTL: time.Minute}, false)
+	h := openHarness(t, []string{srv.Addr()}, localcache.Near{Inner: goredis.Strategy{Client: rdb}, NegativeTTL: time.Minute, Tracking: localcache.TrackBroadcast}, false)
 	ctx := testCtx(t, 15*time.Second)
 	const str, list, missing = "near:fail:str", "near:fail:list", "near:fail:missing"
 	h.otherSet(ctx, str, "v")

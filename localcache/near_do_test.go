@@ -22,6 +22,7 @@ func doVariants(t *testing.T, addr string, base localcache.Near) []nearVariant {
 	t.Cleanup(func() { rdb.Close() })
 	gr := base
 	gr.Inner = goredis.Strategy{Client: rdb}
+	gr.Tracking = localcache.TrackBroadcast // go-redis's connections cannot be tracked per key
 	return append(nearVariants(base), nearVariant{"go-redis", gr})
 }
 

@@ -36,83 +36,99 @@ func invalidationIDs(t *testing.T, srv *launcher.Server, name string) []string {
 
 // TestInvalidationConnectionRotates: with MaxConnAge 100 ms the
 // invalidation connection is replaced again and again — by a successor
-// subscribed before the old one is closed, so the cache is never flushed
-// — and writes of another client keep invalidating local copies across
-// the replacements.
+// subscribed before the old one is closed — and writes of another client
+// keep invalidating local copies across the replacements. With
+// TrackBroadcast the cache is never flushed and each write is an
+// invalidation; with TrackKeys the data connections, replaced for their
+// age too, take what they tracked with them (a flush each), and an old
+// invalidation connection lives until they are replaced.
 func TestInvalidationConnectionRotates(t *testing.T) {
 	const age = 100 * time.Millisecond
 	srv := launcher.Standalone(t, launcher.Options{})
-	for _, inner := range []strategy.Strategy{strategy.Multiplexed{}, strategy.Pool{Size: 2}} {
-		t.Run(fmt.Sprintf("%T", inner), func(t *testing.T) {
-			name := fmt.Sprintf("rot-%d", time.Now().UnixNano())
-			c, err := redisx.New(t.Context(), redisx.Options{
-				Addrs:      []string{srv.Addr()},
-				Strategy:   localcache.Near{Inner: inner, PingInterval: 50 * time.Millisecond},
-				MaxConnAge: age,
-				ClientName: name,
-			})
-			if err != nil {
-				t.Fatal(err)
+	for _, mode := range []localcache.Tracking{localcache.TrackBroadcast, localcache.TrackKeys} {
+		for _, inner := range []strategy.Strategy{strategy.Multiplexed{}, strategy.Pool{Size: 2}} {
+			t.Run(fmt.Sprintf("%v/%T", mode, inner), func(t *testing.T) { rotate(t, srv, mode, inner, age) })
+		}
+	}
+}
+
+func rotate(t *testing.T, srv *launcher.Server, mode localcache.Tracking, inner strategy.Strategy, age time.Duration) {
+	name := fmt.Sprintf("rot-%d", time.Now().UnixNano())
+	c, err := redisx.New(t.Context(), redisx.Options{
+		Addrs:      []string{srv.Addr()},
+		Strategy:   localcache.Near{Inner: inner, PingInterval: 50 * time.Millisecond, Tracking: mode},
+		MaxConnAge: age,
+		ClientName: name,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	key := "rot:" + name
+	seen := map[string]bool{}
+	most := 0
+	for i := range 10 {
+		want := fmt.Sprint("v", i)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if out, err := srv.CLI(ctx, "SET", key, want); err != nil {
+			t.Fatalf("redis-cli SET: %v (%s)", err, out)
+		}
+		// The local copy of the last round is invalidated; read the
+		// new value until it is served (and cached) again.
+		deadline := time.Now().Add(2 * time.Second)
+		for {
+			v, err := c.Get(ctx, key)
+			if err == nil && string(v) == want {
+				break
 			}
-			defer c.Close()
-			key := "rot:" + name
-			seen := map[string]bool{}
-			most := 0
-			for i := range 10 {
-				want := fmt.Sprint("v", i)
-				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				if out, err := srv.CLI(ctx, "SET", key, want); err != nil {
-					t.Fatalf("redis-cli SET: %v (%s)", err, out)
-				}
-				// The local copy of the last round is invalidated; read the
-				// new value until it is served (and cached) again.
-				deadline := time.Now().Add(2 * time.Second)
-				for {
-					v, err := c.Get(ctx, key)
-					if err == nil && string(v) == want {
-						break
-					}
-					if time.Now().After(deadline) {
-						t.Fatalf("round %d: Get(%q) = %q, %v 2 s after another client set %q: the write did not invalidate the local copy", i, key, v, err, want)
-					}
-					time.Sleep(5 * time.Millisecond)
-				}
-				// Once it is served locally (ristretto stores
-				// asynchronously), the next round's write must invalidate
-				// a cached copy.
-				for hits := c.Stats().LocalHits; c.Stats().LocalHits == hits; {
-					if v, err := c.Get(ctx, key); err != nil || string(v) != want {
-						t.Fatalf("round %d: Get(%q) = %q, %v; want %q", i, key, v, err, want)
-					}
-					if time.Now().After(deadline) {
-						t.Fatalf("round %d: %q not served locally within 2 s", i, key)
-					}
-					time.Sleep(time.Millisecond)
-				}
-				cancel()
-				ids := invalidationIDs(t, srv, name+"-invalidation")
-				most = max(most, len(ids))
-				for _, id := range ids {
-					seen[id] = true
-				}
-				time.Sleep(age / 2)
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: Get(%q) = %q, %v 2 s after another client set %q: the write did not invalidate the local copy", i, key, v, err, want)
 			}
-			st := c.Stats()
-			t.Logf("%d invalidation connections seen, at most %d at once; %d local hits, %d invalidations, %d flushes",
-				len(seen), most, st.LocalHits, st.Invalidations, st.LocalFlushes)
-			if len(seen) < 3 {
-				t.Errorf("%d invalidation connections over %v with MaxConnAge %v; want them replaced", len(seen), 15*age, age)
+			time.Sleep(5 * time.Millisecond)
+		}
+		// Once it is served locally (ristretto stores
+		// asynchronously), the next round's write must invalidate
+		// a cached copy.
+		for hits := c.Stats().LocalHits; c.Stats().LocalHits == hits; {
+			if v, err := c.Get(ctx, key); err != nil || string(v) != want {
+				t.Fatalf("round %d: Get(%q) = %q, %v; want %q", i, key, v, err, want)
 			}
-			if most > 2 {
-				t.Errorf("%d invalidation connections at once; want the old one closed after the handover", most)
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: %q not served locally within 2 s", i, key)
 			}
-			if st.LocalFlushes != 0 {
-				t.Errorf("Stats().LocalFlushes = %d; want 0: a handover flushed the cache", st.LocalFlushes)
-			}
-			if st.Invalidations < 9 {
-				t.Errorf("Stats().Invalidations = %d; want at least one per write of another client", st.Invalidations)
-			}
-		})
+			time.Sleep(time.Millisecond)
+		}
+		cancel()
+		ids := invalidationIDs(t, srv, name+"-invalidation")
+		most = max(most, len(ids))
+		for _, id := range ids {
+			seen[id] = true
+		}
+		time.Sleep(age / 2)
+	}
+	st := c.Stats()
+	t.Logf("%d invalidation connections seen, at most %d at once; %d local hits, %d invalidations, %d flushes",
+		len(seen), most, st.LocalHits, st.Invalidations, st.LocalFlushes)
+	if len(seen) < 3 {
+		t.Errorf("%d invalidation connections over %v with MaxConnAge %v; want them replaced", len(seen), 15*age, age)
+	}
+	if mode == localcache.TrackKeys {
+		// The current one, one read until the data connections
+		// pointed to it are replaced, and one more while those of
+		// the last are.
+		if most > 3 {
+			t.Errorf("%d invalidation connections at once; want at most 3", most)
+		}
+		return
+	}
+	if most > 2 {
+		t.Errorf("%d invalidation connections at once; want the old one closed after the handover", most)
+	}
+	if st.LocalFlushes != 0 {
+		t.Errorf("Stats().LocalFlushes = %d; want 0: a handover flushed the cache", st.LocalFlushes)
+	}
+	if st.Invalidations < 9 {
+		t.Errorf("Stats().Invalidations = %d; want at least one per write of another client", st.Invalidations)
 	}
 }
 

@@ -96,7 +96,7 @@ type store struct {
 	stopClock chan struct{}
 	clockDone chan struct{}
 
-	invalidations, flushes, evictions, bytes atomic.Int64
+	invalidations, received, flushes, evictions, bytes atomic.Int64
 }
 
 // cacheLinePad keeps what is around it off each other's cache lines (128

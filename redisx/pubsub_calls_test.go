@@ -362,3 +362,67 @@ func TestSubscribeAndUnsubscribeRacingReconnects(t *testing.T) {
 	sub.Close()
 	<-drained
 }
+
+// TestUnsubscribeAnswersAWaitingSubscribe: an Unsubscribe of channels a
+// Subscribe is still waiting for — named, or every channel — answers
+// that Subscribe at once, with nil (it took effect first), while the
+// server is paused; once it answers, the channels are not subscribed.
+func TestUnsubscribeAnswersAWaitingSubscribe(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		unsub []string // Unsubscribe's arguments
+		gone  []string // not subscribed afterwards
+	}{
+		{"named", []string{"x", "y"}, []string{"x", "y"}},
+		{"every channel", nil, []string{"x", "y", "base"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := launcher.Private(t, launcher.Options{})
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+			defer cancel()
+			c, err := redisx.New(ctx, redisx.Options{Addrs: []string{srv.Addr()}, Strategy: strategy.Multiplexed{}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			sub, err := c.Subscribe(ctx, "base")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer sub.Close()
+			admin, err := redis.Dial("tcp", srv.Addr(), redis.DialReadTimeout(5*time.Second))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer admin.Close()
+
+			// Shorter than the silence after which a connection is replaced.
+			pauseServer(t, srv, 2*time.Second)
+			waiting := make(chan error, 1)
+			go func() { waiting <- sub.Subscribe(ctx, "x", "y") }()
+			time.Sleep(50 * time.Millisecond) // its SUBSCRIBE is held by the server
+			if err := sub.Unsubscribe(ctx, tc.unsub...); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case err := <-waiting:
+				if err != nil {
+					t.Fatalf("Subscribe answered by Unsubscribe = %v; want nil", err)
+				}
+			case <-time.After(1500 * time.Millisecond):
+				t.Fatal("Subscribe still waiting 1.5 s after an Unsubscribe of its channels, the server paused")
+			}
+			// Confirmed after the pause, behind what the calls sent.
+			if err := sub.Subscribe(ctx, "barrier"); err != nil {
+				t.Fatal(err)
+			}
+			for _, ch := range tc.gone {
+				if n := numSub(t, admin, ch); n != 0 {
+					t.Errorf("%s subscribed by %d connections after Unsubscribe; want none", ch, n)
+				}
+			}
+			publishTo(ctx, t, c, "barrier", "b", 1)
+			expectData(t, sub, "barrier", "b")
+		})
+	}
+}

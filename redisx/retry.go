@@ -164,7 +164,9 @@ func (c *Client) pause(ctx context.Context, n int, first time.Time) (bool, error
 
 // retry runs op again, as the policy allows, after a first attempt that
 // returned v and err where again(err); it returns the result of the last
-// attempt made, or the context's error if it ends during a backoff. It is
+// attempt made — when the context ends during a backoff, that attempt's
+// error joined with the context's, so that errors.Is finds both and the
+// caller learns why its call failed, not only that time ran out. It is
 // the slow path: callers call it only after a failure, so that a call
 // that succeeds at once pays one comparison.
 func retry[T any](ctx context.Context, c *Client, v T, err error, again func(error) bool, op func() (T, error)) (T, error) {
@@ -172,6 +174,8 @@ func retry[T any](ctx context.Context, c *Client, v T, err error, again func(err
 	for n := 1; ; n++ {
 		ok, e := c.pause(ctx, n, first)
 		switch {
+		case e != nil && err != nil && e != ErrClosed:
+			return v, fmt.Errorf("%w (the context ended before attempt %d: %w)", err, n+1, e)
 		case e != nil:
 			return v, e
 		case !ok:

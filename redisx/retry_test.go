@@ -302,6 +302,21 @@ func TestRetryWithinTheDeadline(t *testing.T) {
 	}
 }
 
+// TestRetryCancelledDuringBackoffSaysWhy: a call whose context ends while
+// it waits to retry returns the failure it was retrying with the
+// context's error, not the context's error alone.
+func TestRetryCancelledDuringBackoffSaysWhy(t *testing.T) {
+	sent := fmt.Errorf("%w: reset", strategy.ErrConnection)
+	policy := redisx.Retry{MaxAttempts: 5, MinBackoff: time.Second, MaxBackoff: time.Second}
+	c, _ := newFlaky(t, policy, sent)
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(50*time.Millisecond, cancel)
+	_, err := c.Get(ctx, "k")
+	if !errors.Is(err, redisx.ErrConnection) || !errors.Is(err, context.Canceled) {
+		t.Errorf("Get cancelled during its backoff = %v; want the connection error and context.Canceled", err)
+	}
+}
+
 // patient retries for as long as a deadline allows.
 var patient = redisx.Retry{MaxAttempts: 1 << 20, MinBackoff: 5 * time.Millisecond, MaxBackoff: 50 * time.Millisecond}
 

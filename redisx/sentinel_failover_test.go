@@ -107,7 +107,12 @@ func (l *load) record(err error) {
 		l.fails.Add(1)
 		l.lastErr.Store(&err)
 		l.lastFail.Store(time.Now().UnixNano())
-		if !errors.Is(err, redisx.ErrConnection) {
+		// A call may also run out of its second: on a loaded machine the
+		// SET before it can take most of it, and the GET then finds its
+		// deadline passed while it waits for a pool's connection. What
+		// must never come is another kind of error (READONLY from the
+		// demoted master, a wrong reply).
+		if !errors.Is(err, redisx.ErrConnection) && !errors.Is(err, context.DeadlineExceeded) {
 			l.other.Add(1)
 			l.otherErr.Store(&err)
 		}
@@ -352,7 +357,7 @@ func TestFailoverUnderLoad(t *testing.T) {
 			t.Errorf("%s: %d reads returned a value never written", l.name, n)
 		}
 		if n := l.other.Load(); n != 0 {
-			t.Errorf("%s: %d calls failed with an error other than ErrConnection, such as %v", l.name, n, *l.otherErr.Load())
+			t.Errorf("%s: %d calls failed with an error other than ErrConnection or their deadline, such as %v", l.name, n, *l.otherErr.Load())
 		}
 		if s := l.c.Stats(); s.Conns != 0 {
 			t.Errorf("%s: Stats().Conns = %d after Close", l.name, s.Conns)

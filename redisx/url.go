@@ -50,6 +50,7 @@ import (
 //	near_jitter          Near.Jitter (a fraction in [0, 1), "0.1")
 //	near_prefix          Near.Prefixes (repeatable)
 //	near_ping_interval   Near.PingInterval
+//	near_tracking        Near.Tracking: keys (default), broadcast or none
 //	dial_timeout, read_timeout, write_timeout   (Go durations)
 //	client_name          CLIENT SETNAME
 //	ttl_jitter           Options.TTLJitter (a fraction in [0, 1))

@@ -83,6 +83,9 @@ func TestParseURLRefusesWhatNewRefuses(t *testing.T) {
 		{"redis://h?near=1MiB&near_jitter=1", &redisx.Options{Addrs: []string{nowhere}, Strategy: localcache.Near{Jitter: 1}}},
 		{"redis://h?near=1MiB&near_ping_interval=-1s", &redisx.Options{Addrs: []string{nowhere}, Strategy: localcache.Near{PingInterval: -time.Second}}},
 		{"redis://h?near_prefix=a", nil}, // any prefix, but only with near
+		{"redis://h?near=1MiB&near_tracking=all", &redisx.Options{Addrs: []string{nowhere}, Strategy: localcache.Near{Tracking: localcache.TrackNone + 1}}},
+		{"redis://h?near=1MiB&near_tracking=", &redisx.Options{Addrs: []string{nowhere}, Strategy: localcache.Near{Tracking: -1}}},
+		{"redis://h?near_tracking=none", nil}, // only with near
 		{"redis://h?near=1MiB&conns=2&lanes=4", &redisx.Options{Addrs: []string{nowhere}, Strategy: localcache.Near{Inner: strategy.Multiplexed{Conns: 2, Lanes: 4}}}},
 
 		{"redis-sentinel://h/m?db=-1", &redisx.Options{Sentinel: sentinel, DB: -1}},

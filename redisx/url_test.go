@@ -169,7 +169,7 @@ func TestParseURL(t *testing.T) {
 		{
 			name: "near with every parameter",
 			url: "redis://h?near=512KiB&near_ttl=10s&near_negative_ttl=1s&near_jitter=0.1" +
-				"&near_prefix=user:&near_prefix=sess%3A&near_ping_interval=250ms&conns=2",
+				"&near_prefix=user:&near_prefix=sess%3A&near_ping_interval=250ms&near_tracking=broadcast&conns=2",
 			want: redisx.Options{Addrs: []string{"h:6379"}, Strategy: localcache.Near{
 				Inner:        strategy.Multiplexed{Conns: 2},
 				MaxBytes:     512 << 10,
@@ -178,7 +178,18 @@ func TestParseURL(t *testing.T) {
 				Jitter:       0.1,
 				Prefixes:     []string{"user:", "sess:"},
 				PingInterval: 250 * time.Millisecond,
+				Tracking:     localcache.TrackBroadcast,
 			}},
+		},
+		{
+			name: "near without tracking",
+			url:  "redis://h?near=1MiB&near_ttl=300ms&near_tracking=none",
+			want: redisx.Options{Addrs: []string{"h:6379"}, Strategy: localcache.Near{Inner: strategy.Multiplexed{}, MaxBytes: 1 << 20, TTL: 300 * time.Millisecond, Tracking: localcache.TrackNone}},
+		},
+		{
+			name: "near with per-key tracking named",
+			url:  "redis://h?near=1MiB&near_tracking=keys",
+			want: redisx.Options{Addrs: []string{"h:6379"}, Strategy: localcache.Near{Inner: strategy.Multiplexed{}, MaxBytes: 1 << 20}},
 		},
 		{
 			name: "near over pool, plain bytes",
@@ -272,6 +283,9 @@ func TestParseURLErrors(t *testing.T) {
 		{"near jitter NaN", "redis://:" + secret + "@h?near=1MiB&near_jitter=NaN"},
 		{"ttl jitter negative", "redis://:" + secret + "@h?ttl_jitter=-0.1"},
 		{"near bad ttl", "redis://:" + secret + "@h?near=1MiB&near_ttl=long"},
+		{"near unknown tracking", "redis://:" + secret + "@h?near=1MiB&near_tracking=bcast"},
+		{"near empty tracking", "redis://:" + secret + "@h?near=1MiB&near_tracking="},
+		{"near tracking without near", "redis://:" + secret + "@h?near_tracking=none"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

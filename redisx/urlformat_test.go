@@ -153,9 +153,15 @@ func TestFormatURLRoundTrip(t *testing.T) {
 				Jitter:       0.05,
 				Prefixes:     []string{"user:", "a&b=c"},
 				PingInterval: 500 * time.Millisecond,
+				Tracking:     localcache.TrackBroadcast,
 			}},
 			url: "redis://h:6379?strategy=multiplexed&conns=2&near=64MiB&near_ttl=10s&near_negative_ttl=1s" +
-				"&near_jitter=0.05&near_prefix=user:&near_prefix=a%26b%3Dc&near_ping_interval=500ms",
+				"&near_jitter=0.05&near_prefix=user:&near_prefix=a%26b%3Dc&near_ping_interval=500ms&near_tracking=broadcast",
+		},
+		{
+			name: "near without tracking",
+			in:   redisx.Options{Addrs: []string{"h:6379"}, Strategy: localcache.Near{Inner: strategy.Multiplexed{}, TTL: 300 * time.Millisecond, Tracking: localcache.TrackNone}},
+			url:  "redis://h:6379?strategy=multiplexed&near=0&near_ttl=300ms&near_tracking=none",
 		},
 		{
 			name: "near over pool, odd size in bytes, empty prefixes",
@@ -308,7 +314,7 @@ func TestFormatURLKnowsEveryField(t *testing.T) {
 		reflect.TypeFor[strategy.Multiplexed](): {"Conns", "Lanes", "MaxPending", "Blocking"},
 		reflect.TypeFor[strategy.Pool]():        {"Size", "MinIdle", "MaxIdleTime", "MaxLifetime", "HealthCheckPeriod"},
 		reflect.TypeFor[strategy.SlotGrouped](): {"Transport", "MaxBatch"},
-		reflect.TypeFor[localcache.Near]():      {"Inner", "MaxBytes", "TTL", "NegativeTTL", "Jitter", "Prefixes", "PingInterval"},
+		reflect.TypeFor[localcache.Near]():      {"Inner", "MaxBytes", "TTL", "NegativeTTL", "Jitter", "Prefixes", "PingInterval", "Tracking"},
 	}
 	for typ, names := range known {
 		var fields []string

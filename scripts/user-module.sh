@@ -47,24 +47,29 @@ echo "user-module: the README's quick start builds in a module of its own" >&2
 # the same go.mod and go.sum as go get leaves.
 "$GO" mod edit -tool=github.com/redisx-go/kit/benchmarks/cmd/redisx-bench
 "$GO" mod tidy
-# A port nothing listens on: redis-server fails to start on a taken one,
-# and then the readiness loop below fails.
-port=$((20000 + RANDOM % 40000))
-while (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do
-	port=$((20000 + RANDOM % 40000))
-done
-redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --daemonize no >"$work/redis.log" 2>&1 &
-server_pid=$!
+# A free port below Linux's ephemeral range (32768 and up), so that no
+# client's outgoing connection holds it; a port taken meanwhile makes
+# redis-server exit, and another is tried.
 ready=""
-for _ in $(seq 100); do
-	if redis-cli -p "$port" ping >/dev/null 2>&1; then
-		ready=1
-		break
-	fi
-	sleep 0.05
+for _ in $(seq 5); do
+	port=$((20000 + RANDOM % 12000))
+	redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --daemonize no >"$work/redis.log" 2>&1 &
+	server_pid=$!
+	for _ in $(seq 100); do
+		if redis-cli -p "$port" ping >/dev/null 2>&1; then
+			ready=1
+			break
+		fi
+		kill -0 "$server_pid" 2>/dev/null || break
+		sleep 0.05
+	done
+	[ -n "$ready" ] && break
+	kill "$server_pid" 2>/dev/null || true
+	wait "$server_pid" 2>/dev/null || true
+	server_pid=""
 done
 if [ -z "$ready" ]; then
-	echo "user-module: redis-server did not start on 127.0.0.1:$port:" >&2
+	echo "user-module: redis-server did not start on a loopback port:" >&2
 	cat "$work/redis.log" >&2
 	exit 1
 fi

@@ -14,21 +14,32 @@ import (
 // each workload was.
 
 // renderAnswerVerdict is the answer's verdict after its configuration:
-// "significant: +12.0% over multiplexed-1, p = 0.002".
-func renderAnswerVerdict(a *benchmarks.Answer) string {
+// "significant: +12.0% (95% interval [+8.1%, +15.2%]) over
+// multiplexed-1, p = 0.002".
+func renderAnswerVerdict(a *benchmarks.Answer, margin float64) string {
+	iv := renderWithInterval(a.Margin, a.MarginLo, a.MarginHi, a.IntervalLevel)
 	switch {
 	case a.RunnerUp == "":
 		return "the only redisx target measured"
 	case a.Confidence == benchmarks.Significant:
-		return fmt.Sprintf("significant: %s over %s, p = %s", renderPercent(a.Margin), a.RunnerUp, renderP(a.PValue))
+		return fmt.Sprintf("significant: %s over %s, p = %s", iv, a.RunnerUp, renderP(a.PValue))
+	case a.Confidence == benchmarks.Equivalent:
+		return fmt.Sprintf("equivalent to %s within %s: %s, p = %s; named by the tie-break toward fewer connections",
+			a.RunnerUp, renderMargin(margin), iv, renderP(a.PValue))
 	}
-	return fmt.Sprintf("a tie (%s against %s, p = %s), named by the tie-break toward fewer connections",
-		renderPercent(a.Margin), a.RunnerUp, renderP(a.PValue))
+	return fmt.Sprintf("%s: %s against %s, p = %s", a.Confidence, iv, a.RunnerUp, renderP(a.PValue))
 }
 
-// renderAnswerHead is the answer's first line, without a prefix.
-func renderAnswerHead(a *benchmarks.Answer) string {
-	return fmt.Sprintf("use %s for %s at %s — %s", a.Strategy, a.Workload, renderGoroutines(a.Concurrency), renderAnswerVerdict(a))
+// renderAnswerHead is the answer's first line, without a prefix: the
+// configuration to use, or, undecided, the contenders and what would
+// decide between them.
+func renderAnswerHead(a *benchmarks.Answer, margin float64) string {
+	at := fmt.Sprintf("%s at %s", a.Workload, renderGoroutines(a.Concurrency))
+	if a.Confidence == benchmarks.Undecided {
+		return fmt.Sprintf("undecided between %s for %s: %s", renderList(a.Contenders), at,
+			renderUndecided(margin, first(a.Contenders), a.RunnerUp, a.Margin, a.MarginLo, a.MarginHi, a.IntervalLevel, a.Samples, a.SuggestedMaxRepeats))
+	}
+	return fmt.Sprintf("use %s for %s — %s", a.Strategy, at, renderAnswerVerdict(a, margin))
 }
 
 // renderAnswerPassword says what the placeholder in the URL stands for;
@@ -67,13 +78,19 @@ func renderAnswerText(b *strings.Builder, r *benchmarks.Report) {
 	if a == nil {
 		return
 	}
-	renderWrap(b, "answer: "+renderAnswerHead(a), "    ")
-	if a.URL != "" {
+	renderWrap(b, "answer: "+renderAnswerHead(a, r.Settings.Margin), "    ")
+	switch {
+	case a.Strategy == "":
+		b.WriteString("  no configuration named\n")
+	case a.URL != "":
 		b.WriteString("  url: " + a.URL + "\n")
-	} else {
+	default:
 		b.WriteString("  (no URL expresses this configuration; see its Go snippet below)\n")
 	}
-	for _, s := range []string{renderAnswerPassword(a), a.Note} {
+	if a.Alternative != "" {
+		renderWrap(b, "  alternative: "+renderOneLine(a.Alternative), "    ")
+	}
+	for _, s := range []string{renderAnswerPassword(a), a.Note, a.Near} {
 		if s != "" {
 			renderWrap(b, "  "+renderOneLine(s), "    ")
 		}
@@ -90,12 +107,25 @@ func renderAnswerMD(b *strings.Builder, r *benchmarks.Report) {
 	if a == nil {
 		return
 	}
-	fmt.Fprintf(b, "**Answer: use %s for %s at %s** — %s.\n\n", renderMDCode(a.Strategy), renderMD(a.Workload),
-		renderGoroutines(a.Concurrency), renderMD(renderAnswerVerdict(a)))
+	if a.Confidence == benchmarks.Undecided {
+		names := make([]string, len(a.Contenders))
+		for i, n := range a.Contenders {
+			names[i] = renderMDCode(n)
+		}
+		fmt.Fprintf(b, "**Answer: undecided between %s for %s at %s** — %s.\n\n", renderList(names), renderMD(a.Workload),
+			renderGoroutines(a.Concurrency), renderMD(renderUndecided(r.Settings.Margin, first(a.Contenders), a.RunnerUp,
+				a.Margin, a.MarginLo, a.MarginHi, a.IntervalLevel, a.Samples, a.SuggestedMaxRepeats)))
+	} else {
+		fmt.Fprintf(b, "**Answer: use %s for %s at %s** — %s.\n\n", renderMDCode(a.Strategy), renderMD(a.Workload),
+			renderGoroutines(a.Concurrency), renderMD(renderAnswerVerdict(a, r.Settings.Margin)))
+	}
 	if a.URL != "" {
 		fmt.Fprintf(b, "URL: %s\n\n", renderMDCode(a.URL))
 	}
-	for _, s := range []string{renderAnswerPassword(a), a.Note} {
+	if a.Alternative != "" {
+		fmt.Fprintf(b, "Alternative: %s.\n\n", renderMD(a.Alternative))
+	}
+	for _, s := range []string{renderAnswerPassword(a), a.Note, a.Near} {
 		if s != "" {
 			b.WriteString(renderMD(renderCapital(s)) + ".\n\n")
 		}
@@ -105,9 +135,10 @@ func renderAnswerMD(b *strings.Builder, r *benchmarks.Report) {
 	}
 }
 
-// renderPageAnswer is the answer on report.html.
+// renderPageAnswer is the answer on report.html; Class is its
+// confidence.
 type renderPageAnswer struct {
-	Head, URL, Password, Note, Workload string
+	Head, URL, Password, Note, Near, Workload, Alternative, Class string
 }
 
 func renderHTMLAnswer(r *benchmarks.Report) *renderPageAnswer {
@@ -115,7 +146,11 @@ func renderHTMLAnswer(r *benchmarks.Report) *renderPageAnswer {
 	if a == nil {
 		return nil
 	}
-	p := &renderPageAnswer{Head: renderAnswerHead(a), URL: a.URL, Password: renderCapital(renderAnswerPassword(a)), Note: renderCapital(a.Note)}
+	p := &renderPageAnswer{Head: renderAnswerHead(a, r.Settings.Margin), URL: a.URL, Password: renderCapital(renderAnswerPassword(a)),
+		Note: renderCapital(a.Note), Near: renderCapital(a.Near), Alternative: a.Alternative, Class: "decided"}
+	if a.Confidence == benchmarks.Undecided {
+		p.Class = "undecided"
+	}
 	if w := renderWorkloadText(r, a.Workload); w != "" {
 		p.Workload = a.Workload + ": " + w
 	}

@@ -15,6 +15,7 @@ func renderCSVHeader() []string {
 		"workload", "target", "concurrency", "qps", "qps_low", "qps_high", "samples",
 		"p50_ms", "p90_ms", "p99_ms", "p999_ms", "max_ms", "ops", "errors", "failed", "conns",
 		"cpu_us_per_op", "allocs_per_op", "bytes_per_op", "hit_ratio", "rate",
+		"invalidations_per_write",
 	}
 }
 
@@ -39,7 +40,7 @@ func renderCSV(b *bytes.Buffer, r *benchmarks.Report) error {
 			num(c.P50ms), num(c.P90ms), num(c.P99ms), num(c.P999ms), num(c.MaxMs),
 			strconv.FormatInt(c.Ops, 10), strconv.FormatInt(c.Errors, 10), strconv.FormatBool(c.Failed),
 			strconv.Itoa(c.Conns), num(c.CPUPerOp), num(c.AllocsPerOp), num(c.BytesPerOp),
-			num(c.HitRatio), num(c.Rate),
+			num(c.HitRatio), num(c.Rate), num(c.InvalidationsPerWrite),
 		})
 		if err != nil {
 			return err

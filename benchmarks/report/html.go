@@ -23,6 +23,8 @@ type renderPage struct {
 	SLO                                   []renderPageSLO
 	Baseline                              *renderPageBaseline
 	Recommended                           []renderPageRec
+	Undecided                             string
+	Rule, IntervalLegend                  string
 	CellHeader                            []string
 	Cells                                 [][]string
 }
@@ -47,7 +49,7 @@ type renderPageCell struct {
 }
 
 type renderPageVerdict struct {
-	Workload, Level, Winner, Confidence, Margin, Interval, P, RunnerUp, TieBreak, Class string
+	Workload, Level, Winner, Confidence, Margin, Interval, P, RunnerUp, TieBreak, Alternative, Class string
 }
 
 type renderPageSLO struct {
@@ -63,7 +65,7 @@ type renderPageBaseline struct {
 }
 
 type renderPageRec struct {
-	Target, Where, URL, Go string
+	Target, Where, URL, Go, Near string
 }
 
 // renderHTML writes report.html: one page, readable offline — no script,
@@ -108,12 +110,11 @@ func renderHTMLPage(r *benchmarks.Report) renderPage {
 					pc.Note = fmt.Sprintf("%d errors", c.Errors)
 				default:
 					pc.QPS, pc.CI, pc.P99 = renderQPS(c.QPS), renderCI(c), renderMs(c.P99ms)+" ms"
-					switch rec := w.winner(t, l); {
-					case rec == nil:
-					case rec.Confidence == benchmarks.Significant:
+					switch m := w.mark(t, l); m {
+					case "win":
 						pc.Class, pc.Mark = "win", "winner"
-					default:
-						pc.Class, pc.Mark = "tie", "tie"
+					case "equivalent", "undecided":
+						pc.Class, pc.Mark = m, m
 					}
 				}
 				row.Cells = append(row.Cells, pc)
@@ -136,15 +137,25 @@ func renderHTMLPage(r *benchmarks.Report) renderPage {
 			pv := renderPageVerdict{
 				Workload: w.name, Level: strconv.Itoa(l), Winner: rec.Strategy, Confidence: rec.Confidence,
 				Margin: renderPercent(rec.Margin), Interval: renderPercentInterval(rec.MarginLo, rec.MarginHi),
-				P: renderP(rec.PValue), RunnerUp: rec.RunnerUp, TieBreak: rec.TieBreak, Class: "tie",
+				P: renderP(rec.PValue), RunnerUp: rec.RunnerUp, TieBreak: rec.TieBreak, Alternative: rec.Alternative,
 			}
-			if rec.Underpowered {
-				pv.Confidence += " (underpowered)"
+			if l := renderLevel(rec.IntervalLevel); l != "" && pv.Interval != "" {
+				pv.Interval += " (" + l + ")"
 			}
-			if rec.Confidence == benchmarks.Significant {
+			switch {
+			case rec.Confidence == benchmarks.Significant:
 				pv.Class = "win"
+			case rec.Confidence == benchmarks.Undecided:
+				pv.Class, pv.Winner = "undecided", "none"
+				pv.RunnerUp = first(rec.Contenders) + " vs " + rec.RunnerUp
+				pv.TieBreak = "undecided between " + renderList(rec.Contenders)
+				if rec.SuggestedMaxRepeats > 0 {
+					pv.TieBreak += fmt.Sprintf("; -max-repeats %d might decide, if the estimate holds", rec.SuggestedMaxRepeats)
+				}
+			default:
+				pv.Class = "equivalent"
 			}
-			if rec.Strategy == "" {
+			if rec.Strategy == "" && rec.Confidence != benchmarks.Undecided {
 				pv.Winner = "none: every cell failed"
 			}
 			p.Verdicts = append(p.Verdicts, pv)
@@ -170,13 +181,16 @@ func renderHTMLPage(r *benchmarks.Report) renderPage {
 		}
 		p.Baseline = pb
 	}
+	p.Undecided = strings.Join(v.undecided(), "; ")
+	p.Rule, p.IntervalLegend = renderRule(r.Settings), renderIntervalLegend(r.Settings)
 	for _, g := range v.recommended() {
 		p.Recommended = append(p.Recommended, renderPageRec{
 			Target: g.rec.Strategy, Where: strings.Join(g.where, "; "), URL: g.rec.URL, Go: strings.TrimRight(g.rec.Go, "\n"),
+			Near: renderCapital(g.rec.Near),
 		})
 	}
 	p.CellHeader = []string{"workload", "target", "goroutines", "QPS", "95% CI [lo, hi]", "p50 ms", "p90 ms", "p99 ms",
-		"p99.9 ms", "max ms", "ops", "errors", "conns", "CPU µs/op", "allocs/op", "B/op", "hit ratio", "rate/s"}
+		"p99.9 ms", "max ms", "ops", "errors", "conns", "CPU µs/op", "allocs/op", "B/op", "hit ratio", "invalidations/write", "rate/s"}
 	for _, c := range r.Cells {
 		ci := "n/a"
 		if renderFinite64(c.QPSLow) && renderFinite64(c.QPSHigh) {
@@ -186,9 +200,12 @@ func renderHTMLPage(r *benchmarks.Report) renderPage {
 		if c.Failed {
 			errs += " (failed)"
 		}
-		hit, rate := "", ""
+		hit, inval, rate := "", "", ""
 		if c.HitRatio != 0 {
 			hit = renderSig(c.HitRatio*100, 3) + "%"
+		}
+		if c.InvalidationsPerWrite != 0 {
+			inval = renderSig(c.InvalidationsPerWrite, 3)
 		}
 		if c.Rate != 0 {
 			rate = renderQPS(c.Rate)
@@ -196,7 +213,7 @@ func renderHTMLPage(r *benchmarks.Report) renderPage {
 		p.Cells = append(p.Cells, []string{c.Workload, c.Target, strconv.Itoa(c.Concurrency), renderQPS(c.QPS), ci,
 			renderMs(c.P50ms), renderMs(c.P90ms), renderMs(c.P99ms), renderMs(c.P999ms), renderMs(c.MaxMs),
 			strconv.FormatInt(c.Ops, 10), errs, strconv.Itoa(c.Conns), renderSig(c.CPUPerOp, 3),
-			renderSig(c.AllocsPerOp, 3), renderSig(c.BytesPerOp, 3), hit, rate})
+			renderSig(c.AllocsPerOp, 3), renderSig(c.BytesPerOp, 3), hit, inval, rate})
 	}
 	return p
 }
@@ -226,7 +243,11 @@ th, td { border: 1px solid #d5d5d5; padding: 3px 8px; text-align: right; vertica
 th { background: #f3f3f3; }
 td.name, th.name { text-align: left; max-width: 24em; overflow-wrap: anywhere; }
 td.win { background: #dff0d8; font-weight: 600; }
-td.tie { background: #eef3fb; }
+td.nowrap { white-space: nowrap; overflow-wrap: normal; }
+td.equivalent { background: #eef3fb; }
+td.undecided { background: #fff3cd; }
+#answer { background: #dff0d8; border: 1px solid #7cb36b; padding: 4px 12px; margin: 0 0 12px; }
+#answer.undecided { background: #fff3cd; border-color: #e0b100; }
 td.failed { background: #f8d7da; color: #842029; }
 td.missing { color: #999; }
 .ci, .p99 { color: #555; font-size: 12px; }
@@ -239,11 +260,13 @@ ul.notes { margin: 4px 0 8px; padding-left: 20px; }
 </head>
 <body>
 <h1>redisx-bench report</h1>
-{{with .Answer}}<section id="answer" style="background: #dff0d8; border: 1px solid #7cb36b; padding: 4px 12px; margin: 0 0 12px;">
+{{with .Answer}}<section id="answer" class="{{.Class}}">
 <p><strong>Answer: {{.Head}}</strong></p>
 {{if .URL}}<p class="url">URL: <code>{{.URL}}</code></p>
+{{end}}{{if .Alternative}}<p>Alternative: {{.Alternative}}</p>
 {{end}}{{if .Password}}<p>{{.Password}}</p>
 {{end}}{{if .Note}}<p>{{.Note}}</p>
+{{end}}{{if .Near}}<p>{{.Near}}.</p>
 {{end}}{{if .Workload}}<p>Workload {{.Workload}}</p>
 {{end}}</section>
 {{end}}{{if .Partial}}<p class="partial">{{.Partial}}</p>
@@ -279,12 +302,12 @@ ul.notes { margin: 4px 0 8px; padding-left: 20px; }
 <section id="verdicts">
 <h2>Verdicts</h2>
 {{if .Verdicts}}<table>
-<thead><tr><th class="name">workload</th><th>goroutines</th><th class="name">winner</th><th class="name">confidence</th><th>margin</th><th>95% interval</th><th>p</th><th class="name">runner-up</th><th class="name">tie-break</th></tr></thead>
+<thead><tr><th class="name">workload</th><th>goroutines</th><th class="name">named</th><th class="name">outcome</th><th>margin</th><th>interval</th><th>p</th><th class="name">against</th><th class="name">why</th></tr></thead>
 <tbody>
-{{range .Verdicts}}<tr><td class="name">{{.Workload}}</td><td>{{.Level}}</td><td class="name {{.Class}}">{{.Winner}}</td><td class="name">{{.Confidence}}</td><td>{{.Margin}}</td><td>{{.Interval}}</td><td>{{.P}}</td><td class="name">{{.RunnerUp}}</td><td class="name">{{.TieBreak}}</td></tr>
+{{range .Verdicts}}<tr><td class="name">{{.Workload}}</td><td>{{.Level}}</td><td class="name nowrap {{.Class}}">{{.Winner}}</td><td class="name nowrap">{{.Confidence}}</td><td>{{.Margin}}</td><td>{{.Interval}}</td><td>{{.P}}</td><td class="name">{{.RunnerUp}}</td><td class="name">{{.TieBreak}}{{if .Alternative}}<br>Alternative: {{.Alternative}}{{end}}</td></tr>
 {{end}}</tbody>
 </table>
-<p class="ci">A winner beats the runner-up significantly (rank test, p &lt; alpha) and the lower end of the 95% interval of its margin reaches the margin of the plan; otherwise it is a tie, and the tie-break names one of the tied. An underpowered tie has an interval wider than the margin: the samples could not tell a margin-sized difference from none.</p>
+<p class="ci">Three outcomes, on the interval of the ratio of two targets' scores: {{.Rule}}. A winner is named; among equivalent targets the tie-break names the one of fewest connections that no target is significantly faster than; an undecided verdict names none. Intervals: {{.IntervalLegend}}.</p>
 {{else}}<p>No verdict.</p>
 {{end}}</section>
 {{if .SLO}}
@@ -312,15 +335,18 @@ ul.notes { margin: 4px 0 8px; padding-left: 20px; }
 {{end}}{{if .Changes}}<h3>Verdicts that changed</h3>
 <ul class="notes">{{range .Changes}}<li>{{.}}</li>{{end}}</ul>
 {{end}}</section>
-{{end}}{{if .Recommended}}
+{{end}}{{if or .Recommended .Undecided}}
 <section id="recommended">
 <h2>Recommended configuration</h2>
 {{range .Recommended}}<h3>{{.Target}}</h3>
 <p>Chosen for {{.Where}}.</p>
 {{if .URL}}<p class="url">URL: <code>{{.URL}}</code></p>
 {{if .Go}}<pre><code>{{.Go}}</code></pre>
+{{end}}{{if .Near}}<p>{{.Near}}.</p>
 {{end}}{{else}}<p>A peer client, not redisx: no URL.</p>
-{{end}}{{end}}</section>
+{{end}}{{end}}{{if .Undecided}}<h3>None: undecided</h3>
+<p>No configuration is named for {{.Undecided}}.</p>
+{{end}}</section>
 {{end}}
 <section id="cells">
 <h2>All cells</h2>

@@ -105,7 +105,7 @@ func renderCheckHTML(t *testing.T, page string, wantCharts int) {
 func TestRenderHTML(t *testing.T) {
 	page := string(renderAllFiles(t, renderSyntheticReport())["report.html"])
 	renderCheckHTML(t, page, 6)
-	for _, want := range []string{"tie</text>", `class="crossover"`, `class="failed"`, "×1", "go1.26.8", "Redis 7.0.15",
+	for _, want := range []string{">=</text>", ">?</text>", `class="crossover"`, `class="failed"`, "×1", "go1.26.8", "Redis 7.0.15",
 		"pinned: redis-server on CPU 1"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("report.html lacks %q", want)

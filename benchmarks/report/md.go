@@ -39,8 +39,8 @@ func renderMarkdown(out *bytes.Buffer, r *benchmarks.Report) error {
 		}
 		if len(w.targets) > 0 {
 			b.WriteString("\nQPS (median of the samples) [95% confidence interval] / p99 latency, by goroutines. " +
-				"**Bold**: the winner at that level; *tie*: no significant winner, " +
-				"the one named by the tie-break.\n\n")
+				"**Bold**: the winner at that level; *equivalent*: no significant winner, the one named by the tie-break " +
+				"among targets equivalent within the margin; *undecided*: a contender of a verdict that names none.\n\n")
 			b.WriteString("| target |")
 			for _, l := range w.levels {
 				fmt.Fprintf(&b, " %d |", l)
@@ -57,9 +57,9 @@ func renderMarkdown(out *bytes.Buffer, r *benchmarks.Report) error {
 			}
 		}
 		if len(w.recLevels) > 0 {
-			b.WriteString("\nVerdicts:\n\n")
+			b.WriteString("\nVerdicts (intervals of the ratio: " + renderMD(renderIntervalLegend(r.Settings)) + "):\n\n")
 			for _, l := range w.recLevels {
-				fmt.Fprintf(&b, "- %s: %s\n", renderGoroutines(l), renderMD(renderVerdict(w.recs[l])))
+				fmt.Fprintf(&b, "- %s: %s\n", renderGoroutines(l), renderMD(renderVerdict(w.recs[l], r.Settings.Margin)))
 			}
 		}
 		if len(w.crossovers) > 0 {
@@ -123,7 +123,8 @@ func renderMarkdown(out *bytes.Buffer, r *benchmarks.Report) error {
 		}
 	}
 
-	if groups := v.recommended(); len(groups) > 0 {
+	groups, undecided := v.recommended(), v.undecided()
+	if len(groups) > 0 || len(undecided) > 0 {
 		b.WriteString("\n## Recommended configuration\n")
 		for _, g := range groups {
 			fmt.Fprintf(&b, "\n### %s\n\nChosen for %s.\n\n", renderMD(g.rec.Strategy), renderMD(strings.Join(g.where, "; ")))
@@ -139,6 +140,12 @@ func renderMarkdown(out *bytes.Buffer, r *benchmarks.Report) error {
 				}
 				fmt.Fprintf(&b, "\n%sgo\n%s\n%s\n", fence, strings.TrimRight(g.rec.Go, "\n"), fence)
 			}
+			if g.rec.Near != "" {
+				fmt.Fprintf(&b, "\n%s.\n", renderMD(renderCapital(g.rec.Near)))
+			}
+		}
+		if len(undecided) > 0 {
+			fmt.Fprintf(&b, "\n### None: undecided\n\nNo configuration is named for %s.\n", renderMD(strings.Join(undecided, "; ")))
 		}
 	}
 	out.WriteString(b.String())
@@ -155,12 +162,13 @@ func renderMDCell(w *reportWorkload, target string, level int) string {
 		return fmt.Sprintf("failed (%d errors)", c.Errors)
 	}
 	qps := renderQPS(c.QPS)
-	switch rec := w.winner(target, level); {
-	case rec == nil:
-	case rec.Confidence == benchmarks.Significant:
+	switch w.mark(target, level) {
+	case "win":
 		qps = "**" + qps + "**"
-	default:
-		qps = "*" + qps + " tie*"
+	case "equivalent":
+		qps = "*" + qps + " equivalent*"
+	case "undecided":
+		qps += " *undecided*"
 	}
 	if ci := renderCI(c); ci != "" {
 		qps += " " + ci // digits, SI suffixes, commas and brackets: no markup

@@ -129,13 +129,23 @@ func (w *reportWorkload) cell(target string, level int) *benchmarks.Cell {
 	return w.cells[reportKey{target, level}]
 }
 
-// winner returns the verdict at level naming target, nil when target did
-// not win there.
-func (w *reportWorkload) winner(target string, level int) *benchmarks.Recommendation {
-	if rec := w.recs[level]; rec != nil && rec.Strategy == target {
-		return rec
+// mark is how target's cell at level shows its level's verdict: "win"
+// (named, significant), "equivalent" (named among equivalent targets),
+// "undecided" (a contender of an undecided verdict), or "" (none of
+// these).
+func (w *reportWorkload) mark(target string, level int) string {
+	rec := w.recs[level]
+	switch {
+	case rec == nil:
+		return ""
+	case rec.Confidence == benchmarks.Undecided && slices.Contains(rec.Contenders, target):
+		return "undecided"
+	case rec.Strategy != target:
+		return ""
+	case rec.Confidence == benchmarks.Significant:
+		return "win"
 	}
-	return nil
+	return "equivalent"
 }
 
 // newReportView arranges r. A workload/target/level measured twice (an
@@ -237,15 +247,16 @@ func (v *reportView) slo(workload string) []benchmarks.SLOResult {
 	return out
 }
 
-// reportGroup is one recommended target and where it wins.
+// reportGroup is one recommended target and where it is named.
 type reportGroup struct {
 	rec   *benchmarks.Recommendation // the first verdict naming it
 	where []string                   // "get at 1, 10", …
 }
 
-// recommended groups the verdicts by winning target, in order of first
-// appearance: each configuration once, with the workloads and levels it
-// was chosen for.
+// recommended groups the verdicts by the target they name, in order of
+// first appearance: each configuration once, with the workloads and
+// levels it was chosen for (an equivalent verdict's marked so). An
+// undecided verdict names none: see undecided.
 func (v *reportView) recommended() []reportGroup {
 	var groups []reportGroup
 	for _, w := range v.workloads {
@@ -262,7 +273,7 @@ func (v *reportView) recommended() []reportGroup {
 			g := &groups[i]
 			lvl := strconv.Itoa(l)
 			if rec.Confidence != benchmarks.Significant {
-				lvl += " (tie)"
+				lvl += " (" + rec.Confidence + ")"
 			}
 			prefix := w.name + " at "
 			if n := len(g.where); n > 0 && strings.HasPrefix(g.where[n-1], prefix) {
@@ -273,6 +284,20 @@ func (v *reportView) recommended() []reportGroup {
 		}
 	}
 	return groups
+}
+
+// undecided lists the undecided verdicts, which name no configuration:
+// "get at 1 (multiplexed or pool-8)".
+func (v *reportView) undecided() []string {
+	var out []string
+	for _, w := range v.workloads {
+		for _, l := range w.recLevels {
+			if rec := w.recs[l]; rec.Confidence == benchmarks.Undecided {
+				out = append(out, fmt.Sprintf("%s at %d (%s)", w.name, l, strings.ReplaceAll(renderList(rec.Contenders), " and ", " or ")))
+			}
+		}
+	}
+	return out
 }
 
 // Numbers for people.
@@ -416,10 +441,28 @@ func renderPlan(s benchmarks.Settings) string {
 	if s.SLO != "" {
 		fmt.Fprintf(&b, ", SLO %s", s.SLO)
 	}
-	fmt.Fprintf(&b, "; a win needs p < %s and the 95%% interval of its margin at least %s, else a tie", strconv.FormatFloat(s.Alpha, 'g', -1, 64),
-		strings.TrimPrefix(renderPercent(s.Margin), "+"))
+	b.WriteString("; " + renderRule(s))
 	fmt.Fprintf(&b, "; seed %d", s.Seed)
 	return b.String()
+}
+
+// renderRule says how the plan decided its verdicts: "a win needs p <
+// 0.0167 and the 98.3% interval of the ratio above +5%; equivalent: the
+// 96.7% interval inside [-4.8%, +5%]; otherwise undecided; up to 18
+// samples per cell in 3 looks, each at alpha 0.05/3".
+func renderRule(s benchmarks.Settings) string {
+	look := s.LookAlpha
+	if !(look > 0) {
+		look = s.Alpha
+	}
+	m := renderMargin(s.Margin)
+	out := fmt.Sprintf("a win needs p < %s and the %s interval of the ratio above +%s; equivalent: the %s interval inside [%s, +%s]; otherwise undecided",
+		strconv.FormatFloat(look, 'g', 3, 64), renderLevel(1-look), m, renderLevel(1-2*look), renderPercent(1/(1+s.Margin)-1), m)
+	if s.Looks > 1 {
+		out += fmt.Sprintf("; up to %d samples per cell in %d looks, each at alpha %s/%d", s.MaxRepeats, s.Looks,
+			strconv.FormatFloat(s.Alpha, 'g', -1, 64), s.Looks)
+	}
+	return out
 }
 
 // renderPartial is the warning of an interrupted run.

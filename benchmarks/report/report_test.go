@@ -32,8 +32,9 @@ func renderGoConfig(strategy string) string {
 }
 
 // renderSyntheticReport is a run with three workloads (one measured at a
-// single level), five targets, a significant win, a tie, a crossover, a
-// failed cell, a peer winning, SLO results and a baseline.
+// single level), five targets, significant, equivalent and undecided
+// verdicts (one with an alternative), an undecided answer, a crossover,
+// a failed cell, a peer winning, SLO results and a baseline.
 func renderSyntheticReport() *benchmarks.Report {
 	start := time.Date(2026, 9, 30, 14, 5, 0, 0, time.UTC)
 	r := &benchmarks.Report{
@@ -51,6 +52,7 @@ func renderSyntheticReport() *benchmarks.Report {
 			Workloads: []string{"get", "mget", "values"},
 			Targets:   []string{"multiplexed-1", "multiplexed-4", "pool-32", "near-mux", "rueidis"},
 			Duration:  500 * time.Millisecond, Warmup: 100 * time.Millisecond, Repeats: 6,
+			MaxRepeats: 18, Looks: 3, LookAlpha: 0.05 / 3,
 			Mode: "closed", SLO: "p99=2ms", Alpha: 0.05, Margin: 0.05, Seed: 42,
 		},
 	}
@@ -81,7 +83,7 @@ func renderSyntheticReport() *benchmarks.Report {
 			CPUPerOp: 4.25, AllocsPerOp: 3, BytesPerOp: 152,
 		}
 		if target == "near-mux" {
-			c.HitRatio = 0.987
+			c.HitRatio, c.InvalidationsPerWrite = 0.987, 0.93
 		}
 		r.Cells = append(r.Cells, c)
 	}
@@ -108,7 +110,7 @@ func renderSyntheticReport() *benchmarks.Report {
 	failed.QPSSamples, failed.Ops = []float64{640, 700, 800, 824, 880, 901}, 2436
 	failed.FirstError = "redisx: connection: dial tcp 127.0.0.1:41002:\nconnect: cannot assign requested address"
 	for _, t := range []string{"multiplexed-1", "pool-32"} {
-		add("values/set-32KiB", t, 100, map[string]float64{"multiplexed-1": 48200, "pool-32": 47900}[t])
+		add("values/set-32KiB", t, 100, map[string]float64{"multiplexed-1": 47900, "pool-32": 48200}[t])
 	}
 
 	url := func(s string) string { return "redis://127.0.0.1:6379?" + s }
@@ -121,21 +123,30 @@ func renderSyntheticReport() *benchmarks.Report {
 			RunnerUp: "pool-32", URL: url("strategy=multiplexed&near=64MiB"), Go: renderGoConfig("localcache.Near{MaxBytes: 64 << 20}")},
 		{Workload: "get", Concurrency: 1000, Strategy: "near-mux", Confidence: benchmarks.Significant, Margin: 13.9, MarginLo: 13.6, MarginHi: 14.2, PValue: 0.0022,
 			RunnerUp: "rueidis", URL: url("strategy=multiplexed&near=64MiB"), Go: renderGoConfig("localcache.Near{MaxBytes: 64 << 20}")},
-		{Workload: "mget", Concurrency: 1, Strategy: "multiplexed-1", Confidence: benchmarks.Tie, Margin: 0.0123, MarginLo: -0.009, MarginHi: 0.031, PValue: 0.31,
-			RunnerUp: "multiplexed-4", TieBreak: "fewest connections (1 against 4)",
+		{Workload: "mget", Concurrency: 1, Strategy: "multiplexed-1", Confidence: benchmarks.Equivalent, Margin: 0.0123, MarginLo: -0.009, MarginHi: 0.031,
+			IntervalLevel: 0.967, PValue: 0.31, RunnerUp: "multiplexed-4", Samples: 6, Looks: 1,
+			TieBreak: "equivalent within 5% (each one's 96.7% interval against multiplexed-1 inside [-4.8%, +5%]): multiplexed-1 (1 connection), " +
+				"multiplexed-4 (4 connections); picked the fewest connections (then the lowest bound on them): multiplexed-1",
 			URL: url("strategy=multiplexed&conns=1"), Go: renderGoConfig("strategy.Multiplexed{Conns: 1}")},
-		{Workload: "mget", Concurrency: 10, Strategy: "multiplexed-1", Confidence: benchmarks.Tie, Margin: 0.0133, MarginLo: -0.006, MarginHi: 0.029, PValue: 0.18,
-			RunnerUp: "multiplexed-4", TieBreak: "fewest connections (1 against 4)",
-			URL: url("strategy=multiplexed&conns=1"), Go: renderGoConfig("strategy.Multiplexed{Conns: 1}")},
-		{Workload: "mget", Concurrency: 100, Strategy: "multiplexed-4", Confidence: benchmarks.Tie, Margin: 0.0072, MarginLo: -0.041, MarginHi: 0.062, PValue: 0.59, Underpowered: true,
-			RunnerUp: "rueidis", TieBreak: "fewest connections among the tied: multiplexed-4 (4), rueidis (counted 6)",
-			URL: url("strategy=multiplexed&conns=4"), Go: renderGoConfig("strategy.Multiplexed{Conns: 4}")},
+		{Workload: "mget", Concurrency: 10, Strategy: "multiplexed-1", Confidence: benchmarks.Equivalent, Margin: 0.0133, MarginLo: -0.006, MarginHi: 0.029,
+			IntervalLevel: 0.967, PValue: 0.18, RunnerUp: "multiplexed-4", Samples: 12, Looks: 2,
+			TieBreak: "equivalent within 5%: multiplexed-1 (1 connection), multiplexed-4 (4 connections); picked the fewest connections: multiplexed-1",
+			URL:      url("strategy=multiplexed&conns=1"), Go: renderGoConfig("strategy.Multiplexed{Conns: 1}")},
+		{Workload: "mget", Concurrency: 100, Confidence: benchmarks.Undecided, Margin: 0.148, MarginLo: -0.021, MarginHi: 0.31, IntervalLevel: 0.983,
+			PValue: 0.09, RunnerUp: "multiplexed-1", Underpowered: true, Contenders: []string{"multiplexed-4", "multiplexed-1"},
+			SuggestedMaxRepeats: 30, Samples: 18, Looks: 3, URL: "", Go: ""},
 		{Workload: "mget", Concurrency: 1000, Strategy: "rueidis", Confidence: benchmarks.Significant, Margin: 0.0886, MarginLo: 0.061, MarginHi: 0.113, PValue: 0.0043,
-			RunnerUp: "multiplexed-4"},
-		{Workload: "values/set-32KiB", Concurrency: 100, Strategy: "multiplexed-1", Confidence: benchmarks.Tie, Margin: 0.0063, MarginLo: -0.011, MarginHi: 0.024, PValue: 0.82,
-			RunnerUp: "pool-32", TieBreak: "fewest connections (1 against 32)",
-			URL: url("strategy=multiplexed&conns=1"), Go: renderGoConfig("strategy.Multiplexed{Conns: 1}")},
+			IntervalLevel: 0.983, RunnerUp: "multiplexed-4"},
+		{Workload: "values/set-32KiB", Concurrency: 100, Strategy: "pool-32", Confidence: benchmarks.Equivalent, Margin: 0.0063, MarginLo: 0.003, MarginHi: 0.011,
+			IntervalLevel: 0.967, PValue: 0.004, RunnerUp: "multiplexed-1", Samples: 6, Looks: 1,
+			TieBreak:    "equivalent within 5%: pool-32 (32 connections), multiplexed-1 (1 connection); picked pool-32, the fewest connections (then the lowest bound on them) once passed over: multiplexed-1 is significantly slower than pool-32 (-0.6%, p = 0.004)",
+			Alternative: "pool-32 is +0.6% faster [+0.2%, +1.0%] with 32 connections; multiplexed-1 uses 1 connection",
+			URL:         url("strategy=pool&size=32"), Go: renderGoConfig("strategy.Pool{Size: 32}")},
 	}
+	// The answer: mget at 100, undecided.
+	r.Answer = &benchmarks.Answer{Workload: "mget", Concurrency: 100, Confidence: benchmarks.Undecided, Margin: 0.148, MarginLo: -0.021,
+		MarginHi: 0.31, IntervalLevel: 0.983, PValue: 0.09, RunnerUp: "multiplexed-1", Contenders: []string{"multiplexed-4", "multiplexed-1"},
+		SuggestedMaxRepeats: 30, Samples: 18}
 	r.Crossovers = []benchmarks.Crossover{
 		{Workload: "get", From: "multiplexed-1", To: "pool-32", Between: [2]int{10, 100}, Below: 10, Above: 100,
 			Text: "pool-32 overtakes multiplexed-1 between 10 and 100 goroutines"},
@@ -160,7 +171,7 @@ func renderSyntheticReport() *benchmarks.Report {
 			{Workload: "mget", Target: "multiplexed-4", Concurrency: 100, OldQPS: 77000, NewQPS: 70000, Change: -0.0909,
 				ChangeLo: -0.118, ChangeHi: -0.062, PValue: 0.0043, PAdjusted: 0.0065, Significant: true},
 		},
-		VerdictChanges: []string{"mget at 100 goroutines: multiplexed-4 (tie) where the baseline chose pool-32"},
+		VerdictChanges: []string{"mget at 100 goroutines: no target (undecided), was pool-32 (significant)"},
 	}
 	return r
 }
@@ -212,9 +223,12 @@ func renderEdgeReport() *benchmarks.Report {
 	r.Recommendations = []benchmarks.Recommendation{
 		{Workload: "get", Concurrency: 50, Strategy: hostile[0], Confidence: benchmarks.Significant, Margin: math.Inf(1),
 			PValue: math.NaN(), RunnerUp: hostile[1], URL: "redis://h?client_name=%3Cscript%3E", Go: "x := `<script>`"},
-		{Workload: "get", Concurrency: 1, Strategy: hostile[2], Confidence: benchmarks.Tie, TieBreak: "<i>fewest</i>", RunnerUp: hostile[3]},
+		{Workload: "get", Concurrency: 1, Strategy: hostile[2], Confidence: benchmarks.Equivalent, TieBreak: "<i>fewest</i>", RunnerUp: hostile[3],
+			Alternative: "<b>" + hostile[3] + "</b> is faster"},
+		{Workload: "get", Concurrency: 2, Confidence: benchmarks.Undecided, RunnerUp: hostile[1], Contenders: []string{hostile[4], hostile[1], "a|b"},
+			MarginLo: math.Inf(-1), MarginHi: math.NaN(), IntervalLevel: 2},
 		{Workload: "single", Concurrency: 100, Strategy: hostile[0], Confidence: benchmarks.Significant},
-		{Workload: "empty", Concurrency: 10, Confidence: benchmarks.Tie},
+		{Workload: "empty", Concurrency: 10, Confidence: "tie"}, // a version 2 report's verdict on failed cells
 	}
 	r.Crossovers = []benchmarks.Crossover{{Workload: "get", From: hostile[1], To: hostile[0], Below: 3, Above: 5, Text: "<script>x</script>"}}
 	r.Baseline = &benchmarks.BaselineComparison{File: "<old>.json", Cells: []benchmarks.Delta{
@@ -264,10 +278,10 @@ func TestRenderGolden(t *testing.T) {
 		}
 		want, err := os.ReadFile(path)
 		if err != nil {
-			t.Fatalf("%v (run go test -run TestRenderGolden -update ./benchmarks/ to create it)", err)
+			t.Fatalf("%v (run go test ./benchmarks/report/ -run TestRenderGolden -update to create it)", err)
 		}
 		if !bytes.Equal(got[name], want) {
-			t.Errorf("%s differs from %s (go test -run TestRenderGolden -update ./benchmarks/ rewrites it, then review the diff):\n%s",
+			t.Errorf("%s differs from %s (go test ./benchmarks/report/ -run TestRenderGolden -update rewrites it, then review the diff):\n%s",
 				name, path, renderFirstDiff(got[name], want))
 		}
 	}
@@ -345,7 +359,7 @@ func TestRenderReportCSV(t *testing.T) {
 		t.Fatalf("report.csv is not RFC 4180: %v", err)
 	}
 	want := "workload,target,concurrency,qps,qps_low,qps_high,samples,p50_ms,p90_ms,p99_ms,p999_ms,max_ms," +
-		"ops,errors,failed,conns,cpu_us_per_op,allocs_per_op,bytes_per_op,hit_ratio,rate"
+		"ops,errors,failed,conns,cpu_us_per_op,allocs_per_op,bytes_per_op,hit_ratio,rate,invalidations_per_write"
 	if got := strings.Join(rows[0], ","); got != want {
 		t.Errorf("report.csv header = %s; want %s", got, want)
 	}
@@ -407,7 +421,7 @@ func TestRenderSummaryFitsATerminal(t *testing.T) {
 	}
 }
 
-func TestRenderSummarySaysTieAndFailed(t *testing.T) {
+func TestRenderSummarySaysEveryOutcomeAndFailed(t *testing.T) {
 	var b bytes.Buffer
 	if err := report.WriteSummary(&b, renderSyntheticReport()); err != nil {
 		t.Fatal(err)
@@ -416,7 +430,10 @@ func TestRenderSummarySaysTieAndFailed(t *testing.T) {
 	for _, want := range []string{
 		"FAILED pool-32 at 1000: 1234 errors; first: redisx: connection: dial tcp 127.0.0.1:41002: connect:\n" +
 			"      cannot assign requested address",
-		"tie-break: fewest connections (1 against 4)",
+		"tie-break: equivalent within 5%",
+		"alternative: pool-32",
+		"undecided between multiplexed-4 and multiplexed-1; -max-repeats 30 might decide",
+		"none, undecided: mget at 100 (multiplexed-4 or multiplexed-1)",
 		"pool-32 overtakes multiplexed-1 between 10 and 100 goroutines",
 		"rueidis overtakes multiplexed-4 between 100 and 1000 goroutines",
 		"url: redis://127.0.0.1:6379?strategy=multiplexed&near=64MiB",

@@ -54,7 +54,8 @@ const (
 const (
 	chartNoRing = iota
 	chartWinRing
-	chartTieRing
+	chartEquivRing     // named among equivalent targets
+	chartUndecidedRing // a contender of an undecided verdict
 )
 
 type chartPoint struct {
@@ -229,21 +230,27 @@ func renderChart(c chartSpec) template.HTML {
 		}
 	}
 
-	// Verdicts: a ring on the winner's point, dashed and labelled for a tie.
+	// Verdicts: a ring on the named target's point, dashed and labelled
+	// "=" when it was named among equivalent targets; a dotted ring
+	// labelled "?" on each contender of an undecided verdict.
 	for _, s := range c.series {
 		for i, p := range s.points {
 			if p.ring == chartNoRing || p.state != chartOK || !y.drawable(p.y) {
 				continue
 			}
 			px, py := x.pos(c.levels[i]), y.pos(p.y)
-			if p.ring == chartWinRing {
+			title, dash, label := "equivalent at %d, named by the tie-break: %s", "3 2", "="
+			switch p.ring {
+			case chartWinRing:
 				fmt.Fprintf(&b, `<circle cx="%s" cy="%s" r="9" fill="none" stroke="#111" stroke-width="1.8"><title>winner at %d: %s</title></circle>`,
 					chartN(px), chartN(py), c.levels[i], chartEsc(s.name))
 				continue
+			case chartUndecidedRing:
+				title, dash, label = "undecided at %d, a contender: %s", "1 2", "?"
 			}
-			fmt.Fprintf(&b, `<g><title>tie at %d, named by the tie-break: %s</title><circle cx="%s" cy="%s" r="9" fill="none" stroke="#111" stroke-width="1.4" stroke-dasharray="3 2"/>`,
-				c.levels[i], chartEsc(s.name), chartN(px), chartN(py))
-			fmt.Fprintf(&b, `<text x="%s" y="%s" font-size="10" text-anchor="middle" fill="#111">tie</text></g>`, chartN(px), chartN(max(py-13, chartTop+9)))
+			fmt.Fprintf(&b, `<g><title>`+title+`</title><circle cx="%s" cy="%s" r="9" fill="none" stroke="#111" stroke-width="1.4" stroke-dasharray="%s"/>`,
+				c.levels[i], chartEsc(s.name), chartN(px), chartN(py), dash)
+			fmt.Fprintf(&b, `<text x="%s" y="%s" font-size="10" text-anchor="middle" fill="#111">%s</text></g>`, chartN(px), chartN(max(py-13, chartTop+9)), label)
 		}
 	}
 
@@ -284,12 +291,13 @@ type chartKey struct {
 
 // chartKeys returns the keys to the marks c uses.
 func chartKeys(c chartSpec) []chartKey {
-	var win, tie, failed, bars bool
+	var win, equiv, undecided, failed, bars bool
 	y := chartYScale(c)
 	for _, s := range c.series {
 		for _, p := range s.points {
 			win = win || p.ring == chartWinRing
-			tie = tie || p.ring == chartTieRing
+			equiv = equiv || p.ring == chartEquivRing
+			undecided = undecided || p.ring == chartUndecidedRing
 			failed = failed || p.state == chartFailed
 			bars = bars || p.bar(y)
 		}
@@ -302,13 +310,18 @@ func chartKeys(c chartSpec) []chartKey {
 		}})
 	}
 	if win {
-		keys = append(keys, chartKey{"winner (significant)", func(x, y float64) string {
+		keys = append(keys, chartKey{"winner", func(x, y float64) string {
 			return fmt.Sprintf(`<circle cx="%s" cy="%s" r="6" fill="none" stroke="#111" stroke-width="1.8"/>`, chartN(x+5), chartN(y))
 		}})
 	}
-	if tie {
-		keys = append(keys, chartKey{"tie (named by the tie-break)", func(x, y float64) string {
+	if equiv {
+		keys = append(keys, chartKey{"equivalent (=)", func(x, y float64) string {
 			return fmt.Sprintf(`<circle cx="%s" cy="%s" r="6" fill="none" stroke="#111" stroke-width="1.4" stroke-dasharray="3 2"/>`, chartN(x+5), chartN(y))
+		}})
+	}
+	if undecided {
+		keys = append(keys, chartKey{"undecided (?)", func(x, y float64) string {
+			return fmt.Sprintf(`<circle cx="%s" cy="%s" r="6" fill="none" stroke="#111" stroke-width="1.4" stroke-dasharray="1 2"/>`, chartN(x+5), chartN(y))
 		}})
 	}
 	if failed {
@@ -520,11 +533,8 @@ func renderCharts(w *reportWorkload) (qps, p99 template.HTML) {
 					p.state = chartOK
 					p.y, p.lo, p.hi = val(c)
 				}
-				if rec := w.winner(t, l); rec != nil && !latency {
-					p.ring = chartTieRing
-					if rec.Confidence == benchmarks.Significant {
-						p.ring = chartWinRing
-					}
+				if !latency {
+					p.ring = map[string]int{"win": chartWinRing, "equivalent": chartEquivRing, "undecided": chartUndecidedRing}[w.mark(t, l)]
 				}
 				s.points = append(s.points, p)
 			}

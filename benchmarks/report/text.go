@@ -45,7 +45,8 @@ func renderSummary(b *strings.Builder, r *benchmarks.Report) {
 		if len(w.targets) == 0 {
 			continue
 		}
-		fmt.Fprintf(b, "\n%s: QPS by goroutines, median [95%% CI] (* winner; = tie, named by the tie-break)\n", w.name)
+		b.WriteString("\n")
+		renderWrap(b, w.name+": QPS by goroutines, median [95% CI] (* winner, = equivalent, ? undecided)", "  ")
 		if d := renderWorkloadText(r, w.name); d != "" {
 			renderWrap(b, "  "+renderOneLine(d), "  ")
 		}
@@ -60,31 +61,40 @@ func renderSummary(b *strings.Builder, r *benchmarks.Report) {
 	}
 
 	if len(r.Recommendations) > 0 {
-		b.WriteString("\nverdicts (winner against runner-up per workload and level)\n")
-		// The margin as its 95% interval (the point between its ends is in
+		b.WriteString("\nverdicts (the target named against the runner-up per workload and level)\n")
+		// The margin as its interval (the point between its ends is in
 		// report.md): a 100-column line has no room for both.
 		t := renderTable{right: []bool{false, true, false, false, true, true, false}}
-		t.add("workload", "level", "winner", "confidence", "margin (95%)", "p", "runner-up")
-		var notes []string // why, after each row: underpowered, the tie-break
+		t.add("workload", "level", "named", "outcome", "interval", "p", "against")
+		var notes []string // why, after each row: the tie-break, the alternative, what would decide
 		for _, w := range v.workloads {
 			for _, l := range w.recLevels {
 				rec := w.recs[l]
-				winner := rec.Strategy
-				if winner == "" {
-					winner = "(none: every cell failed)"
+				named := rec.Strategy
+				switch {
+				case rec.Confidence == benchmarks.Undecided:
+					named = "-"
+				case named == "":
+					named = "(none: every cell failed)"
 				}
 				margin := renderPercentInterval(rec.MarginLo, rec.MarginHi)
 				if margin == "" || utf8.RuneCountInString(margin) > 18 {
 					margin = renderPercent(rec.Margin)
 				}
-				t.add(renderTrunc(w.name, 16), strconv.Itoa(l), renderTrunc(winner, 16), rec.Confidence,
+				t.add(renderTrunc(w.name, 16), strconv.Itoa(l), renderTrunc(named, 16), rec.Confidence,
 					margin, renderP(rec.PValue), renderTrunc(rec.RunnerUp, 16))
 				var why []string
-				if rec.Underpowered {
-					why = append(why, "underpowered (the interval is wider than the margin)")
+				switch {
+				case rec.Confidence == benchmarks.Undecided && rec.SuggestedMaxRepeats > 0:
+					why = append(why, fmt.Sprintf("undecided between %s; -max-repeats %d might decide, if the estimate holds", renderList(rec.Contenders), rec.SuggestedMaxRepeats))
+				case rec.Confidence == benchmarks.Undecided:
+					why = append(why, "undecided between "+renderList(rec.Contenders))
 				}
-				if rec.TieBreak != "" {
+				if rec.TieBreak != "" && rec.Confidence != benchmarks.Undecided {
 					why = append(why, "tie-break: "+renderOneLine(rec.TieBreak))
+				}
+				if rec.Alternative != "" {
+					why = append(why, "alternative: "+renderOneLine(rec.Alternative))
 				}
 				notes = append(notes, strings.Join(why, "; "))
 			}
@@ -99,9 +109,10 @@ func renderSummary(b *strings.Builder, r *benchmarks.Report) {
 				b.WriteString("  " + line + "  " + note + "\n")
 			default:
 				b.WriteString("  " + line + "\n")
-				renderWrap(b, "      "+note, "        ") // the whole tie-break: it is the reason
+				renderWrap(b, "      "+note, "        ") // the whole reason
 			}
 		}
+		renderWrap(b, "  intervals of the ratio: "+renderIntervalLegend(r.Settings), "    ")
 	}
 
 	if len(r.Crossovers) > 0 {
@@ -168,7 +179,8 @@ func renderSummary(b *strings.Builder, r *benchmarks.Report) {
 		}
 	}
 
-	if groups := v.recommended(); len(groups) > 0 {
+	groups, undecided := v.recommended(), v.undecided()
+	if len(groups) > 0 || len(undecided) > 0 {
 		b.WriteString("\nrecommended configuration\n")
 		for _, g := range groups {
 			renderWrap(b, "  "+g.rec.Strategy+", chosen for "+strings.Join(g.where, "; "), "      ")
@@ -185,6 +197,12 @@ func renderSummary(b *strings.Builder, r *benchmarks.Report) {
 					b.WriteString("      " + strings.ReplaceAll(line, "\t", "    ") + "\n")
 				}
 			}
+			if g.rec.Near != "" {
+				renderWrap(b, "    "+renderCapital(g.rec.Near), "      ")
+			}
+		}
+		if len(undecided) > 0 {
+			renderWrap(b, "  none, undecided: "+strings.Join(undecided, "; "), "      ")
 		}
 	}
 }
@@ -204,13 +222,15 @@ func renderQPSTable(b *strings.Builder, w *reportWorkload) {
 		if ci := renderCI(c); ci != "" {
 			s += " " + ci
 		}
-		switch rec := w.winner(t, l); {
-		case rec == nil:
-			s += " "
-		case rec.Confidence == benchmarks.Significant:
+		switch w.mark(t, l) {
+		case "win":
 			s += "*"
-		default:
+		case "equivalent":
 			s += "="
+		case "undecided":
+			s += "?"
+		default:
+			s += " "
 		}
 		return s
 	}

@@ -4,8 +4,10 @@ package report
 // report.md, report.html and the summary.
 
 import (
+	"cmp"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 
 	"github.com/redisx-go/kit/benchmarks"
@@ -42,41 +44,114 @@ func renderCrossover(c benchmarks.Crossover) string {
 	return fmt.Sprintf("%s overtakes %s between %d and %d goroutines", c.To, c.From, c.Below, c.Above)
 }
 
-// renderVerdict is a verdict as a sentence, honest about ties: the
-// margin with its interval, and whether the samples could have told a
-// margin-sized difference at all.
-func renderVerdict(rec *benchmarks.Recommendation) string {
-	margin := func(signed bool) string {
-		m := renderPercent(rec.Margin)
-		if !signed {
-			m = strings.TrimPrefix(m, "+")
-		}
-		if iv := renderPercentInterval(rec.MarginLo, rec.MarginHi); iv != "" {
-			m += " " + iv
-		}
-		return m
+// renderLevel is a confidence level as a percentage: "95%", "98.3%";
+// empty when unknown (a report from before levels were recorded).
+func renderLevel(level float64) string {
+	if !(level > 0 && level < 1) {
+		return ""
 	}
+	s := strconv.FormatFloat(100*level, 'f', 1, 64)
+	return strings.TrimSuffix(s, ".0") + "%"
+}
+
+// renderLeveledInterval is an interval of a ratio, less 1, with its
+// level: "95% interval [-1.2%, +7.9%]"; without the level when unknown;
+// empty when the interval is.
+func renderLeveledInterval(lo, hi, level float64) string {
+	iv := renderPercentInterval(lo, hi)
+	if l := renderLevel(level); l != "" && iv != "" {
+		return l + " interval " + iv
+	}
+	return iv
+}
+
+// renderMargin is a plan's margin as a percentage: "5%".
+func renderMargin(margin float64) string {
+	return strconv.FormatFloat(100*margin, 'g', 3, 64) + "%"
+}
+
+// renderList joins names as "a", "a and b", "a, b and c".
+func renderList(names []string) string {
+	switch len(names) {
+	case 0:
+		return ""
+	case 1:
+		return names[0]
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
+}
+
+// renderUndecided says why a verdict is undecided and what would decide
+// it: "the data cannot tell them apart within 5% (a over b: +3.1%, 95%
+// interval [-1.2%, +7.9%]; 18 samples each); run with -max-repeats 36".
+func renderUndecided(margin float64, leader, runnerUp string, m, lo, hi, level float64, samples, suggested int) string {
+	s := fmt.Sprintf("the data cannot tell them apart within %s (%s over %s: %s", renderMargin(margin), leader, runnerUp, renderPercent(m))
+	if iv := renderLeveledInterval(lo, hi, level); iv != "" {
+		s += ", " + iv
+	}
+	if samples > 0 {
+		s += fmt.Sprintf("; %d samples each", samples)
+	}
+	s += ")"
+	if suggested > 0 {
+		return s + fmt.Sprintf("; run with -max-repeats %d", suggested)
+	}
+	return s + "; more samples alone are unlikely to: quieten the machine, or lengthen the samples (-duration)"
+}
+
+// renderWithInterval is "+3.1% (95% interval [-1.2%, +7.9%])", or the
+// percentage alone when the interval is unknown.
+func renderWithInterval(m, lo, hi, level float64) string {
+	if iv := renderLeveledInterval(lo, hi, level); iv != "" {
+		return renderPercent(m) + " (" + iv + ")"
+	}
+	return renderPercent(m)
+}
+
+// renderVerdict is a verdict as a sentence: the outcome, the margin with
+// its interval, and what the tie-break chose or what is undecided.
+func renderVerdict(rec *benchmarks.Recommendation, margin float64) string {
+	iv := renderWithInterval(rec.Margin, rec.MarginLo, rec.MarginHi, rec.IntervalLevel)
 	switch {
+	case rec.Confidence == benchmarks.Undecided:
+		return "undecided between " + renderList(rec.Contenders) + ": " + renderUndecided(margin, cmp.Or(first(rec.Contenders), "the leader"),
+			rec.RunnerUp, rec.Margin, rec.MarginLo, rec.MarginHi, rec.IntervalLevel, rec.Samples, rec.SuggestedMaxRepeats)
 	case rec.Strategy == "":
 		return "no verdict: no cell succeeded"
 	case rec.Confidence == benchmarks.Significant && rec.RunnerUp == "":
 		return rec.Strategy + " wins (the only target)"
 	case rec.Confidence == benchmarks.Significant:
-		return fmt.Sprintf("%s wins over %s by %s (p = %s)", rec.Strategy, rec.RunnerUp, margin(false), renderP(rec.PValue))
+		return fmt.Sprintf("%s wins over %s by %s, p = %s", rec.Strategy, rec.RunnerUp, strings.TrimPrefix(iv, "+"), renderP(rec.PValue))
 	}
-	s := fmt.Sprintf("tie between %s and %s (%s, p = %s)", rec.Strategy, rec.RunnerUp, margin(true), renderP(rec.PValue))
-	if rec.RunnerUp == "" {
-		s = "tie"
-	}
-	if rec.Underpowered {
-		s += "; underpowered: the interval is wider than the margin, so the samples could not tell a margin-sized difference from none"
+	s := fmt.Sprintf("%s, equivalent to %s within %s: %s, p = %s", rec.Strategy, rec.RunnerUp, renderMargin(margin), iv, renderP(rec.PValue))
+	if rec.Confidence != benchmarks.Equivalent { // a report of version 2 and its "tie"
+		s = fmt.Sprintf("%s, %s with %s: %s, p = %s", rec.Strategy, rec.Confidence, rec.RunnerUp, iv, renderP(rec.PValue))
 	}
 	if rec.TieBreak != "" {
-		s += "; " + rec.Strategy + " by the tie-break: " + rec.TieBreak
-	} else {
-		s += "; " + rec.Strategy + " named"
+		s += "; by the tie-break: " + rec.TieBreak
+	}
+	if rec.Alternative != "" {
+		s += "; alternative: " + rec.Alternative
 	}
 	return s
+}
+
+// renderIntervalLegend says the levels of a report's intervals of the
+// ratio: "95% for a win or undecided, 90% (two one-sided tests) for
+// equivalent".
+func renderIntervalLegend(s benchmarks.Settings) string {
+	look := s.LookAlpha
+	if !(look > 0) {
+		look = s.Alpha
+	}
+	return fmt.Sprintf("%s for a win or undecided, %s (two one-sided tests) for equivalent", renderLevel(1-look), renderLevel(1-2*look))
+}
+
+func first(ss []string) string {
+	if len(ss) == 0 {
+		return ""
+	}
+	return ss[0]
 }
 
 // renderBaselineNotes are the sentences that must precede a baseline's

@@ -34,6 +34,19 @@ import (
 // bounds a dial by DialTimeout passes its own context, not one with that
 // timeout added.
 func Dial(ctx context.Context, cfg *backend.Config, addr string) (net.Conn, error) {
+	return dial(ctx, cfg, addr, false)
+}
+
+// DialData is Dial for a connection that may serve reads — a shared or
+// pooled one, not a dedicated, blocking or Pub/Sub one: once the
+// handshake is done, cfg.OnConnect, when set, runs on it within the
+// dial's deadline (see strategy.Config.OnConnect). Its error is returned
+// as it is, marked unsent.
+func DialData(ctx context.Context, cfg *backend.Config, addr string) (net.Conn, error) {
+	return dial(ctx, cfg, addr, true)
+}
+
+func dial(ctx context.Context, cfg *backend.Config, addr string, data bool) (net.Conn, error) {
 	caller := ctx
 	if cfg.DialTimeout > 0 {
 		var cancel context.CancelFunc
@@ -107,6 +120,17 @@ func Dial(ctx context.Context, cfg *backend.Config, addr string) (net.Conn, erro
 			err = errNotRedis
 		}
 	}
+	if err == nil && data && cfg.OnConnect != nil {
+		if err := onConnect(ctx, cfg, addr, nc); err != nil {
+			nc.Close()
+			// The caller's context ended during the set-up: say so, as
+			// for the handshake.
+			if ended := endedBy(caller, err); ended != nil {
+				return nil, failure.MarkUnsent(failure.DialEnded(addr, ended))
+			}
+			return nil, failure.MarkUnsent(err)
+		}
+	}
 	if err == nil {
 		// redigo leaves the read deadline of its last handshake command
 		// on the connection. The strategies manage deadlines themselves;
@@ -126,6 +150,21 @@ func Dial(ctx context.Context, cfg *backend.Config, addr string) (net.Conn, erro
 		return nil, failure.MarkUnsent(handshakeError(cfg, addr, err, nc != nil))
 	}
 	return nc, nil
+}
+
+// onConnect runs cfg.OnConnect on nc, under ctx's deadline: a hook that
+// waits for a server that does not answer returns when the dial's
+// deadline passes, with an error wrapping ErrConnection.
+func onConnect(ctx context.Context, cfg *backend.Config, addr string, nc net.Conn) error {
+	if d, ok := ctx.Deadline(); ok {
+		nc.SetDeadline(d)
+	}
+	stop := context.AfterFunc(ctx, func() { nc.SetDeadline(time.Unix(1, 0)) })
+	err := cfg.OnConnect(ctx, addr, nc)
+	if !stop() && err != nil && !errors.Is(err, backend.ErrConnection) && !errors.Is(err, backend.ErrAuth) {
+		return fmt.Errorf("%w: dial %s: set-up not done within the dial's deadline (DialTimeout %v): %w", backend.ErrConnection, addr, cfg.DialTimeout, err)
+	}
+	return err
 }
 
 // ErrNotMaster is wrapped in the error of a dial, with Config.Sentinel set,

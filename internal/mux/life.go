@@ -59,7 +59,7 @@ func (n *Node) dial(s *muxSlot) *muxDial {
 // retired.
 func (n *Node) redial(s *muxSlot, d *muxDial) {
 	defer n.wg.Done()
-	nc, err := dial.Dial(n.life, &n.cfg, n.addr)
+	nc, err := dial.DialData(n.life, &n.cfg, n.addr)
 	n.dials.Add(1)
 	s.mu.Lock()
 	defer s.mu.Unlock()

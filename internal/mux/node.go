@@ -394,7 +394,9 @@ func (n *Node) Do(ctx context.Context, args ...any) (any, error) {
 
 func (n *Node) sidePool() (*pool.Node, error) {
 	n.sideOnce.Do(func() {
-		n.side, n.sideErr = pool.New(n.cfg, n.addr, pool.Options{Size: n.opts.Blocking})
+		cfg := n.cfg
+		cfg.OnConnect = nil // blocking commands and transactions: no read a cache keeps
+		n.side, n.sideErr = pool.New(cfg, n.addr, pool.Options{Size: n.opts.Blocking})
 		n.sideOpen.Store(n.side)
 	})
 	if n.closed.Load() {

@@ -163,7 +163,7 @@ func New(cfg backend.Config, addr string, opts Options) (*Node, error) {
 // acquirer's cancellation (the acquirer waits within its own context); the
 // dial timeout bounds it, and Close aborts it.
 func (n *Node) construct(ctx context.Context) (*pconn, error) {
-	nc, err := dial.Dial(ctx, &n.cfg, n.addr)
+	nc, err := dial.DialData(ctx, &n.cfg, n.addr)
 	n.dials.Add(1)
 	if err != nil {
 		n.dialErrors.Add(1)

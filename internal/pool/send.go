@@ -3,6 +3,7 @@ package pool
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"time"
 
@@ -52,13 +53,19 @@ func (c *pconn) request(ctx context.Context, cfg *backend.Config, block time.Dur
 
 // awaitSent waits until the big request just written has been sent — its
 // last byte acknowledged by the peer, where the socket tells (see
-// dial.Acks), since a write returns once the kernel has the bytes — or
-// its reply begins, and then arms the read deadline: timeout plus block
-// from then. While it is being sent, the peer must acknowledge some of it
-// at least every timeout: a peer that acknowledges nothing for that long
-// (a half-open connection, a server that reads nothing) fails the call
-// as a missing reply would. Where nothing tells, the request is sent when
-// its write returns.
+// dial.Acks), since a write returns once the kernel has the bytes — and
+// then arms the read deadline: timeout plus block from then. While it is
+// being sent, the peer must acknowledge some of it at least every
+// timeout: a peer that acknowledges nothing for that long (a half-open
+// connection, a server that reads nothing) fails the call as a missing
+// reply would. Where nothing tells, the request is sent when its write
+// returns, or when its reply begins.
+//
+// The reply beginning does not end the wait where the socket tells: the
+// first replies of a pipeline (a transaction's MULTI, a small command
+// before a big one) come while the rest of it is still on its way, and
+// the replies awaited last are timed from when it is sent whole. From
+// then on the wait polls the acknowledgements instead of the socket.
 func (c *pconn) awaitSent(ctx context.Context, timeout, block time.Duration) error {
 	a := dial.AcksOf(c.nc)
 	acked, unacked, ok := a.Read()
@@ -68,33 +75,59 @@ func (c *pconn) awaitSent(ctx context.Context, timeout, block time.Duration) err
 	end := acked + unacked
 	step := max(timeout/4, 10*time.Millisecond)
 	moved := time.Now() // when the peer last acknowledged more
+	replying := false   // the reply has begun: poll, the socket is readable
 	for {
 		d := time.Now().Add(step)
 		if last := moved.Add(timeout); last.Before(d) {
 			d = last
 		}
-		if err := c.setDeadline(ctx, d); err != nil {
-			return err
+		var err error // the wait's: a deadline exceeded, or nil
+		if replying {
+			if err := pause(ctx, min(time.Until(d), pollSent)); err != nil {
+				return err
+			}
+		} else {
+			if err := c.setDeadline(ctx, d); err != nil {
+				return err
+			}
+			switch err = c.r.Wait(); {
+			case err == nil:
+				replying = true
+			case !errors.Is(err, os.ErrDeadlineExceeded) || ctx.Err() != nil:
+				return err
+			}
 		}
-		err := c.r.Wait()
 		now := time.Now()
-		switch {
-		case err == nil: // the reply has begun
-			return c.setDeadline(ctx, now.Add(timeout+block))
-		case !errors.Is(err, os.ErrDeadlineExceeded) || ctx.Err() != nil:
-			return err
-		}
 		got, _, ok := a.Read()
 		switch {
-		case !ok:
+		case !ok && err != nil:
 			return err
-		case got >= end: // sent: the reply is awaited from now
+		case !ok || got >= end: // sent (or nothing tells any more): the reply is awaited from now
 			return c.setDeadline(ctx, now.Add(timeout+block))
 		case got != acked:
 			acked, moved = got, now
-		case now.Sub(moved) >= timeout:
-			return err // nothing acknowledged for timeout
+		case now.Sub(moved) >= timeout: // nothing acknowledged for timeout
+			return fmt.Errorf("request not acknowledged for %v (ReadTimeout): %w", now.Sub(moved).Round(time.Millisecond), os.ErrDeadlineExceeded)
 		}
+	}
+}
+
+// pollSent is how often awaitSent looks at the acknowledgements once the
+// reply has begun.
+const pollSent = 5 * time.Millisecond
+
+// pause waits for d, or until ctx ends.
+func pause(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
 	}
 }
 

@@ -222,8 +222,8 @@ func derivedCommand(args []string, c benchmarks.Custom) string {
 // profiled server, or says which address to replace.
 func (o *options) pointAnswer(rep *benchmarks.Report) error {
 	a := rep.Answer
-	if a == nil {
-		return nil
+	if a == nil || a.URL == "" {
+		return nil // no configuration named (undecided), or none a URL expresses
 	}
 	measured := rep.Machine.Standalone
 	if u, err := redisx.ParseURL(a.URL); err == nil {

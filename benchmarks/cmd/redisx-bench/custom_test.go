@@ -15,8 +15,10 @@ import (
 func TestCLIRunsTheUsersWorkloadAndOpensWithTheAnswer(t *testing.T) {
 	out := t.TempDir()
 	var stdout, stderr bytes.Buffer
+	// One target: two samples of two would leave the answer undecided,
+	// with no URL to check.
 	args := []string{"-mix", "get:90,set:10", "-keys", "100", "-quick", "-levels", "1,2", "-duration", "30ms", "-repeats", "2",
-		"-only", "multiplexed-1,pool-8", "-at", "3", "-out", out}
+		"-only", "pool-8", "-at", "3", "-out", out}
 	if code := run(context.Background(), args, &stdout, &stderr); code != exitOK {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
 	}

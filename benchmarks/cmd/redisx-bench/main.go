@@ -1,7 +1,11 @@
 // Command redisx-bench measures the redisx strategies side by side with
-// their peers (rueidis, redigo's Pool, go-redis) across concurrency levels
-// and workloads, and says which configuration to use at which level —
-// with a confidence, a margin and a p-value, or a labelled tie.
+// their peers (rueidis, redigo's Pool, go-redis's pool and its
+// auto-pipelining) across concurrency levels and workloads, and says
+// which configuration to use at which level — a significant win, a
+// configuration equivalent to the best within 5% (the one of fewest
+// connections), or, when the samples cannot tell, "undecided" and no
+// configuration: a verdict still undecided gets more samples, up to
+// -max-repeats.
 //
 // Usage:
 //
@@ -105,7 +109,7 @@ type options struct {
 	base                               string
 	targets                            []string
 	duration, warmup                   time.Duration
-	repeats                            int
+	repeats, maxRepeats                int
 	rate                               float64
 	seed                               int64
 	set                                map[string]bool // flags given explicitly
@@ -146,10 +150,14 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		return nil
 	})
 	fs.StringVar(&o.only, "only", "", "measure only these targets, comma-separated names, e.g. multiplexed,pool-32,rueidis (-target ones are always kept)")
-	fs.BoolVar(&o.peers, "peers", true, "measure the peers rueidis, redigo-pool-100 and go-redis")
+	fs.BoolVar(&o.peers, "peers", true, "measure the peers rueidis, redigo-pool-100, go-redis and goredis-autopipeline")
 	fs.DurationVar(&o.duration, "duration", 0, "length of one sample (default 500ms; -quick 100ms)")
 	fs.DurationVar(&o.warmup, "warmup", 0, "warm-up of each target at each level, discarded (default half a sample)")
-	fs.IntVar(&o.repeats, "repeats", 6, "samples per cell (at least 4 for any verdict to be significant at p < 0.05; 6 for a 95% interval of the median)")
+	fs.IntVar(&o.repeats, "repeats", 6, "samples per cell (at least 5 for a verdict to be decided at the first of three looks; 6 for a 95% interval of the median)")
+	fs.IntVar(&o.maxRepeats, "max-repeats", 0, "most samples per cell: the targets of a verdict still undecided get -repeats more, and again, up to this, "+
+		"each look at 0.05 over the number of looks, while the samples project a decision, within a tenth of the plan's time (default "+
+		"3 x -repeats, 18: three looks, which narrow an undecided pair's interval of the ratio about 1.4x at the last; -quick 2 x -repeats, "+
+		"12, so that it ends within two minutes; at most -repeats: one look)")
 	fs.Float64Var(&o.rate, "rate", 0, "open loop: total requests per second (default closed loop)")
 	fs.StringVar(&o.slo, "slo", "", "SLO mode: find each target's highest rate under a latency bound, e.g. p99=2ms")
 	fs.BoolVar(&o.quick, "quick", false, "a small plan that finishes in about a minute")
@@ -272,6 +280,16 @@ func (o *options) plan() (benchmarks.Plan, error) {
 		p.Warmup = p.Duration / 2
 	}
 	p.Repeats = o.repeats
+	switch {
+	case o.set["max-repeats"] && o.maxRepeats >= 0:
+		p.MaxRepeats = max(o.maxRepeats, p.Repeats) // at most -repeats: one look
+	case o.set["max-repeats"]:
+		p.MaxRepeats = o.maxRepeats // refused below
+	case o.quick:
+		p.MaxRepeats = 2 * p.Repeats
+	default:
+		p.MaxRepeats = 3 * p.Repeats
+	}
 	p.Rate = o.rate
 	p.Seed = o.seed
 	p.At = o.at
@@ -282,8 +300,8 @@ func (o *options) plan() (benchmarks.Plan, error) {
 		}
 		p.SLO = &slo
 	}
-	if p.Repeats < 1 || p.Duration <= 0 || p.Rate < 0 {
-		return p, errors.New("-repeats, -duration and -rate must be positive")
+	if p.Repeats < 1 || p.Duration <= 0 || p.Rate < 0 || p.MaxRepeats < 0 {
+		return p, errors.New("-repeats, -max-repeats, -duration and -rate must be positive")
 	}
 	if p.At < 0 {
 		return p, fmt.Errorf("-at %d: want a positive number of goroutines", p.At)

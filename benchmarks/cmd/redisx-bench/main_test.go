@@ -47,7 +47,7 @@ func hasFields(t *testing.T, what string, v any, fields ...string) {
 func TestCLIRunsAgainstEmbeddedServersAndWritesTheReport(t *testing.T) {
 	out := t.TempDir()
 	var stdout, stderr bytes.Buffer
-	args := []string{"-levels", "1,2", "-workloads", "get", "-duration", "40ms", "-repeats", "2", "-peers=false",
+	args := []string{"-levels", "1,2", "-workloads", "get", "-duration", "40ms", "-repeats", "2", "-max-repeats", "2", "-peers=false",
 		"-target", "mine=redis://?strategy=pool&size=2", "-out", out}
 	if code := run(context.Background(), args, &stdout, &stderr); code != exitOK {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
@@ -84,7 +84,7 @@ func TestCLIRunsAgainstEmbeddedServersAndWritesTheReport(t *testing.T) {
 
 	// A second run compared with the first.
 	out2 := t.TempDir()
-	args = []string{"-levels", "1", "-workloads", "get", "-duration", "40ms", "-repeats", "2", "-peers=false",
+	args = []string{"-levels", "1", "-workloads", "get", "-duration", "40ms", "-repeats", "2", "-max-repeats", "2", "-peers=false",
 		"-out", out2, "-baseline", filepath.Join(out, "report.json")}
 	stdout.Reset()
 	stderr.Reset()
@@ -145,6 +145,7 @@ func TestCLIRejectsBadFlags(t *testing.T) {
 		{"-target", "noequals"},
 		{"-target", "bad=http://x"},
 		{"-repeats", "0"},
+		{"-max-repeats", "-1"},
 		{"-only", "multiplexed-1,nope"},
 		{"-sentinel", "127.0.0.1:26379"},
 		{"-sentinel", "mymaster@127.0.0.1"},
