@@ -118,6 +118,7 @@ type Server struct {
 	host     string
 	port     int
 	tlsPort  int // 0: no TLS
+	busPort  int // a cluster node's bus port; 0 for other servers
 	dir      string
 	ownDir   bool // the launcher created dir and Stop removes it
 	password string
