@@ -107,14 +107,7 @@ func TestNewRefusesWhatTheServerRefuses(t *testing.T) {
 // TestNewOverSentinelRefusesADatabaseOutOfRange: the master the sentinels
 // name refuses SELECT 99.
 func TestNewOverSentinelRefusesADatabaseOutOfRange(t *testing.T) {
-	if err := launcher.Available(); err != nil {
-		t.Skip(err)
-	}
-	g, err := launcher.StartSentinel(t.Context(), launcher.SentinelOptions{Replicas: 1, Sentinels: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { g.Stop() })
+	g := launcher.SentinelForTest(t, launcher.SentinelOptions{Replicas: 1, Sentinels: 1})
 	for _, tc := range openedStrategies(false) {
 		t.Run(tc.name, func(t *testing.T) {
 			checkRefused(t, redisx.Options{

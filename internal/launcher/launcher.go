@@ -1,12 +1,12 @@
 // Package launcher starts real redis-server processes on free loopback ports,
 // each in its own directory, for tests and benchmarks.
 //
-// A server is started with [Start] (or, from a test, with [Standalone]) and
-// listens on 127.0.0.1 only, with persistence switched off (--save "",
-// --appendonly no) and its log written to <dir>/redis.log. Extra configuration
-// directives are passed through [Options.Args]; they come after the launcher's
-// own directives, so they may override persistence settings, but must not
-// override --port, --bind, --dir, --logfile or --daemonize.
+// A server is started with [Start] and listens on 127.0.0.1 only, with
+// persistence switched off (--save "", --appendonly no) and its log written
+// to <dir>/redis.log. Extra configuration directives are passed through
+// [Options.Args]; they come after the launcher's own directives, so they
+// may override persistence settings, but must not override --port, --bind,
+// --dir, --logfile or --daemonize.
 //
 // On Linux every server is started with a parent-death signal (SIGKILL), so it
 // does not outlive a test binary that dies unexpectedly. The server's standard
@@ -15,6 +15,15 @@
 //
 // [StartSentinel] starts a master, its replicas and sentinels monitoring it
 // (redis-sentinel), for tests of failover.
+//
+// # In tests
+//
+// The module's tests start their servers with the helpers that take a
+// testing.TB and stop what they started with tb.Cleanup: [Standalone] (or
+// the server REDISX_TEST_ADDR names), [Private] (a server of the test's
+// own, to configure, kill or restart), [ClusterForTest] (or the cluster
+// REDISX_TEST_CLUSTER names) and [SentinelForTest]. Examples, which users
+// read, start theirs with the public package redisxtest instead.
 //
 // The redis-server and redis-cli binaries are looked up on PATH; on Debian
 // they come from the redis-server package (which pulls in redis-tools), and

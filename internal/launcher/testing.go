@@ -90,3 +90,31 @@ func external(addr, password string) (*Server, error) {
 	}
 	return &Server{addr: addr, host: host, port: port, password: password, external: true}, nil
 }
+
+// SentinelForTest starts a sentinel group for tb with [StartSentinel],
+// bounded by 60 s, and stops it with tb.Cleanup. There is no external
+// form: a group's master is killed and failed over by the tests that use
+// it, so each has its own.
+//
+// When redis-server, redis-cli or redis-sentinel is missing,
+// SentinelForTest calls tb.Skip if REDISX_SKIP_NO_REDIS=1, and tb.Fatal
+// otherwise. It calls tb.Fatal when the group cannot be started.
+func SentinelForTest(tb testing.TB, o SentinelOptions) *SentinelGroup {
+	tb.Helper()
+	if err := sentinelAvailable(); err != nil {
+		if os.Getenv(envSkip) == "1" {
+			tb.Skip(err)
+		}
+		tb.Fatal(err)
+	}
+	g, err := StartSentinel(context.Background(), o)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		if err := g.Stop(); err != nil {
+			tb.Error(err)
+		}
+	})
+	return g
+}
