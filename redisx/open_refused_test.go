@@ -150,3 +150,43 @@ func TestStatsCountOneNodeOnAStandaloneServer(t *testing.T) {
 		})
 	}
 }
+
+// TestNewRefusesReadFromWhereItCannotWork: reads from replicas need
+// Sentinel and a strategy that follows it; New refuses them elsewhere,
+// and a ReadFrom it does not know.
+func TestNewRefusesReadFromWhereItCannotWork(t *testing.T) {
+	g := launcher.SentinelForTest(t, launcher.SentinelOptions{Replicas: 1, Sentinels: 1})
+	ctx := t.Context()
+	options := func() redisx.Options {
+		return redisx.Options{Sentinel: &redisx.SentinelOptions{Master: g.Name(), Addrs: g.SentinelAddrs()}}
+	}
+	for _, tc := range []struct {
+		name string
+		o    redisx.Options
+	}{
+		{"Near", func() redisx.Options {
+			o := options()
+			o.Strategy, o.ReadFrom = localcache.Near{}, redisx.ReadReplicaPreferred
+			return o
+		}()},
+		{"SlotGrouped", func() redisx.Options {
+			o := options()
+			o.Strategy, o.ReadFrom = strategy.SlotGrouped{}, redisx.ReadNearest
+			return o
+		}()},
+		{"no Sentinel", redisx.Options{Addrs: []string{g.Nodes()[0].Addr()}, ReadFrom: redisx.ReadReplicaPreferred}},
+		{"out of range", func() redisx.Options {
+			o := options()
+			o.ReadFrom = redisx.ReadNearest + 1
+			return o
+		}()},
+	} {
+		c, err := redisx.New(ctx, tc.o)
+		if err == nil {
+			c.Close()
+		}
+		if !errors.Is(err, redisx.ErrInvalidArgument) {
+			t.Errorf("%s: New = %v; want ErrInvalidArgument", tc.name, err)
+		}
+	}
+}
