@@ -25,12 +25,6 @@ func TestBackendContract(t *testing.T) {
 	}
 }
 
-// TestPoolExhaustion: a caller of a pool whose connections are all lent
-// gives up at its deadline, saying so (R5).
-func TestPoolExhaustion(t *testing.T) {
-	strategytest.PoolExhaustion(t, strategy.Pool{Size: 2}.Open, 2)
-}
-
 // bare hides every optional interface of the Backend it wraps, so that
 // the fallbacks of strategy.Capabilities run against a real server.
 type bare struct{ strategy.Backend }
