@@ -390,7 +390,8 @@ func checkSlots(reply any, masters, replicas int) error {
 //
 // When redis-server or redis-cli is missing, ClusterForTest calls tb.Skip
 // with the [Available] message if REDISX_SKIP_NO_REDIS=1, and tb.Fatal
-// otherwise. It calls tb.Fatal when the cluster cannot be started.
+// otherwise. It calls tb.Skip when o.TLS is set and redis-server was built
+// without TLS, and tb.Fatal when the cluster cannot be started.
 func ClusterForTest(tb testing.TB, o ClusterOptions) *Cluster {
 	tb.Helper()
 	if seeds := os.Getenv(envCluster); seeds != "" {
@@ -408,6 +409,9 @@ func ClusterForTest(tb testing.TB, o ClusterOptions) *Cluster {
 	}
 	c, err := StartCluster(context.Background(), o)
 	if err != nil {
+		if o.TLS != nil && withoutTLS(err) {
+			tb.Skipf("redis-server was built without TLS support: %v", err)
+		}
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() {
