@@ -35,11 +35,7 @@ func getCalls(t *testing.T, s *launcher.Server) int {
 func TestRunThroughSentinel(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	g, err := launcher.StartSentinel(ctx, launcher.SentinelOptions{Replicas: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { g.Stop() })
+	g := launcher.SentinelForTest(t, launcher.SentinelOptions{Replicas: 2})
 	master, err := g.Master(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -56,7 +56,9 @@ func (r *rotatingSecret) credentials(context.Context) (string, string, error) {
 	pcs := make([]uintptr, 32)
 	frames := runtime.CallersFrames(pcs[:runtime.Callers(2, pcs)])
 	for f, more := frames.Next(); more; f, more = frames.Next() {
-		if strings.HasPrefix(f.Function, "github.com/redisx-go/kit/localcache.(*listener)") {
+		// Every connection of the near-cache's own (invalidations, and the
+		// checks of tracked connections) is dialled by dialRedigo.
+		if f.Function == "github.com/redisx-go/kit/localcache.dialRedigo" {
 			r.invalidator.Add(1)
 			break
 		}
@@ -64,8 +66,8 @@ func (r *rotatingSecret) credentials(context.Context) (string, string, error) {
 	return r.user, *r.pw.Load(), nil
 }
 
-// callerCalls is the number of calls not made for a near-cache's
-// invalidation connections.
+// callerCalls is the number of calls not made for a near-cache's own
+// connections.
 func (r *rotatingSecret) callerCalls() int64 { return r.calls.Load() - r.invalidator.Load() }
 
 func cli(t *testing.T, srv *launcher.Server, args ...string) {

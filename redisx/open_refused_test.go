@@ -107,14 +107,7 @@ func TestNewRefusesWhatTheServerRefuses(t *testing.T) {
 // TestNewOverSentinelRefusesADatabaseOutOfRange: the master the sentinels
 // name refuses SELECT 99.
 func TestNewOverSentinelRefusesADatabaseOutOfRange(t *testing.T) {
-	if err := launcher.Available(); err != nil {
-		t.Skip(err)
-	}
-	g, err := launcher.StartSentinel(t.Context(), launcher.SentinelOptions{Replicas: 1, Sentinels: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { g.Stop() })
+	g := launcher.SentinelForTest(t, launcher.SentinelOptions{Replicas: 1, Sentinels: 1})
 	for _, tc := range openedStrategies(false) {
 		t.Run(tc.name, func(t *testing.T) {
 			checkRefused(t, redisx.Options{
@@ -155,5 +148,45 @@ func TestStatsCountOneNodeOnAStandaloneServer(t *testing.T) {
 				t.Errorf("Stats after Close: Nodes %d; want 0", st.Nodes)
 			}
 		})
+	}
+}
+
+// TestNewRefusesReadFromWhereItCannotWork: reads from replicas need
+// Sentinel and a strategy that follows it; New refuses them elsewhere,
+// and a ReadFrom it does not know.
+func TestNewRefusesReadFromWhereItCannotWork(t *testing.T) {
+	g := launcher.SentinelForTest(t, launcher.SentinelOptions{Replicas: 1, Sentinels: 1})
+	ctx := t.Context()
+	options := func() redisx.Options {
+		return redisx.Options{Sentinel: &redisx.SentinelOptions{Master: g.Name(), Addrs: g.SentinelAddrs()}}
+	}
+	for _, tc := range []struct {
+		name string
+		o    redisx.Options
+	}{
+		{"Near", func() redisx.Options {
+			o := options()
+			o.Strategy, o.ReadFrom = localcache.Near{}, redisx.ReadReplicaPreferred
+			return o
+		}()},
+		{"SlotGrouped", func() redisx.Options {
+			o := options()
+			o.Strategy, o.ReadFrom = strategy.SlotGrouped{}, redisx.ReadNearest
+			return o
+		}()},
+		{"no Sentinel", redisx.Options{Addrs: []string{g.Nodes()[0].Addr()}, ReadFrom: redisx.ReadReplicaPreferred}},
+		{"out of range", func() redisx.Options {
+			o := options()
+			o.ReadFrom = redisx.ReadNearest + 1
+			return o
+		}()},
+	} {
+		c, err := redisx.New(ctx, tc.o)
+		if err == nil {
+			c.Close()
+		}
+		if !errors.Is(err, redisx.ErrInvalidArgument) {
+			t.Errorf("%s: New = %v; want ErrInvalidArgument", tc.name, err)
+		}
 	}
 }

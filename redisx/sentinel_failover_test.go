@@ -14,9 +14,9 @@ import (
 	"github.com/gomodule/redigo/redis"
 	"go.uber.org/goleak"
 
+	"github.com/redisx-go/kit/internal/launcher"
 	"github.com/redisx-go/kit/localcache"
 	"github.com/redisx-go/kit/redisx"
-	"github.com/redisx-go/kit/redisxtest"
 	"github.com/redisx-go/kit/strategy"
 )
 
@@ -222,7 +222,7 @@ func clientsNamed(t *testing.T, addr, prefix string) int {
 // serves no GET; after the three, Close leaves no goroutine and no
 // connection.
 func TestFailoverUnderLoad(t *testing.T) {
-	g := redisxtest.StartSentinel(t, redisxtest.Options{Replicas: 2, Sentinels: 3})
+	g := launcher.SentinelForTest(t, launcher.SentinelOptions{Replicas: 2, Sentinels: 3})
 	ignore := goleak.IgnoreCurrent()
 	ctx := t.Context()
 	strategies := []struct {
@@ -235,7 +235,7 @@ func TestFailoverUnderLoad(t *testing.T) {
 	}
 	var loads []*load
 	for i, s := range strategies {
-		o := g.Options()
+		o := redisx.Options{Sentinel: &redisx.SentinelOptions{Master: g.Name(), Addrs: g.SentinelAddrs()}}
 		o.Strategy = s.s
 		o.ClientName = "failover-" + s.name
 		c, err := redisx.New(ctx, o)
@@ -262,16 +262,16 @@ func TestFailoverUnderLoad(t *testing.T) {
 	defer stopLoads()
 	time.Sleep(300 * time.Millisecond)
 
-	failover := func(t *testing.T, what string, fail func() (old string)) (old string) {
-		master, err := g.Master()
+	failover := func(t *testing.T, what string, fail func() (old *launcher.Server)) (old *launcher.Server) {
+		master, err := g.Master(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		tr := startTracer(t, master, 2)
+		tr := startTracer(t, master.Addr(), 2)
 		time.Sleep(300 * time.Millisecond)
 		start := time.Now()
 		old = fail()
-		if _, err := g.WaitFailover(ctx, old); err != nil {
+		if _, err := g.WaitMaster(ctx, old); err != nil {
 			t.Fatal(err)
 		}
 		<-tr.done
@@ -303,29 +303,29 @@ func TestFailoverUnderLoad(t *testing.T) {
 		}
 		return old
 	}
-	noReadsFrom := func(t *testing.T, addr string) {
+	noReadsFrom := func(t *testing.T, s *launcher.Server) {
 		time.Sleep(time.Second) // of load
-		if n := gets(t, addr); n != 0 {
-			t.Errorf("the demoted master %s served %d GETs", addr, n)
+		if n := gets(t, s.Addr()); n != 0 {
+			t.Errorf("the demoted master %s served %d GETs", s.Addr(), n)
 		}
 	}
 
 	t.Run("Crash", func(t *testing.T) {
-		old := failover(t, "crash", func() string {
-			old, err := g.KillMaster()
+		old := failover(t, "crash", func() *launcher.Server {
+			old, err := g.KillMaster(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
 			return old
 		})
-		if err := g.RestartKilled(ctx); err != nil {
+		if err := g.RestartReplica(ctx, old); err != nil {
 			t.Fatal(err)
 		}
 		noReadsFrom(t, old)
 	})
 	t.Run("ManualFailoverBack", func(t *testing.T) {
-		old := failover(t, "manual failover", func() string {
-			old, err := g.Master()
+		old := failover(t, "manual failover", func() *launcher.Server {
+			old, err := g.Master(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -338,11 +338,11 @@ func TestFailoverUnderLoad(t *testing.T) {
 	})
 	t.Run("CrashWithASentinelDown", func(t *testing.T) {
 		// The first sentinel is the one the clients subscribed to first.
-		if err := g.Kill(g.Addrs()[0]); err != nil {
+		if err := g.Sentinels()[0].Kill(); err != nil {
 			t.Fatal(err)
 		}
-		failover(t, "crash, 2 sentinels", func() string {
-			old, err := g.KillMaster()
+		failover(t, "crash, 2 sentinels", func() *launcher.Server {
+			old, err := g.KillMaster(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -363,7 +363,8 @@ func TestFailoverUnderLoad(t *testing.T) {
 			t.Errorf("%s: Stats().Conns = %d after Close", l.name, s.Conns)
 		}
 	}
-	for _, addr := range g.Nodes() {
+	for _, node := range g.Nodes() {
+		addr := node.Addr()
 		if n := clientsNamed(t, addr, "failover-"); n != 0 {
 			t.Errorf("%s: %d connections of the clients left after Close", addr, n)
 		}

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redisx-go/kit/internal/launcher"
 	"github.com/redisx-go/kit/localcache"
 	"github.com/redisx-go/kit/redisx"
-	"github.com/redisx-go/kit/redisxtest"
 	"github.com/redisx-go/kit/strategy"
 )
 
@@ -18,7 +18,7 @@ import (
 // only after Close returns; the callback's calls then return ErrClosed,
 // and so does Watch.
 func TestCloseDoesNotWaitForWatchOverSentinel(t *testing.T) {
-	g := redisxtest.StartSentinel(t, redisxtest.Options{Replicas: 1, Sentinels: 1})
+	g := launcher.SentinelForTest(t, launcher.SentinelOptions{Replicas: 1, Sentinels: 1})
 	for _, tc := range []struct {
 		name string
 		s    strategy.Strategy
@@ -28,7 +28,7 @@ func TestCloseDoesNotWaitForWatchOverSentinel(t *testing.T) {
 		{"near", localcache.Near{MaxBytes: 1 << 20}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			o := g.Options()
+			o := redisx.Options{Sentinel: &redisx.SentinelOptions{Master: g.Name(), Addrs: g.SentinelAddrs()}}
 			o.Strategy = tc.s
 			c, err := redisx.New(t.Context(), o)
 			if err != nil {

@@ -210,9 +210,9 @@ func (s *Server) Options() redisx.Options {
 // Kill is idempotent.
 func (s *Server) Kill() error { return wrap(s.srv.Kill()) }
 
-// Stop stops the server gracefully (SIGTERM, as a shutdown by an operator:
-// the server closes its clients' connections), waiting up to 5 s before
-// it kills it. Restart brings it back on the same address; Close after
+// Stop stops the server gracefully (SHUTDOWN, or SIGTERM, as an operator
+// does: the server closes its clients' connections), waiting up to 5 s
+// before it kills it. Restart brings it back on the same address; Close after
 // Stop only removes the server's files. Stop is idempotent.
 func (s *Server) Stop() error { return wrap(s.srv.Stop()) }
 

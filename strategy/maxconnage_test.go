@@ -2,7 +2,6 @@ package strategy_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -176,41 +175,6 @@ func TestMaxConnAgeNeverCutsACall(t *testing.T) {
 				if time.Now().After(deadline) {
 					t.Fatalf("%d connections open 3 s after the replacement; want %d: the old one is not closed", p.Stats().Active, want)
 				}
-			}
-		})
-	}
-}
-
-// TestPoolLifetimeAtHealthCheck: an idle pooled connection past its age
-// is closed by the health check, with nothing borrowed; the shorter of
-// Pool.MaxLifetime and Config.MaxConnAge applies.
-func TestPoolLifetimeAtHealthCheck(t *testing.T) {
-	srv := launcher.Standalone(t, launcher.Options{})
-	for _, tc := range []struct {
-		name string
-		o    redisx.Options
-	}{
-		{"MaxConnAge", redisx.Options{MaxConnAge: 100 * time.Millisecond,
-			Strategy: strategy.Pool{Size: 2, HealthCheckPeriod: 50 * time.Millisecond}}},
-		{"MaxLifetime shorter", redisx.Options{MaxConnAge: time.Hour,
-			Strategy: strategy.Pool{Size: 2, HealthCheckPeriod: 50 * time.Millisecond, MaxLifetime: 100 * time.Millisecond}}},
-		{"MaxConnAge shorter", redisx.Options{MaxConnAge: 100 * time.Millisecond,
-			Strategy: strategy.Pool{Size: 2, HealthCheckPeriod: 50 * time.Millisecond, MaxLifetime: time.Hour}}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			o := tc.o
-			o.Addrs = []string{srv.Addr()}
-			c := edgeNew(t, o)
-			if c.Stats().Conns == 0 {
-				t.Fatal("no connection after New")
-			}
-			for deadline := time.Now().Add(3 * time.Second); c.Stats().Conns > 0; time.Sleep(10 * time.Millisecond) {
-				if time.Now().After(deadline) {
-					t.Fatalf("Stats().Conns = %d 3 s after the connections' age; want 0", c.Stats().Conns)
-				}
-			}
-			if _, err := c.Get(edgeCtx(t, 5*time.Second), "age:idle"); !errors.Is(err, redisx.ErrNotFound) {
-				t.Errorf("Get after the idle connections expired = %v; want ErrNotFound", err)
 			}
 		})
 	}

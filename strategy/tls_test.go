@@ -5,8 +5,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
-	"os"
-	"strings"
 	"testing"
 	"time"
 
@@ -15,39 +13,19 @@ import (
 	"github.com/redisx-go/kit/strategy"
 )
 
-// startTLSServer starts a redis-server with a TLS port (a throwaway CA
-// and a certificate for 127.0.0.1 from launcher.NewTLS) next to its plain
-// one, and returns the TLS address and the CA for clients. The plain port
-// stays open because the launcher's readiness check speaks plain RESP to
-// it. It skips the test when redis-server was built without TLS.
+// startTLSServer starts a redis-server of the test's own with a TLS port
+// (a throwaway CA and a certificate for 127.0.0.1 from launcher.NewTLS)
+// next to its plain one, and returns the TLS address and the CA for
+// clients. The plain port stays open because the launcher's readiness
+// check speaks plain RESP to it. launcher.Private skips the test when
+// redis-server was built without TLS.
 func startTLSServer(t *testing.T) (string, *x509.CertPool) {
 	t.Helper()
-	if err := launcher.Available(); err != nil {
-		if launcher.External() || os.Getenv("REDISX_SKIP_NO_REDIS") == "1" {
-			t.Skipf("needs a server of its own: %v", err)
-		}
-		t.Fatal(err)
-	}
 	creds, err := launcher.NewTLS(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	srv, err := launcher.Start(ctx, launcher.Options{TLS: creds})
-	if err != nil {
-		msg := err.Error()
-		if strings.Contains(msg, "TLS") && (strings.Contains(msg, "not available") ||
-			strings.Contains(msg, "not supported") || strings.Contains(msg, "Bad directive")) {
-			t.Skipf("redis-server was built without TLS support: %v", err)
-		}
-		t.Fatalf("start redis-server with TLS: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := srv.Stop(); err != nil {
-			t.Error(err)
-		}
-	})
+	srv := launcher.Private(t, launcher.Options{TLS: creds})
 	return srv.TLSAddr(), creds.Roots
 }
 

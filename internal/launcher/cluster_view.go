@@ -400,20 +400,3 @@ func lastLines(text string, n int) string {
 	}
 	return strings.Join(lines, "\n")
 }
-
-// stripANSI removes the ANSI escape sequences (colours) redis-cli writes.
-func stripANSI(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == 0x1b && i+1 < len(s) && s[i+1] == '[' {
-			j := i + 2
-			for j < len(s) && (s[j] < 0x40 || s[j] > 0x7e) {
-				j++
-			}
-			i = j
-			continue
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}

@@ -1,12 +1,12 @@
 // Package launcher starts real redis-server processes on free loopback ports,
 // each in its own directory, for tests and benchmarks.
 //
-// A server is started with [Start] (or, from a test, with [Standalone]) and
-// listens on 127.0.0.1 only, with persistence switched off (--save "",
-// --appendonly no) and its log written to <dir>/redis.log. Extra configuration
-// directives are passed through [Options.Args]; they come after the launcher's
-// own directives, so they may override persistence settings, but must not
-// override --port, --bind, --dir, --logfile or --daemonize.
+// A server is started with [Start] and listens on 127.0.0.1 only, with
+// persistence switched off (--save "", --appendonly no) and its log written
+// to <dir>/redis.log. Extra configuration directives are passed through
+// [Options.Args]; they come after the launcher's own directives, so they
+// may override persistence settings, but must not override --port, --bind,
+// --dir, --logfile or --daemonize.
 //
 // On Linux every server is started with a parent-death signal (SIGKILL), so it
 // does not outlive a test binary that dies unexpectedly. The server's standard
@@ -15,6 +15,15 @@
 //
 // [StartSentinel] starts a master, its replicas and sentinels monitoring it
 // (redis-sentinel), for tests of failover.
+//
+// # In tests
+//
+// The module's tests start their servers with the helpers that take a
+// testing.TB and stop what they started with tb.Cleanup: [Standalone] (or
+// the server REDISX_TEST_ADDR names), [Private] (a server of the test's
+// own, to configure, kill or restart), [ClusterForTest] (or the cluster
+// REDISX_TEST_CLUSTER names) and [SentinelForTest]. Examples, which users
+// read, start theirs with the public package redisxtest instead.
 //
 // The redis-server and redis-cli binaries are looked up on PATH; on Debian
 // they come from the redis-server package (which pulls in redis-tools), and
@@ -37,6 +46,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/gomodule/redigo/redis"
 )
 
 const (
@@ -46,8 +57,12 @@ const (
 	// defaultStartTimeout bounds Start and Restart when the caller's context
 	// allows longer (or has no deadline).
 	defaultStartTimeout = 10 * time.Second
-	// stopTimeout is how long Stop waits after SIGTERM before SIGKILL.
+	// stopTimeout is how long Stop waits after SHUTDOWN or SIGTERM before
+	// SIGKILL.
 	stopTimeout = 5 * time.Second
+	// shutdownAskTimeout bounds Stop's SHUTDOWN command, before it falls
+	// back to SIGTERM.
+	shutdownAskTimeout = time.Second
 	// startAttempts is how many times Start tries a new free port when the
 	// one it picked was taken before redis-server could bind it.
 	startAttempts = 3
@@ -118,6 +133,7 @@ type Server struct {
 	host     string
 	port     int
 	tlsPort  int // 0: no TLS
+	busPort  int // a cluster node's bus port; 0 for other servers
 	dir      string
 	ownDir   bool // the launcher created dir and Stop removes it
 	password string
@@ -543,9 +559,10 @@ func (s *Server) Restart(ctx context.Context) error {
 	}
 }
 
-// Stop sends SIGTERM to the server, waits up to 5 s for it to exit (then sends
-// SIGKILL and waits again) and removes the directory if the launcher created
-// it. Stop is idempotent, and a no-op for an external server.
+// Stop asks the server to shut down (SHUTDOWN, or SIGTERM when it cannot be
+// asked), waits up to 5 s for it to exit (then sends SIGKILL and waits
+// again) and removes the directory if the launcher created it. Stop is
+// idempotent, and a no-op for an external server.
 func (s *Server) Stop() error {
 	if s.external {
 		return nil
@@ -556,7 +573,9 @@ func (s *Server) Stop() error {
 		return nil
 	}
 	if p := s.proc; p != nil && !p.exited() {
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		if !s.shutdown() {
+			_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		}
 		timer := time.NewTimer(stopTimeout)
 		select {
 		case <-p.done:
@@ -572,6 +591,31 @@ func (s *Server) Stop() error {
 		}
 	}
 	return nil
+}
+
+// shutdown sends SHUTDOWN to the server and reports whether it is shutting
+// down (it closed the connection rather than answer). A server shuts down
+// on SHUTDOWN at once, as it does on SIGTERM (saving only when save points
+// are configured); on SIGTERM it waits for the next run of its cron, up to
+// 100 ms at the default hz of 10, which hundreds of servers started and
+// stopped by a test suite add up. The caller must hold s.mu.
+func (s *Server) shutdown() bool {
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownAskTimeout)
+	defer cancel()
+	c, err := dial(ctx, s)
+	if err != nil {
+		return false
+	}
+	defer c.Close()
+	_, err = redis.DoWithTimeout(c, shutdownAskTimeout, "SHUTDOWN")
+	var reply redis.Error
+	return err != nil && !errors.As(err, &reply) && !isTimeout(err)
+}
+
+// isTimeout reports whether err is a network timeout.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // CLI runs redis-cli against the server with args (adding -a and

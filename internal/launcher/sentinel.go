@@ -77,12 +77,8 @@ type SentinelGroup struct {
 // StartSentinel is bounded by ctx and by 60 s. When it fails it stops
 // every process it started, and the error quotes the end of their logs.
 func StartSentinel(ctx context.Context, o SentinelOptions) (*SentinelGroup, error) {
-	if err := Available(); err != nil {
+	if err := sentinelAvailable(); err != nil {
 		return nil, err
-	}
-	if _, err := exec.LookPath(sentinelBinary); err != nil {
-		return nil, fmt.Errorf("launcher: %s not found on PATH: install the Debian package redis-sentinel, "+
-			"e.g. `sudo apt-get install -y redis-sentinel`, or run scripts/ensure-redis.sh", sentinelBinary)
 	}
 	if o.Master == "" {
 		o.Master = defaultMasterName
@@ -162,6 +158,19 @@ func StartSentinel(ctx context.Context, o SentinelOptions) (*SentinelGroup, erro
 		return fail(err)
 	}
 	return g, nil
+}
+
+// sentinelAvailable reports, as [Available] does, a clear error when
+// redis-server, redis-cli or redis-sentinel is not on PATH.
+func sentinelAvailable() error {
+	if err := Available(); err != nil {
+		return err
+	}
+	if _, err := exec.LookPath(sentinelBinary); err != nil {
+		return fmt.Errorf("launcher: %s not found on PATH: install the Debian package redis-sentinel, "+
+			"e.g. `sudo apt-get install -y redis-sentinel`, or run scripts/ensure-redis.sh", sentinelBinary)
+	}
+	return nil
 }
 
 // sentinelConf is the sentinel.conf of every sentinel of a group.

@@ -13,21 +13,12 @@ import (
 // fails the master over twice — a crash, then a manual failover — with
 // the crashed master brought back as a replica in between.
 func TestSentinelGroup(t *testing.T) {
-	requireRedis(t)
 	wait := func(t *testing.T) context.Context {
 		c, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 		t.Cleanup(cancel)
 		return c
 	}
-	g, err := launcher.StartSentinel(wait(t), launcher.SentinelOptions{Password: "data-secret", SentinelPassword: "sentinel-secret"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := g.Stop(); err != nil {
-			t.Error(err)
-		}
-	})
+	g := launcher.SentinelForTest(t, launcher.SentinelOptions{Password: "data-secret", SentinelPassword: "sentinel-secret"})
 	if len(g.Nodes()) != 3 || len(g.Sentinels()) != 3 || len(g.SentinelAddrs()) != 3 || g.Name() != "mymaster" {
 		t.Fatalf("%d nodes, %d sentinels, name %q", len(g.Nodes()), len(g.Sentinels()), g.Name())
 	}

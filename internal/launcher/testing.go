@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -52,7 +53,8 @@ func Standalone(tb testing.TB, o Options) *Server {
 // settings or life the test cannot choose): a test that kills it, or
 // needs o honoured, uses it. It skips tb on an external setup or with
 // REDISX_SKIP_NO_REDIS=1 when redis-server is missing, fails it
-// otherwise, and stops the server with tb.Cleanup.
+// otherwise, skips tb when o.TLS is set and redis-server was built
+// without TLS, and stops the server with tb.Cleanup.
 func Private(tb testing.TB, o Options) *Server {
 	tb.Helper()
 	if err := Available(); err != nil {
@@ -65,6 +67,9 @@ func Private(tb testing.TB, o Options) *Server {
 	defer cancel()
 	s, err := Start(ctx, o)
 	if err != nil {
+		if o.TLS != nil && withoutTLS(err) {
+			tb.Skipf("redis-server was built without TLS support: %v", err)
+		}
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() {
@@ -73,6 +78,14 @@ func Private(tb testing.TB, o Options) *Server {
 		}
 	})
 	return s
+}
+
+// withoutTLS reports whether err, from starting a server with TLS, says
+// that redis-server was built without it.
+func withoutTLS(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "TLS") && (strings.Contains(msg, "not available") ||
+		strings.Contains(msg, "not supported") || strings.Contains(msg, "Bad directive"))
 }
 
 // external returns a Server for an existing server at addr ("host:port").
@@ -89,4 +102,32 @@ func external(addr, password string) (*Server, error) {
 		host = "127.0.0.1"
 	}
 	return &Server{addr: addr, host: host, port: port, password: password, external: true}, nil
+}
+
+// SentinelForTest starts a sentinel group for tb with [StartSentinel],
+// bounded by 60 s, and stops it with tb.Cleanup. There is no external
+// form: a group's master is killed and failed over by the tests that use
+// it, so each has its own.
+//
+// When redis-server, redis-cli or redis-sentinel is missing,
+// SentinelForTest calls tb.Skip if REDISX_SKIP_NO_REDIS=1, and tb.Fatal
+// otherwise. It calls tb.Fatal when the group cannot be started.
+func SentinelForTest(tb testing.TB, o SentinelOptions) *SentinelGroup {
+	tb.Helper()
+	if err := sentinelAvailable(); err != nil {
+		if os.Getenv(envSkip) == "1" {
+			tb.Skip(err)
+		}
+		tb.Fatal(err)
+	}
+	g, err := StartSentinel(context.Background(), o)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		if err := g.Stop(); err != nil {
+			tb.Error(err)
+		}
+	})
+	return g
 }

@@ -1,4 +1,4 @@
-package strategy_test
+package pool_test
 
 import (
 	"context"
@@ -7,11 +7,10 @@ import (
 	"time"
 
 	"github.com/redisx-go/kit/internal/launcher"
-	"github.com/redisx-go/kit/redisx"
 	"github.com/redisx-go/kit/strategy"
 )
 
-// Pool: connections the server closed while they sat idle.
+// Pool: connections idle in the pool, and the pool at its open.
 
 // TestPoolIdleConnectionsClosedByServer: connections the server closed
 // while they sat idle in the pool (a restart, an idle timeout, CLIENT
@@ -20,8 +19,8 @@ import (
 // was sent.
 func TestPoolIdleConnectionsClosedByServer(t *testing.T) {
 	srv := launcher.Private(t, launcher.Options{})
-	c := edgeNew(t, redisx.Options{Addrs: []string{srv.Addr()}, Strategy: strategy.Pool{Size: 4, MinIdle: 4}})
-	ctx := edgeCtx(t, 10*time.Second)
+	c := open(t, strategy.Pool{Size: 4, MinIdle: 4}, srv.Addr(), strategy.Config{})
+	ctx := timeout(t, 10*time.Second)
 	for c.Stats().Idle < 4 {
 		if ctx.Err() != nil {
 			t.Fatalf("the pool never had its 4 idle connections: %+v", c.Stats())
@@ -48,14 +47,13 @@ func TestPoolIdleConnectionsClosedByServer(t *testing.T) {
 // and dial again.
 func TestPoolIdleLongerThanReadTimeoutIsReused(t *testing.T) {
 	srv := launcher.Standalone(t, launcher.Options{})
-	c := edgeNew(t, redisx.Options{Addrs: []string{srv.Addr()}, ReadTimeout: 100 * time.Millisecond,
-		Strategy: strategy.Pool{Size: 2}})
+	c := open(t, strategy.Pool{Size: 2}, srv.Addr(), strategy.Config{ReadTimeout: 100 * time.Millisecond})
 	before := c.Stats()
 	for i := range 3 {
 		time.Sleep(250 * time.Millisecond) // idle for 2.5 read timeouts
 		// No deadline: ReadTimeout bounds the read, and leaves its
 		// deadline on the socket.
-		if _, err := c.Get(context.Background(), "idle"); err != nil && !errors.Is(err, redisx.ErrNotFound) {
+		if _, err := c.Get(context.Background(), "idle"); err != nil && !errors.Is(err, strategy.ErrNotFound) {
 			t.Fatalf("Get %d: %v", i, err)
 		}
 	}
@@ -79,5 +77,39 @@ func TestPoolOpenWithMinIdleEqualToSize(t *testing.T) {
 			t.Fatalf("Open %d of Pool{Size: 1, MinIdle: 1}: %v", i, err)
 		}
 		b.Close()
+	}
+}
+
+// TestPoolLifetimeAtHealthCheck: an idle pooled connection past its age
+// is closed by the health check, with nothing borrowed; the shorter of
+// Pool.MaxLifetime and Config.MaxConnAge applies.
+func TestPoolLifetimeAtHealthCheck(t *testing.T) {
+	srv := launcher.Standalone(t, launcher.Options{})
+	for _, tc := range []struct {
+		name       string
+		maxConnAge time.Duration
+		p          strategy.Pool
+	}{
+		{"MaxConnAge", 100 * time.Millisecond,
+			strategy.Pool{Size: 2, HealthCheckPeriod: 50 * time.Millisecond}},
+		{"MaxLifetime shorter", time.Hour,
+			strategy.Pool{Size: 2, HealthCheckPeriod: 50 * time.Millisecond, MaxLifetime: 100 * time.Millisecond}},
+		{"MaxConnAge shorter", 100 * time.Millisecond,
+			strategy.Pool{Size: 2, HealthCheckPeriod: 50 * time.Millisecond, MaxLifetime: time.Hour}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := open(t, tc.p, srv.Addr(), strategy.Config{MaxConnAge: tc.maxConnAge})
+			if c.Stats().Conns == 0 {
+				t.Fatal("no connection after Open")
+			}
+			for deadline := time.Now().Add(3 * time.Second); c.Stats().Conns > 0; time.Sleep(10 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("Stats().Conns = %d 3 s after the connections' age; want 0", c.Stats().Conns)
+				}
+			}
+			if _, err := c.Get(timeout(t, 5*time.Second), "age:idle"); !errors.Is(err, strategy.ErrNotFound) {
+				t.Errorf("Get after the idle connections expired = %v; want ErrNotFound", err)
+			}
+		})
 	}
 }

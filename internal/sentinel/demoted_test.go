@@ -1,4 +1,4 @@
-package redisx_test
+package sentinel_test
 
 import (
 	"context"
@@ -10,8 +10,6 @@ import (
 	"github.com/gomodule/redigo/redis"
 
 	"github.com/redisx-go/kit/internal/launcher"
-	"github.com/redisx-go/kit/redisx"
-	"github.com/redisx-go/kit/redisxtest"
 	"github.com/redisx-go/kit/strategy"
 )
 
@@ -23,16 +21,13 @@ import (
 // replica is refused, and that the clients serve again once it is a
 // master again.
 func TestMasterDemotedByHand(t *testing.T) {
-	g := redisxtest.StartSentinel(t, redisxtest.Options{Replicas: 1, Sentinels: 1})
+	g := launcher.SentinelForTest(t, launcher.SentinelOptions{Replicas: 1, Sentinels: 1})
 	ctx := t.Context()
-	master, err := g.Master()
-	if err != nil {
-		t.Fatal(err)
-	}
+	master := masterAddr(t, g)
 	var replica string
 	for _, n := range g.Nodes() {
-		if n != master {
-			replica = n
+		if n.Addr() != master {
+			replica = n.Addr()
 		}
 	}
 	admin, err := redis.Dial("tcp", master)
@@ -42,8 +37,8 @@ func TestMasterDemotedByHand(t *testing.T) {
 	defer admin.Close()
 
 	t.Run("DialReachesAReplica", func(t *testing.T) {
-		o := g.Options()
-		cfg := strategy.Config{Sentinel: &strategy.SentinelConfig{Master: o.Sentinel.Master, Addrs: o.Sentinel.Addrs}, DialTimeout: time.Second}
+		cfg := config(g)
+		cfg.DialTimeout = time.Second
 		nc, err := strategy.Dial(ctx, cfg, replica)
 		if err == nil {
 			nc.Close()
@@ -56,22 +51,15 @@ func TestMasterDemotedByHand(t *testing.T) {
 
 	// writer writes once the master is demoted; the readers only read,
 	// so that the ROLE check alone finds the demotion.
-	open := func(s strategy.Strategy) *redisx.Client {
-		o := g.Options()
-		o.Strategy = s
-		o.Retry = redisx.Retry{MaxAttempts: 1}
-		c, err := redisx.New(ctx, o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
+	openSet := func(s strategy.Strategy) backend {
+		c := open(t, s, config(g))
 		if err := c.Set(ctx, "k", []byte("v"), 0); err != nil {
 			t.Fatal(err)
 		}
 		return c
 	}
-	writer := open(strategy.Multiplexed{})
-	readers := []*redisx.Client{open(strategy.Multiplexed{}), open(strategy.Pool{Size: 4})}
+	writer := openSet(strategy.Multiplexed{})
+	readers := []backend{openSet(strategy.Multiplexed{}), openSet(strategy.Pool{Size: 4})}
 
 	// Demote it to replicate from a port nobody listens on: it keeps its
 	// data and refuses writes. (Demoted to replicate from the replica, it
@@ -97,7 +85,7 @@ func TestMasterDemotedByHand(t *testing.T) {
 	// replica, which refuses it. (Should the ROLE check have replaced the
 	// connection in the millisecond since, the dial refuses the replica.)
 	err = writer.Set(ctx, "k", []byte("w"), 0)
-	if !errors.Is(err, redisx.ErrConnection) || !strategy.Unsent(err) || !strings.Contains(err.Error(), "not a master") {
+	if !errors.Is(err, strategy.ErrConnection) || !strategy.Unsent(err) || !strings.Contains(err.Error(), "not a master") {
 		t.Errorf("Set on a demoted master: %v; want an Unsent ErrConnection for a server that is not a master", err)
 	}
 	time.Sleep(1500 * time.Millisecond) // more than the period of the ROLE check
@@ -110,7 +98,7 @@ func TestMasterDemotedByHand(t *testing.T) {
 			rctx, cancel := context.WithTimeout(ctx, time.Second)
 			_, err := c.Get(rctx, "k")
 			cancel()
-			if !errors.Is(err, redisx.ErrConnection) {
+			if !errors.Is(err, strategy.ErrConnection) {
 				t.Errorf("client %d: Get with the master demoted = %v; want ErrConnection", i, err)
 				break
 			}

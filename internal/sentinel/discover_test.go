@@ -1,4 +1,4 @@
-package redisx_test
+package sentinel_test
 
 import (
 	"errors"
@@ -10,37 +10,33 @@ import (
 
 	"github.com/redisx-go/kit/internal/launcher"
 	"github.com/redisx-go/kit/localcache"
-	"github.com/redisx-go/kit/redisx"
 	"github.com/redisx-go/kit/strategy"
 	"github.com/redisx-go/kit/strategy/strategytest"
 )
 
-// TestOpenOverSentinel checks what New does with Options.Sentinel: the
-// sentinels' own password and the data nodes' are told apart, a sentinel
-// that accepts connections and never answers does not keep the others
-// from being heard, and what cannot work is refused clearly.
+// TestOpenOverSentinel checks what a strategy's Open does with
+// Config.Sentinel: the sentinels' own password and the data nodes' are
+// told apart, a sentinel that accepts connections and never answers does
+// not keep the others from being heard, the master of the newest epoch is
+// followed, and what cannot work is refused clearly.
 func TestOpenOverSentinel(t *testing.T) {
-	if err := launcher.Available(); err != nil {
-		t.Skip(err)
-	}
-	g, err := launcher.StartSentinel(t.Context(), launcher.SentinelOptions{
+	g := launcher.SentinelForTest(t, launcher.SentinelOptions{
 		Replicas: 1, Sentinels: 2, Password: "data-secret", SentinelPassword: "sentinel-secret",
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { g.Stop() })
 	ctx := t.Context()
-	options := func() redisx.Options {
-		return redisx.Options{
-			Sentinel:    &redisx.SentinelOptions{Master: g.Name(), Addrs: g.SentinelAddrs(), Password: "sentinel-secret"},
-			Password:    "data-secret",
-			DialTimeout: 500 * time.Millisecond,
-		}
+	options := func() strategy.Config {
+		cfg := config(g)
+		cfg.Sentinel.Password = "sentinel-secret"
+		cfg.Password = "data-secret"
+		cfg.DialTimeout = 500 * time.Millisecond
+		return cfg
+	}
+	newBackend := func(cfg strategy.Config) (strategy.Backend, error) {
+		return strategy.Multiplexed{}.Open(ctx, cfg)
 	}
 
 	t.Run("Passwords", func(t *testing.T) {
-		c, err := redisx.New(ctx, options())
+		c, err := newBackend(options())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -50,7 +46,7 @@ func TestOpenOverSentinel(t *testing.T) {
 		}
 		o := options()
 		o.Sentinel.Password = "wrong"
-		if c, err := redisx.New(ctx, o); err == nil || !errors.Is(err, redisx.ErrAuth) || strings.Contains(err.Error(), "wrong") {
+		if c, err := newBackend(o); err == nil || !errors.Is(err, strategy.ErrAuth) || strings.Contains(err.Error(), "wrong") {
 			if c != nil {
 				c.Close()
 			}
@@ -58,7 +54,7 @@ func TestOpenOverSentinel(t *testing.T) {
 		}
 		o = options()
 		o.Password = "wrong"
-		if c, err := redisx.New(ctx, o); err == nil || !errors.Is(err, redisx.ErrAuth) {
+		if c, err := newBackend(o); err == nil || !errors.Is(err, strategy.ErrAuth) {
 			if c != nil {
 				c.Close()
 			}
@@ -86,7 +82,7 @@ func TestOpenOverSentinel(t *testing.T) {
 		o := options()
 		o.Sentinel.Addrs = append([]string{l.Addr().String()}, o.Sentinel.Addrs...)
 		start := time.Now()
-		c, err := redisx.New(ctx, o)
+		c, err := newBackend(o)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -105,25 +101,21 @@ func TestOpenOverSentinel(t *testing.T) {
 		// the same name, still at configuration epoch 0, which is a
 		// master and takes the same password. The newest epoch wins,
 		// whichever sentinel answers first.
-		other, err := launcher.StartSentinel(ctx, launcher.SentinelOptions{
+		other := launcher.SentinelForTest(t, launcher.SentinelOptions{
 			Replicas: 1, Sentinels: 1, Password: "data-secret", SentinelPassword: "sentinel-secret",
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer other.Stop()
 		m, err := g.Failover(ctx) // configuration epoch 1
 		if err != nil {
 			t.Fatal(err)
 		}
 		o := options()
 		o.Sentinel.Addrs = append(other.SentinelAddrs(), o.Sentinel.Addrs...)
-		c, err := redisx.New(ctx, o)
+		c, err := newBackend(o)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer c.Close()
-		if got := c.Backend().(interface{ Master() string }).Master(); got != m.Addr() {
+		if got := c.(interface{ Master() string }).Master(); got != m.Addr() {
 			t.Errorf("the client follows %s, want %s, the master of the newest epoch", got, m.Addr())
 		}
 	})
@@ -131,25 +123,26 @@ func TestOpenOverSentinel(t *testing.T) {
 	t.Run("Refused", func(t *testing.T) {
 		for _, tc := range []struct {
 			name string
-			edit func(*redisx.Options)
+			s    strategy.Strategy
+			edit func(*strategy.Config)
 			want error
 		}{
-			{"unknown master", func(o *redisx.Options) { o.Sentinel.Master = "nosuch" }, redisx.ErrConnection},
-			{"no sentinel answers", func(o *redisx.Options) { o.Sentinel.Addrs = []string{"127.0.0.1:1"} }, redisx.ErrConnection},
-			{"no master name", func(o *redisx.Options) { o.Sentinel.Master = "" }, redisx.ErrInvalidArgument},
-			{"no sentinel", func(o *redisx.Options) { o.Sentinel.Addrs = nil }, redisx.ErrInvalidArgument},
-			{"bad sentinel address", func(o *redisx.Options) { o.Sentinel.Addrs = []string{"nope"} }, redisx.ErrInvalidArgument},
-			{"SlotGrouped", func(o *redisx.Options) { o.Strategy = strategy.SlotGrouped{} }, redisx.ErrInvalidArgument},
-			{"Near over SlotGrouped", func(o *redisx.Options) { o.Strategy = localcache.Near{Inner: strategy.SlotGrouped{}} }, redisx.ErrInvalidArgument},
+			{"unknown master", strategy.Multiplexed{}, func(o *strategy.Config) { o.Sentinel.Master = "nosuch" }, strategy.ErrConnection},
+			{"no sentinel answers", strategy.Multiplexed{}, func(o *strategy.Config) { o.Sentinel.Addrs = []string{"127.0.0.1:1"} }, strategy.ErrConnection},
+			{"no master name", strategy.Multiplexed{}, func(o *strategy.Config) { o.Sentinel.Master = "" }, strategy.ErrInvalidArgument},
+			{"no sentinel", strategy.Multiplexed{}, func(o *strategy.Config) { o.Sentinel.Addrs = nil }, strategy.ErrInvalidArgument},
+			{"bad sentinel address", strategy.Multiplexed{}, func(o *strategy.Config) { o.Sentinel.Addrs = []string{"nope"} }, strategy.ErrInvalidArgument},
+			{"SlotGrouped", strategy.SlotGrouped{}, func(*strategy.Config) {}, strategy.ErrInvalidArgument},
+			{"Near over SlotGrouped", localcache.Near{Inner: strategy.SlotGrouped{}}, func(*strategy.Config) {}, strategy.ErrInvalidArgument},
 		} {
 			o := options()
 			tc.edit(&o)
-			c, err := redisx.New(ctx, o)
+			c, err := tc.s.Open(ctx, o)
 			if err == nil {
 				c.Close()
 			}
 			if !errors.Is(err, tc.want) || strings.Contains(err.Error(), "secret") {
-				t.Errorf("%s: New = %v; want %v, without a password", tc.name, err, tc.want)
+				t.Errorf("%s: Open = %v; want %v, without a password", tc.name, err, tc.want)
 			}
 		}
 	})
