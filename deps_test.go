@@ -21,7 +21,7 @@ func within(dep, module string) bool { return dep == module || strings.HasPrefix
 // TestLibraryImportsNoPeer keeps the benchmark peers out of the library:
 // rueidis is measured against, never depended on.
 func TestLibraryImportsNoPeer(t *testing.T) {
-	for _, dep := range deps(t, "./redisx/...", "./strategy/...", "./localcache/...") {
+	for _, dep := range deps(t, "./backend/...", "./redisx/...", "./strategy/...", "./localcache/...") {
 		if within(dep, "github.com/redis/rueidis") {
 			t.Errorf("library depends on peer %s", dep)
 		}

@@ -9,12 +9,16 @@
 //     Set, Del, MGet, MSet, GetOrLoad, Do and Ping; Options; ParseURL; the
 //     errors.
 //   - strategy: the contract between the facade and the transports
-//     (Strategy, Backend, the optional interfaces and their fallbacks,
-//     Config, Stats, the errors) and the strategy values Multiplexed,
-//     Pool and SlotGrouped, with Redis Cluster routing built in;
-//     strategy/goredis adapts a go-redis client (only its importers link
+//     (Strategy, Backend, the optional interfaces, Capabilities and Find,
+//     re-exporting Config, Stats, the errors) and the strategy values
+//     Multiplexed, Pool and SlotGrouped, with Redis Cluster routing built
+//     in; strategy/goredis adapts a go-redis client (only its importers link
 //     go-redis); strategy/strategytest checks any Backend against the
 //     contract, fault scenarios included.
+//   - backend: the values the contract passes around (Config, Stats,
+//     Result, Dedicated, NodeError, the errors), defined once, where go
+//     doc shows their fields and methods; strategy and redisx re-export
+//     them.
 //   - localcache: Near, an in-process ristretto cache in front of any
 //     strategy, kept coherent by Redis's invalidation messages.
 //   - redisxtest: real redis-server processes for users' tests, and the
@@ -24,10 +28,13 @@
 //     comparing the strategies with rueidis, redigo and go-redis on the
 //     user's own workload.
 //   - examples: small runnable programs.
-//   - internal: the transports (mux, pool), cluster routing (cluster),
-//     the shared connection pieces (conn), the RESP codec, the command
-//     table, the launcher of real redis-server processes and the fault
-//     proxy.
+//   - internal: the transports (mux, pool) and their contract with what
+//     routes over them (transport), cluster routing (cluster) and the
+//     cluster's layout (topology), Sentinel (sentinel), the dial (dial),
+//     commands as bytes and replies as values (wire) over the RESP codec
+//     (resp), the command table (command), the errors' classification
+//     (failure), URL parameter values (param), the launcher of real
+//     redis-server processes and the fault proxy.
 //
 // # Choosing a strategy
 //

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"strconv"
 	"strings"
 	"testing"
@@ -12,7 +11,7 @@ import (
 
 	redigo "github.com/gomodule/redigo/redis"
 	"github.com/redisx-go/kit/benchmarks"
-	"github.com/redisx-go/kit/internal/cluster"
+	"github.com/redisx-go/kit/internal/topology"
 	"github.com/redisx-go/kit/redisx"
 	"github.com/redisx-go/kit/strategy"
 )
@@ -35,7 +34,7 @@ func crossSlotKeys() []string {
 	keys := make([]string, 0, mgetKeys)
 	for i := 0; len(keys) < mgetKeys; i++ {
 		k := fmt.Sprintf("bench:mget:%d", i)
-		if s := cluster.Slot(k); !seen[s] {
+		if s := topology.Slot(k); !seen[s] {
 			seen[s] = true
 			keys = append(keys, k)
 		}
@@ -167,8 +166,8 @@ func openClusterGoRedisAutoPipeline(tb testing.TB) clusterTarget {
 	return openClusterPeer(tb, benchmarks.GoRedisAutoPipelineTarget())
 }
 
-// clusterMasters returns the addresses of the masters serving slots, from
-// a seed's CLUSTER SHARDS (CLUSTER SLOTS before Redis 7).
+// clusterMasters returns the addresses of the masters serving slots, as
+// a seed's slot map names them (topology.Discover).
 func clusterMasters(tb testing.TB) []string {
 	seed := clusterSeeds(tb)[0]
 	c, err := redigo.Dial("tcp", seed, redigo.DialConnectTimeout(2*time.Second), redigo.DialReadTimeout(2*time.Second))
@@ -176,26 +175,12 @@ func clusterMasters(tb testing.TB) []string {
 		tb.Fatalf("cluster masters: %v", err)
 	}
 	defer c.Close()
-	reply, err := c.Do("CLUSTER", "SHARDS")
-	var shards []cluster.Shard
-	if err == nil {
-		shards, err = cluster.ParseShards(reply)
-	}
+	do := func(_ context.Context, args ...any) (any, error) { return c.Do(args[0].(string), args[1:]...) }
+	shards, err := topology.Discover(context.Background(), do, seed, false)
 	if err != nil {
-		if reply, err = c.Do("CLUSTER", "SLOTS"); err == nil {
-			shards, err = cluster.ParseSlots(reply)
-		}
-		if err != nil {
-			tb.Fatalf("cluster masters: %v", err)
-		}
+		tb.Fatalf("cluster masters: %v", err)
 	}
-	host, _, _ := net.SplitHostPort(seed)
-	masters := cluster.NewMap(shards).Masters()
-	for i, m := range masters {
-		if strings.HasPrefix(m, ":") { // the seed did not know its own host
-			masters[i] = host + m
-		}
-	}
+	masters := topology.NewMap(shards).Masters()
 	return masters
 }
 

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/redisx-go/kit/benchmarks"
-	"github.com/redisx-go/kit/internal/cluster"
 	"github.com/redisx-go/kit/internal/launcher"
+	"github.com/redisx-go/kit/internal/topology"
 	"github.com/redisx-go/kit/redisx"
 	"github.com/redisx-go/kit/strategy"
 )
@@ -56,7 +56,7 @@ func TestCustomWorkloadRunsOnAClusterWithEveryOpAndTarget(t *testing.T) {
 	// Keys hashed as a service's are: no hash tag, so over the slots.
 	slots := map[int]bool{}
 	for i := range c.Keys {
-		slots[cluster.Slot(benchmarks.KeyPrefix+"custom:"+strconv.Itoa(i))] = true
+		slots[topology.Slot(benchmarks.KeyPrefix+"custom:"+strconv.Itoa(i))] = true
 	}
 	if len(slots) < 1500 {
 		t.Errorf("the %d keys lie in %d slots; want them spread", c.Keys, len(slots))

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/backend"
 	"github.com/redisx-go/kit/internal/sentinel"
 	"github.com/redisx-go/kit/redisx"
 )
@@ -27,11 +27,11 @@ func resolveSentinel(ctx context.Context, s *Servers) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	cfg := conn.Config{
+	cfg := backend.Config{
 		Username: s.Username, Password: s.Password, TLS: s.TLS, DB: s.DB,
 		DialTimeout: 2 * time.Second, ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second,
 		ClientName: monitorName,
-		Sentinel: &conn.Sentinel{
+		Sentinel: &backend.SentinelConfig{
 			Master: s.Sentinel.Master, Addrs: s.Sentinel.Addrs,
 			Username: s.Sentinel.Username, Password: s.Sentinel.Password,
 		},

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	redigo "github.com/gomodule/redigo/redis"
-	"github.com/redisx-go/kit/internal/cluster"
+	"github.com/redisx-go/kit/internal/topology"
 	"github.com/redisx-go/kit/redisx"
 	"github.com/redisx-go/kit/strategy"
 )
@@ -248,34 +248,21 @@ func openDeployment(ctx context.Context, addrs []string, isCluster bool, s Serve
 	return d, nil
 }
 
-// clusterMasters returns the addresses of the masters serving slots, from
-// the seed's CLUSTER SHARDS (CLUSTER SLOTS before Redis 7).
+// clusterMasters returns the addresses of the masters serving slots, as
+// the seed's slot map names them (topology.Discover: CLUSTER SHARDS, or
+// CLUSTER SLOTS before Redis 7; TLS ports over TLS).
 func clusterMasters(seed string, s Servers) ([]string, error) {
 	n, err := dialNode(seed, s)
 	if err != nil {
 		return nil, err
 	}
 	defer n.close()
-	reply, err := n.do("CLUSTER", "SHARDS")
-	var shards []cluster.Shard
-	if err == nil {
-		shards, err = cluster.ParseShards(reply)
-	}
+	do := func(_ context.Context, args ...any) (any, error) { return n.do(args[0].(string), args[1:]...) }
+	shards, err := topology.Discover(context.Background(), do, seed, s.TLS != nil)
 	if err != nil {
-		if reply, err = n.do("CLUSTER", "SLOTS"); err == nil {
-			shards, err = cluster.ParseSlots(reply)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("benchmarks: cluster masters from %s: %w", seed, err)
-		}
+		return nil, fmt.Errorf("benchmarks: cluster masters from %s: %w", seed, err)
 	}
-	host, _, _ := net.SplitHostPort(seed)
-	masters := cluster.NewMap(shards).Masters()
-	for i, m := range masters {
-		if strings.HasPrefix(m, ":") { // the seed did not know its own host
-			masters[i] = host + m
-		}
-	}
+	masters := topology.NewMap(shards).Masters()
 	if len(masters) == 0 {
 		return nil, fmt.Errorf("benchmarks: %s: no master serves slots", seed)
 	}

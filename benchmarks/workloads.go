@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 
-	"github.com/redisx-go/kit/internal/cluster"
+	"github.com/redisx-go/kit/internal/topology"
 	"github.com/redisx-go/kit/redisx"
 )
 
@@ -152,7 +152,7 @@ func crossSlotKeys(n int) []string {
 	keys := make([]string, 0, n)
 	for i := 0; len(keys) < n; i++ {
 		k := keyName("mget", i)
-		if s := cluster.Slot(k); !seen[s] {
+		if s := topology.Slot(k); !seen[s] {
 			seen[s] = true
 			keys = append(keys, k)
 		}

@@ -11,8 +11,7 @@ import (
 	"time"
 
 	"github.com/gomodule/redigo/redis"
-	"github.com/redisx-go/kit/internal/cluster"
-	"github.com/redisx-go/kit/internal/sentinel"
+	"github.com/redisx-go/kit/internal/topology"
 	"github.com/redisx-go/kit/strategy"
 )
 
@@ -26,7 +25,7 @@ import (
 type invalidator struct {
 	cfg      strategy.Config // Near's: without OnConnect
 	mode     Tracking        // TrackKeys or TrackBroadcast
-	follow   sentinel.Follower
+	follow   strategy.MasterFollower
 	prefixes []string
 	ping     time.Duration
 	// s is the store, attached once everything else has opened (nil
@@ -66,7 +65,7 @@ func newInvalidator(cfg strategy.Config, mode Tracking, prefixes []string, ping 
 // every listener is subscribed (with TrackKeys, once every data
 // connection dialled so far is tracked too). follow, over Sentinel, is
 // the backend that reports the master.
-func (inv *invalidator) start(ctx context.Context, follow sentinel.Follower) error {
+func (inv *invalidator) start(ctx context.Context, follow strategy.MasterFollower) error {
 	inv.follow = follow // before any goroutine that reads it
 	masters, isCluster, err := inv.discover(ctx)
 	if err != nil {
@@ -121,30 +120,19 @@ func (inv *invalidator) discover(ctx context.Context) ([]string, bool, error) {
 			errs = append(errs, err)
 			continue
 		}
-		v, err := redis.DoContext(c, ctx, "CLUSTER", "SHARDS")
-		var shards []cluster.Shard
-		var re redis.Error
-		switch {
-		case errors.As(err, &re) && strings.Contains(strings.ToLower(string(re)), "cluster support disabled"):
-			c.Close()
-			return []string{addr}, false, nil
-		case errors.As(err, &re) && strings.Contains(strings.ToLower(string(re)), "unknown"):
-			if v, err = redis.DoContext(c, ctx, "CLUSTER", "SLOTS"); err == nil {
-				shards, err = cluster.ParseSlots(v)
-			}
-		case err == nil:
-			if inv.cfg.TLS != nil {
-				shards, err = cluster.ParseShardsTLS(v) // the TLS port of each node, not the plain one
-			} else {
-				shards, err = cluster.ParseShards(v)
-			}
+		do := func(ctx context.Context, args ...any) (any, error) {
+			return redis.DoContext(c, ctx, args[0].(string), args[1:]...)
 		}
+		shards, err := topology.Discover(ctx, do, addr, inv.cfg.TLS != nil)
 		c.Close()
+		if errors.Is(err, topology.ErrNotCluster) {
+			return []string{addr}, false, nil
+		}
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		return cluster.NewMap(shards).Masters(), true, nil
+		return topology.NewMap(shards).Masters(), true, nil
 	}
 	return nil, false, fmt.Errorf("%w: discover masters for invalidation: %w", strategy.ErrConnection, errors.Join(errs...))
 }

@@ -6,7 +6,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/internal/failure"
+	"github.com/redisx-go/kit/internal/wire"
 	"github.com/redisx-go/kit/strategy"
 )
 
@@ -22,11 +23,11 @@ import (
 // batch is sent, and flushed after). GETs answered by the server are not
 // stored locally, as Do's are not.
 func (n *near) DoMulti(ctx context.Context, cmds ...[]any) []strategy.Result {
-	if _, _, res, ok := conn.CheckMulti(cmds); !ok {
+	if _, _, res, ok := wire.CheckMulti(cmds); !ok {
 		return res
 	}
 	if err := ctx.Err(); err != nil {
-		return conn.FailAll(len(cmds), err)
+		return failure.FailAll(len(cmds), err)
 	}
 	res := make([]strategy.Result, len(cmds))
 	fwd := make([][]any, 0, len(cmds))
@@ -67,12 +68,7 @@ func (n *near) DoMulti(ctx context.Context, cmds ...[]any) []strategy.Result {
 	if flush {
 		n.s.void() // no hit of what the batch is about to replace
 	}
-	var got []strategy.Result
-	if md, ok := n.inner.(strategy.MultiDoer); ok {
-		got = md.DoMulti(ctx, fwd...)
-	} else {
-		got = strategy.DoEach(ctx, n.inner, fwd...)
-	}
+	got := n.caps.DoMulti(ctx, fwd...)
 	switch {
 	case flush:
 		n.s.flush() // nor of a read that overtook it
@@ -108,14 +104,13 @@ func getKey(args []any) (string, bool) {
 // once they return, as Do does — the commands queued between MULTI and
 // EXEC included, whether EXEC runs them or not.
 func (n *near) Dedicated(ctx context.Context, keys []string) (strategy.Dedicated, error) {
-	d, ok := n.inner.(strategy.Dedicator)
-	if !ok {
+	if !n.caps.HasDedicated() {
 		return nil, fmt.Errorf("%w: dedicated connections on %T", strategy.ErrUnsupported, n.inner)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	dd, err := d.Dedicated(ctx, keys)
+	dd, err := n.caps.Dedicated(ctx, keys)
 	if err != nil {
 		return nil, err
 	}

@@ -183,10 +183,7 @@ func (n Near) Validate(cfg strategy.Config) error {
 	if n.Inner != nil {
 		inner = n.Inner
 	}
-	if v, ok := inner.(strategy.Validator); ok {
-		return v.Validate(cfg)
-	}
-	return nil
+	return strategy.Validate(inner, cfg)
 }
 
 var _ strategy.Validator = Near{}

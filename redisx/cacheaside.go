@@ -5,15 +5,13 @@ import (
 	"math/rand/v2"
 	"sync/atomic"
 	"time"
-
-	"github.com/redisx-go/kit/strategy"
 )
 
 // cacheAside holds GetOrLoad's options and counters.
 type cacheAside struct {
 	jitter float64
 	swr    time.Duration
-	ttlGet strategy.TTLGetter // nil: stale-while-revalidate is off
+	ttls   bool // the backend reads TTLs (strategy.TTLGetter); without, stale-while-revalidate is off
 	stale  atomic.Int64
 }
 
@@ -31,7 +29,7 @@ func (a *cacheAside) storeTTL(ttl time.Duration) time.Duration {
 	if a.jitter > 0 {
 		ttl -= time.Duration(rand.Float64() * a.jitter * float64(ttl))
 	}
-	if a.swr > 0 && a.ttlGet != nil {
+	if a.swr > 0 && a.ttls {
 		ttl += a.swr
 	}
 	return max(ttl, time.Millisecond)

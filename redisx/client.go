@@ -57,7 +57,7 @@ func New(ctx context.Context, o Options) (*Client, error) {
 		return nil, err
 	}
 	c := NewFromBackend(b)
-	if !retriesItself(b) {
+	if !c.caps.RetriesCalls() {
 		p, _ := o.Retry.policy() // checked by config
 		c.retry.setup(p, cfg.ReadTimeout)
 	}
@@ -75,13 +75,12 @@ func New(ctx context.Context, o Options) (*Client, error) {
 // 3 s) and no OpenTelemetry instrumentation at all. The Client takes
 // ownership: its Close closes b.
 func NewFromBackend(b strategy.Backend) *Client {
-	c := &Client{b: b}
-	if !retriesItself(b) {
+	c := &Client{b: b, caps: strategy.CapabilitiesOf(b)}
+	if !c.caps.RetriesCalls() {
 		p, _ := Retry{}.policy()
 		c.retry.setup(p, 3*time.Second)
 	}
-	c.caps = strategy.CapabilitiesOf(b)
-	c.aside.ttlGet, _ = b.(strategy.TTLGetter)
+	c.aside.ttls = c.caps.HasTTL()
 	return c
 }
 

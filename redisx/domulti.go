@@ -3,8 +3,8 @@ package redisx
 import (
 	"context"
 
-	"github.com/redisx-go/kit/internal/conn"
-	"github.com/redisx-go/kit/strategy"
+	"github.com/redisx-go/kit/backend"
+	"github.com/redisx-go/kit/internal/failure"
 )
 
 // Result is the outcome of one command of DoMulti or Tx.Exec: its reply,
@@ -12,7 +12,7 @@ import (
 // server error reply for that command (WRONGTYPE…) is its Err — wrapping
 // a redis.Error, which errors.As extracts — and does not fail the other
 // commands.
-type Result = strategy.Result
+type Result = backend.Result
 
 // DoMulti sends cmds, each a command as Do takes it, as one pipeline — one
 // round trip per node — and returns one Result per command, in cmds'
@@ -70,10 +70,10 @@ func (c *Client) DoMulti(ctx context.Context, cmds ...[]any) []Result {
 
 func (c *Client) doMulti(ctx context.Context, cmds [][]any) []Result {
 	if c.closed.Load() {
-		return conn.FailAll(len(cmds), ErrClosed)
+		return failure.FailAll(len(cmds), ErrClosed)
 	}
 	if err := ctx.Err(); err != nil {
-		return conn.FailAll(len(cmds), err)
+		return failure.FailAll(len(cmds), err)
 	}
 	if len(cmds) == 0 {
 		return []Result{}
@@ -94,18 +94,10 @@ func (c *Client) doMulti(ctx context.Context, cmds [][]any) []Result {
 
 // errAllUnsent stands, for retry, for a batch whose every command failed
 // without being executed.
-var errAllUnsent = conn.MarkUnsent(ErrConnection)
+var errAllUnsent = failure.MarkUnsent(ErrConnection)
 
 func (c *Client) multiOnce(ctx context.Context, cmds [][]any) []Result {
-	if md, ok := c.b.(strategy.MultiDoer); ok {
-		return md.DoMulti(ctx, cmds...)
-	}
-	// The fallback refuses a batch as the strategies do, before anything
-	// is sent, rather than run its first commands.
-	if _, _, res, ok := conn.CheckMulti(cmds); !ok {
-		return res
-	}
-	return strategy.DoEach(ctx, c.b, cmds...)
+	return c.caps.DoMulti(ctx, cmds...)
 }
 
 // unsentAll reports whether every command of res failed in a way that

@@ -97,7 +97,7 @@ func (c *Client) getOrLoad(ctx context.Context, key string, ttl time.Duration, l
 // value past its ttl but inside the grace period is served and a refresh
 // started.
 func (c *Client) loadRead(ctx context.Context, key string, ttl time.Duration, load Loader) ([]byte, error) {
-	if c.aside.swr <= 0 || ttl <= 0 || c.aside.ttlGet == nil {
+	if c.aside.swr <= 0 || ttl <= 0 || !c.aside.ttls {
 		return c.cacheRead(ctx, key)
 	}
 	v, left, err := c.getWithTTL(ctx, key)
@@ -116,11 +116,11 @@ func (c *Client) getWithTTL(ctx context.Context, key string) ([]byte, time.Durat
 		v   []byte
 		ttl time.Duration
 	}
-	v, ttl, err := c.aside.ttlGet.GetWithTTL(ctx, key)
+	v, ttl, err := c.caps.GetWithTTL(ctx, key)
 	if err != nil && readAgain(err) {
 		var r valueTTL
 		r, err = retry(ctx, c, valueTTL{v, ttl}, err, readAgain, func() (valueTTL, error) {
-			v, ttl, err := c.aside.ttlGet.GetWithTTL(ctx, key)
+			v, ttl, err := c.caps.GetWithTTL(ctx, key)
 			return valueTTL{v, ttl}, err
 		})
 		v, ttl = r.v, r.ttl

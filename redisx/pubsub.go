@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/gomodule/redigo/redis"
-	"github.com/redisx-go/kit/internal/cluster"
+	"github.com/redisx-go/kit/internal/topology"
 	"github.com/redisx-go/kit/strategy"
 )
 
@@ -174,11 +174,10 @@ func (c *Client) subscribe(ctx context.Context, kind subKind, names []string) (*
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	d, ok := findDialer(c.b)
-	if !ok {
+	if !c.caps.HasSessions() {
 		return nil, fmt.Errorf("%w: Pub/Sub on a %T backend", ErrUnsupported, c.b)
 	}
-	s := &Subscription{c: c, dialer: d, shards: onCluster(c.b), sessions: map[int]*session{}, ended: make(chan struct{}), out: make(chan Message)}
+	s := &Subscription{c: c, dialer: &c.caps, shards: len(c.caps.Masters()) > 0, sessions: map[int]*session{}, ended: make(chan struct{}), out: make(chan Message)}
 	s.life, s.cancel = context.WithCancel(context.Background())
 	size := c.ps.buffer
 	if size <= 0 {
@@ -205,37 +204,6 @@ func (c *Client) subscribe(ctx context.Context, kind subKind, names []string) (*
 		}
 	}
 	return s, nil
-}
-
-// findDialer finds a SessionDialer along b's Unwrap chain.
-func findDialer(b strategy.Backend) (strategy.SessionDialer, bool) {
-	for b != nil {
-		if d, ok := b.(strategy.SessionDialer); ok {
-			return d, true
-		}
-		u, ok := b.(strategy.Unwrapper)
-		if !ok {
-			return nil, false
-		}
-		b = u.Unwrap()
-	}
-	return nil, false
-}
-
-// onCluster reports whether b routes by slot: a NodeDoer along its Unwrap
-// chain.
-func onCluster(b strategy.Backend) bool {
-	for b != nil {
-		if nd, ok := b.(strategy.NodeDoer); ok {
-			return len(nd.Masters()) > 0
-		}
-		u, ok := b.(strategy.Unwrapper)
-		if !ok {
-			return false
-		}
-		b = u.Unwrap()
-	}
-	return false
 }
 
 // Messages returns the channel the subscription delivers on, the same at
@@ -415,7 +383,7 @@ func (s *Subscription) keyOf(kind subKind, name string) int {
 	case kind != kindShard:
 		return classicKey
 	case s.shards:
-		return cluster.Slot(name)
+		return topology.Slot(name)
 	}
 	return 0
 }

@@ -3,6 +3,7 @@ package redisx
 import (
 	"fmt"
 
+	"github.com/redisx-go/kit/backend"
 	"github.com/redisx-go/kit/strategy"
 )
 
@@ -47,19 +48,19 @@ import (
 //
 // Its String is the value of a URL's read_from parameter: primary,
 // replica or nearest.
-type ReadFrom = strategy.ReadFrom
+type ReadFrom = backend.ReadFrom
 
 // The values of ReadFrom.
 const (
 	// ReadPrimary sends every read to the master. The zero value.
-	ReadPrimary = strategy.ReadPrimary
+	ReadPrimary = backend.ReadPrimary
 	// ReadReplicaPreferred sends reads to the healthy replicas, in turn,
 	// and to the master when none is healthy.
-	ReadReplicaPreferred = strategy.ReadReplicaPreferred
+	ReadReplicaPreferred = backend.ReadReplicaPreferred
 	// ReadNearest sends reads to the node, master or healthy replica,
 	// with the lowest round trip measured by the checks of the last
 	// seconds (a moving average).
-	ReadNearest = strategy.ReadNearest
+	ReadNearest = backend.ReadNearest
 )
 
 // parseReadFrom reads a URL's read_from parameter.

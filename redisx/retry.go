@@ -70,22 +70,6 @@ type Retry struct {
 	MaxBackoff time.Duration
 }
 
-// retriesItself reports whether b, or a backend it wraps, retries calls
-// by its own policy (strategy.SelfRetrier).
-func retriesItself(b strategy.Backend) bool {
-	for b != nil {
-		if r, ok := b.(strategy.SelfRetrier); ok && r.RetriesCalls() {
-			return true
-		}
-		u, ok := b.(strategy.Unwrapper)
-		if !ok {
-			return false
-		}
-		b = u.Unwrap()
-	}
-	return false
-}
-
 // retrier applies a Retry policy. Its zero value retries nothing.
 type retrier struct {
 	attempts int

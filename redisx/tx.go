@@ -9,9 +9,9 @@ import (
 	"sync/atomic"
 
 	"github.com/gomodule/redigo/redis"
-	"github.com/redisx-go/kit/internal/cluster"
 	"github.com/redisx-go/kit/internal/command"
-	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/internal/failure"
+	"github.com/redisx-go/kit/internal/topology"
 	"github.com/redisx-go/kit/strategy"
 )
 
@@ -98,11 +98,10 @@ func (c *Client) Watch(ctx context.Context, fn func(*Tx) error, keys ...string) 
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	dd, ok := c.b.(strategy.Dedicator)
-	if !ok {
+	if !c.caps.HasDedicated() {
 		return fmt.Errorf("%w: Watch on a %T backend", ErrUnsupported, c.b)
 	}
-	tx := &Tx{dd: dd, closed: &c.closed}
+	tx := &Tx{dd: &c.caps, closed: &c.closed}
 	defer tx.finish(ctx) // on a panic too, which goes on after it
 	if len(keys) > 0 {
 		if err := tx.watch(ctx, keys); err != nil {
@@ -174,14 +173,14 @@ func (tx *Tx) conn(ctx context.Context, keys []string) error {
 		}
 		fits := true
 		for _, k := range keys {
-			fits = fits && cluster.Slot(k) == slot
+			fits = fits && topology.Slot(k) == slot
 		}
 		switch {
 		case fits:
 			tx.pinned = true
 			return nil
 		case tx.pinned || tx.watching:
-			return conn.CrossSlot("a transaction on a cluster runs on its slot's master: slot %d, but a command names a key in slot %d; "+
+			return failure.CrossSlot("a transaction on a cluster runs on its slot's master: slot %d, but a command names a key in slot %d; "+
 				"every key of a transaction must share a slot: give them a common {hash tag}", slot, firstOther(keys, slot))
 		}
 		// Taken for a keyless call: nothing on it yet, trade it for one
@@ -199,7 +198,7 @@ func (tx *Tx) conn(ctx context.Context, keys []string) error {
 // firstOther returns the slot of the first key of keys not in slot.
 func firstOther(keys []string, slot int) int {
 	for _, k := range keys {
-		if s := cluster.Slot(k); s != slot {
+		if s := topology.Slot(k); s != slot {
 			return s
 		}
 	}
@@ -240,7 +239,7 @@ func (tx *Tx) check(args []any) ([]string, error) {
 	if tx.done {
 		return nil, errTxDone
 	}
-	if _, err := conn.CheckCommand(args); err != nil {
+	if _, err := command.CheckCommand(args); err != nil {
 		return nil, err // WATCH, MULTI, EXEC… are Watch's and Exec's
 	}
 	keys, _, _ := command.Keys(args)
@@ -281,7 +280,7 @@ func (tx *Tx) ready(ctx context.Context, keys []string) error {
 		return ErrClosed
 	}
 	if tx.doubt {
-		return conn.MarkUnsent(fmt.Errorf("%w: the transaction's connection failed earlier", ErrConnection))
+		return failure.MarkUnsent(fmt.Errorf("%w: the transaction's connection failed earlier", ErrConnection))
 	}
 	if err := ctx.Err(); err != nil {
 		return err
@@ -322,7 +321,7 @@ func (tx *Tx) Exec(ctx context.Context, cmds ...[]any) ([]Result, error) {
 	for i, args := range cmds {
 		ks, err := tx.check(args)
 		if err != nil {
-			return nil, conn.Detail(conn.Position(i)+" of the transaction", err)
+			return nil, failure.Detail(failure.Position(i)+" of the transaction", err)
 		}
 		keys = append(keys, ks...)
 	}
@@ -369,7 +368,7 @@ func execResults(cmds [][]any, queued []Result, exec Result) ([]Result, error) {
 	}
 	for i, v := range replies {
 		if re, isErr := v.(redis.Error); isErr {
-			out[i].Err = conn.ReplyError(conn.ArgName(cmds[i], 0), re)
+			out[i].Err = failure.ReplyError(command.ArgName(cmds[i], 0), re)
 			continue
 		}
 		out[i].Value = v

@@ -110,10 +110,7 @@ func validate(o *Options) error {
 	if err != nil {
 		return err
 	}
-	if v, ok := o.Strategy.(strategy.Validator); ok {
-		return v.Validate(cfg)
-	}
-	return nil
+	return strategy.Validate(o.Strategy, cfg)
 }
 
 // parseRedisURL is ParseURL for the redis and rediss schemes.

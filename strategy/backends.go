@@ -7,22 +7,23 @@ import (
 	"github.com/redisx-go/kit/internal/mux"
 	"github.com/redisx-go/kit/internal/pool"
 	"github.com/redisx-go/kit/internal/sentinel"
+	"github.com/redisx-go/kit/internal/transport"
 )
 
 // The running backends of this package's strategies, as the contract
-// has them: the transports (internal/mux, internal/pool) and the cluster
-// router (internal/cluster) report conn.Stats, which backend converts to
-// Stats; the router's NodeDoer and SlotGrouped's Unwrap are kept.
+// has them: the transports (internal/mux, internal/pool), the cluster
+// router (internal/cluster) and Sentinel's backend (internal/sentinel)
+// behind the method set of transport.Backend — so that no other exported
+// method of theirs is found by a type assertion — with the router's
+// NodeDoer, the master Sentinel's backend follows, and SlotGrouped's
+// Unwrap.
 
-// backend is a transport's backend: a node, a router or a Grouped.
-type backend struct{ cluster.Backend }
+// running is a transport's backend: a node, a router or a Grouped.
+type running struct{ transport.Backend }
 
-// Stats implements Statser.
-func (b backend) Stats() Stats { return Stats(b.Backend.Stats()) }
-
-// routed is a cluster's backend: a backend that is a NodeDoer too.
+// routed is a cluster's backend: a running backend that is a NodeDoer too.
 type routed struct {
-	backend
+	running
 	r *cluster.Router
 }
 
@@ -36,7 +37,7 @@ func (r routed) DoOn(ctx context.Context, addr string, args ...any) (any, error)
 
 // grouped is SlotGrouped's backend, over inner.
 type grouped struct {
-	backend
+	running
 	inner Backend
 }
 
@@ -44,18 +45,18 @@ type grouped struct {
 func (g grouped) Unwrap() Backend { return g.inner }
 
 // public returns b as the contract has it.
-func public(b cluster.Backend) Backend {
+func public(b transport.Backend) Backend {
 	switch t := b.(type) {
 	case *cluster.Router:
-		return routed{backend{b}, t}
+		return routed{running{b}, t}
 	case *sentinel.Backend:
-		return followed{backend{b}, t}
+		return followed{running{b}, t}
 	}
-	return backend{b}
+	return running{b}
 }
 
 // transportOf returns the transport of s, a Multiplexed or a Pool.
-func transportOf(s Strategy) (cluster.Transport, bool) {
+func transportOf(s Strategy) (transport.Transport, bool) {
 	switch s := s.(type) {
 	case Multiplexed:
 		return mux.Options(s), true
@@ -66,13 +67,13 @@ func transportOf(s Strategy) (cluster.Transport, bool) {
 }
 
 var (
-	_ Statser         = backend{}
-	_ MultiDoer       = backend{}
-	_ Dedicator       = backend{}
-	_ SessionDialer   = backend{}
-	_ NodeDoer        = routed{}
-	_ Unwrapper       = grouped{}
-	_ cluster.Node    = (*mux.Node)(nil)
-	_ cluster.Node    = (*pool.Node)(nil)
-	_ cluster.Backend = (*cluster.Router)(nil)
+	_ Statser           = running{}
+	_ MultiDoer         = running{}
+	_ Dedicator         = running{}
+	_ SessionDialer     = running{}
+	_ NodeDoer          = routed{}
+	_ Unwrapper         = grouped{}
+	_ transport.Node    = (*mux.Node)(nil)
+	_ transport.Node    = (*pool.Node)(nil)
+	_ transport.Backend = (*cluster.Router)(nil)
 )

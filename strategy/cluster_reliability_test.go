@@ -13,8 +13,8 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/redisx-go/kit/internal/cluster"
 	"github.com/redisx-go/kit/internal/launcher"
+	"github.com/redisx-go/kit/internal/topology"
 	"github.com/redisx-go/kit/redisx"
 	"github.com/redisx-go/kit/strategy"
 	"github.com/redisx-go/kit/strategy/strategytest"
@@ -119,7 +119,7 @@ func crelDistinctSlotKeys(prefix string, n int) []string {
 	seen := map[int]bool{}
 	for i := 0; len(keys) < n; i++ {
 		k := prefix + strconv.Itoa(i)
-		if s := cluster.Slot(k); !seen[s] {
+		if s := topology.Slot(k); !seen[s] {
 			seen[s] = true
 			keys = append(keys, k)
 		}
@@ -132,7 +132,7 @@ func crelKeysOn(ctx context.Context, t *testing.T, o *crelSlotOwners, master *la
 	t.Helper()
 	var keys []string
 	for _, k := range crelDistinctSlotKeys(prefix, 40*n) {
-		if o.owner(ctx, t, cluster.Slot(k)) == master.Addr() {
+		if o.owner(ctx, t, topology.Slot(k)) == master.Addr() {
 			keys = append(keys, k)
 			if len(keys) == n {
 				return keys
@@ -265,7 +265,7 @@ func testFailoverUnderLoad(t *testing.T, cl *launcher.Cluster, tc crelCase, roun
 	victim := masters[round%len(masters)]
 	owners := &crelSlotOwners{cl: cl}
 	tag := crelKeysOn(ctx, t, owners, victim, fmt.Sprintf("fo%d-", round), 1)[0]
-	slot := cluster.Slot(tag)
+	slot := topology.Slot(tag)
 	crelWaitReplicated(ctx, t, victim)
 	t.Logf("%s: cluster ok and the victim's replica in sync in %v", tc.name, time.Since(setup).Round(time.Millisecond))
 

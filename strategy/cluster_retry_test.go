@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redisx-go/kit/internal/cluster"
 	"github.com/redisx-go/kit/internal/launcher"
 	"github.com/redisx-go/kit/internal/resp"
+	"github.com/redisx-go/kit/internal/topology"
 	"github.com/redisx-go/kit/redisx"
 	"github.com/redisx-go/kit/strategy"
 )
@@ -141,7 +141,7 @@ func TestClusterAttemptsAreTheRetryPolicys(t *testing.T) {
 	for _, m := range masters {
 		for i := 0; ; i++ {
 			k := fmt.Sprintf("attempts:%d", i)
-			if owner, err := cl.MasterOf(ctx, cluster.Slot(k)); err == nil && owner.Addr() == m.Addr() {
+			if owner, err := cl.MasterOf(ctx, topology.Slot(k)); err == nil && owner.Addr() == m.Addr() {
 				keys = append(keys, k)
 				break
 			}

@@ -10,8 +10,8 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/redisx-go/kit/internal/cluster"
 	"github.com/redisx-go/kit/internal/launcher"
+	"github.com/redisx-go/kit/internal/topology"
 	"github.com/redisx-go/kit/redisx"
 	"github.com/redisx-go/kit/strategy"
 )
@@ -128,7 +128,7 @@ func TestSlotGroupedPartialFailureReportsNode(t *testing.T) {
 	cl := crelCluster(t, launcher.ClusterOptions{Args: []string{"--cluster-require-full-coverage", "no"}})
 	ctx := t.Context()
 	keys, owners := crelKeys50(ctx, t, cl, "sgfail:")
-	victim, err := cl.MasterOf(ctx, cluster.Slot(keys[0]))
+	victim, err := cl.MasterOf(ctx, topology.Slot(keys[0]))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +275,7 @@ func crelKeys50(ctx context.Context, t *testing.T, cl *launcher.Cluster, prefix 
 	addrs := make([]string, len(keys))
 	per := map[string]int{}
 	for i, k := range keys {
-		addrs[i] = owners.owner(ctx, t, cluster.Slot(k))
+		addrs[i] = owners.owner(ctx, t, topology.Slot(k))
 		per[addrs[i]]++
 	}
 	if len(per) != 3 {

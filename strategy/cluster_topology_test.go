@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redisx-go/kit/internal/cluster"
 	"github.com/redisx-go/kit/internal/launcher"
+	"github.com/redisx-go/kit/internal/topology"
 	"github.com/redisx-go/kit/redisx"
 	"github.com/redisx-go/kit/strategy/strategytest"
 	"go.uber.org/goleak"
@@ -49,7 +49,7 @@ func testSlotMigration(t *testing.T, cl *launcher.Cluster, tc crelCase) int64 {
 		callTimeout = 2 * time.Second
 	)
 	ctx := t.Context()
-	slot := cluster.Slot("{mig}")
+	slot := topology.Slot("{mig}")
 	if err := cl.WaitOK(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -254,7 +254,7 @@ func TestClusterRefusedMasterTriggersRefresh(t *testing.T) {
 		t.Fatalf("WaitOK after the kill: %v", err)
 	}
 	t.Logf("master %s killed; cl.WaitOK returned after %v", victim.Addr(), time.Since(kill).Round(time.Millisecond))
-	if m, err := cl.MasterOf(ctx, cluster.Slot(keys[0])); err != nil || m.Addr() == victim.Addr() {
+	if m, err := cl.MasterOf(ctx, topology.Slot(keys[0])); err != nil || m.Addr() == victim.Addr() {
 		t.Fatalf("after the failover the slot's master is %v (%v); want the promoted replica", m, err)
 	}
 

@@ -4,7 +4,7 @@ import (
 	"context"
 	"net"
 
-	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/internal/dial"
 )
 
 // Dial opens one connection to addr with the shared settings of cfg —
@@ -15,6 +15,6 @@ import (
 // Its errors wrap ErrAuth when the server refuses the credentials,
 // ErrConnection otherwise; Unsent reports true for both.
 func Dial(ctx context.Context, cfg Config, addr string) (net.Conn, error) {
-	c := conn.Config(cfg)
-	return conn.Dial(ctx, &c, addr)
+	c := cfg
+	return dial.Dial(ctx, &c, addr)
 }

@@ -12,13 +12,17 @@
 // # The contract
 //
 // [Backend] is small: Get, Set, Del and Close. Everything else is an
-// optional interface the facade discovers by type assertion, with a
-// documented fallback when a backend lacks it: [MultiGetter],
-// [MultiSetter], [Doer], [MultiDoer] (pipelines), [Dedicator]
-// (transactions), [SessionDialer] (Pub/Sub), [NodeDoer], [Statser] and
-// [Unwrapper]. Decorators (such as
-// localcache.Near) wrap any Backend and expose the wrapped one through
-// Unwrap.
+// optional interface with a documented fallback when a backend lacks it:
+// [Appender], [MultiGetter], [MultiSetter], [Doer], [MultiDoer]
+// (pipelines), [Dedicator] (transactions), [SessionDialer] (Pub/Sub),
+// [NodeDoer], [TTLGetter], [Statser], [SelfRetrier], [MasterFollower] and
+// [Unwrapper]. They are discovered in one place: [Capabilities] finds them
+// once and holds the fallbacks, [Find] walks the Unwrap chain for those a
+// decorator need not implement. Decorators (such as localcache.Near) wrap
+// any Backend and expose the wrapped one through Unwrap. The values the
+// contract passes around — [Config], [Stats], [Result], [Dedicated],
+// [NodeError], the errors — are defined in package backend, where go doc
+// shows their fields and methods, and re-exported here.
 //
 // # Choosing
 //

@@ -4,23 +4,81 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
+	"net"
 	"time"
+
+	"github.com/redisx-go/kit/internal/wire"
 )
 
-// Capabilities are a Backend's optional interfaces, found once by type
-// assertion, with the fallback each one's doc states when the Backend
-// lacks it: the one place where the fallbacks live (database/sql's
-// ctxutil.go is the model), for the facade and for decorators such as
-// localcache.Near alike. The zero value has no Backend; use
+// Capability discovery, in one place (database/sql's ctxutil.go is the
+// model): Capabilities finds a Backend's optional interfaces once and
+// holds the fallback each one's doc states; Find walks the Unwrap chain
+// of decorators (http.ResponseController's walk) for the capabilities a
+// decorator need not implement itself; Validate asks a strategy value.
+// The facade and decorators such as localcache.Near use these rather than
+// assert types of their own.
+
+// Find returns the first backend of b's chain — b, then the backend b
+// wraps when it is an Unwrapper, and so on — that implements T, as a T,
+// and true; the zero T and false when none does. It finds the
+// capabilities decorators need not implement themselves: SessionDialer,
+// NodeDoer, SelfRetrier and MasterFollower. The others a decorator must
+// implement, or hide: a cache in front of a backend that forwarded MGet
+// to it unseen would serve stale values.
+func Find[T any](b Backend) (T, bool) {
+	for x := range chain(b) {
+		if t, ok := x.(T); ok {
+			return t, true
+		}
+	}
+	var zero T
+	return zero, false
+}
+
+// chain yields b and the backends it wraps, outermost first.
+func chain(b Backend) iter.Seq[Backend] {
+	return func(yield func(Backend) bool) {
+		for b != nil && yield(b) {
+			u, ok := b.(Unwrapper)
+			if !ok {
+				return
+			}
+			b = u.Unwrap()
+		}
+	}
+}
+
+// Validate returns what Open would refuse s with, before it dials, when s
+// is a Validator; nil otherwise (such a strategy says so when it is
+// opened).
+func Validate(s Strategy, cfg Config) error {
+	if v, ok := s.(Validator); ok {
+		return v.Validate(cfg)
+	}
+	return nil
+}
+
+// Capabilities are a Backend's optional interfaces, found once, with the
+// fallback each one's doc states when the Backend lacks it. Those a
+// decorator must implement itself (Appender, MultiGetter, MultiSetter,
+// Doer, TTLGetter, Statser, MultiDoer, Dedicator) are looked for on the
+// Backend alone; the others (SessionDialer, NodeDoer, SelfRetrier) along
+// its Unwrap chain (Find). The zero value has no Backend; use
 // CapabilitiesOf. A Capabilities is safe for concurrent use.
 type Capabilities struct {
-	b     Backend
-	app   Appender
-	mget  MultiGetter
-	mset  MultiSetter
-	do    Doer
-	ttl   TTLGetter
-	stats Statser
+	b       Backend
+	app     Appender
+	mget    MultiGetter
+	mset    MultiSetter
+	do      Doer
+	ttl     TTLGetter
+	stats   Statser
+	multi   MultiDoer
+	ded     Dedicator
+	session SessionDialer
+	nodes   NodeDoer
+	retries bool
 }
 
 // CapabilitiesOf finds b's optional interfaces.
@@ -32,6 +90,16 @@ func CapabilitiesOf(b Backend) Capabilities {
 	c.do, _ = b.(Doer)
 	c.ttl, _ = b.(TTLGetter)
 	c.stats, _ = b.(Statser)
+	c.multi, _ = b.(MultiDoer)
+	c.ded, _ = b.(Dedicator)
+	c.session, _ = Find[SessionDialer](b)
+	c.nodes, _ = Find[NodeDoer](b)
+	for x := range chain(b) {
+		if r, ok := x.(SelfRetrier); ok && r.RetriesCalls() {
+			c.retries = true
+			break
+		}
+	}
 	return c
 }
 
@@ -134,3 +202,57 @@ func (c *Capabilities) Stats() Stats {
 	}
 	return Stats{}
 }
+
+// DoMulti is the Backend's DoMulti (MultiDoer), or, for a batch that no
+// command of refuses before anything is sent, DoEach.
+func (c *Capabilities) DoMulti(ctx context.Context, cmds ...[]any) []Result {
+	if c.multi != nil {
+		return c.multi.DoMulti(ctx, cmds...)
+	}
+	// The fallback refuses a batch as the strategies do, before anything
+	// is sent, rather than run its first commands.
+	if _, _, res, ok := wire.CheckMulti(cmds); !ok {
+		return res
+	}
+	return DoEach(ctx, c.b, cmds...)
+}
+
+// HasDedicated reports whether the Backend is a Dedicator: whether it
+// lends connections for transactions.
+func (c *Capabilities) HasDedicated() bool { return c.ded != nil }
+
+// Dedicated is the Backend's Dedicated (Dedicator), or an error wrapping
+// ErrUnsupported.
+func (c *Capabilities) Dedicated(ctx context.Context, keys []string) (Dedicated, error) {
+	if c.ded == nil {
+		return nil, fmt.Errorf("%w: dedicated connections on a %T backend", ErrUnsupported, c.b)
+	}
+	return c.ded.Dedicated(ctx, keys)
+}
+
+// HasSessions reports whether a SessionDialer is found along the
+// Backend's Unwrap chain: whether Pub/Sub is possible.
+func (c *Capabilities) HasSessions() bool { return c.session != nil }
+
+// DialSession is the DialSession of the SessionDialer along the Backend's
+// Unwrap chain, or an error wrapping ErrUnsupported.
+func (c *Capabilities) DialSession(ctx context.Context, slot int, hello func(net.Conn) error) (net.Conn, error) {
+	if c.session == nil {
+		return nil, fmt.Errorf("%w: sessions on a %T backend", ErrUnsupported, c.b)
+	}
+	return c.session.DialSession(ctx, slot, hello)
+}
+
+// Masters is the Masters of the NodeDoer along the Backend's Unwrap
+// chain — the masters of a cluster's slot map — or none: one node, which
+// Do reaches.
+func (c *Capabilities) Masters() []string {
+	if c.nodes == nil {
+		return nil
+	}
+	return c.nodes.Masters()
+}
+
+// RetriesCalls reports whether a SelfRetrier along the Backend's Unwrap
+// chain retries calls by its own policy; false without one.
+func (c *Capabilities) RetriesCalls() bool { return c.retries }

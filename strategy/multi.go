@@ -5,20 +5,15 @@ import (
 	"fmt"
 	"net"
 
-	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/backend"
+	"github.com/redisx-go/kit/internal/failure"
 )
 
 // Result is the outcome of one command of a pipeline (MultiDoer) or of a
-// transaction: its reply, in Do's types, or its error. A server error
-// reply for that command (WRONGTYPE…) is its Err, wrapping a redis.Error;
-// it does not fail the other commands.
-type Result = conn.Result
-
-// ErrCrossSlot is returned, before anything is sent, for keys of one
-// command or of one transaction that hash to different slots of a Redis
-// Cluster, which the server would refuse with CROSSSLOT. Errors that
-// wrap it wrap ErrInvalidArgument too. Give such keys a common {hash tag}.
-var ErrCrossSlot = conn.ErrCrossSlot
+// transaction: backend.Result, its reply (Value, in Do's types) or its
+// error (Err). A server error reply for that command (WRONGTYPE…) is its
+// Err, wrapping a redis.Error; it does not fail the other commands.
+type Result = backend.Result
 
 // MultiDoer is an optional interface that may be implemented by a
 // Backend: a pipeline. DoMulti sends cmds, each a command as Do takes it,
@@ -48,7 +43,7 @@ func DoEach(ctx context.Context, b Backend, cmds ...[]any) []Result {
 		case !ok:
 			res[i].Err = fmt.Errorf("%w: Do on a %T backend", ErrUnsupported, b)
 		case ctx.Err() != nil:
-			res[i].Err = conn.MarkUnsent(ctx.Err())
+			res[i].Err = failure.MarkUnsent(ctx.Err())
 		default:
 			res[i].Value, res[i].Err = d.Do(ctx, args...)
 		}
@@ -57,31 +52,10 @@ func DoEach(ctx context.Context, b Backend, cmds ...[]any) []Result {
 }
 
 // Dedicated is a connection lent to one caller for a session of several
-// round trips, such as a transaction (WATCH … MULTI … EXEC): whatever
-// state the commands give it stays the caller's until Release. It is not
-// safe for concurrent use.
-//
-// DoMulti writes cmds in one write and reads one reply per command, as
-// MultiDoer's does, with no command refused for its class (WATCH, MULTI
-// and EXEC are what the connection is for; blocking commands extend the
-// read deadline by their block time). Its error is a failure of the
-// connection or of ctx, after which the connection is in doubt: Release
-// destroys it whatever reuse says.
-//
-// Slot is the cluster slot the connection serves (its keys must hash to
-// it: the server refuses others with MOVED or CROSSSLOT), or -1 when it
-// serves every key (a standalone server).
-//
-// Release ends the loan: with reuse, the connection goes back to its
-// pool, clean — the caller has run UNWATCH or DISCARD if needed —
-// otherwise it is closed. Release must be called exactly once.
-//
-// The backend's Close does not wait for a loan to end: it closes the
-// connection, so that a DoMulti in flight fails at once, and later ones
-// return ErrClosed; Release is then safe and does nothing more. A loan
-// may last as long as its caller wants (a transaction's callback), and a
-// Close that waited for it could wait forever.
-type Dedicated = conn.Dedicated
+// round trips, such as a transaction (WATCH … MULTI … EXEC):
+// backend.Dedicated, whose methods DoMulti, Slot and Release are
+// documented there. Dedicator lends it.
+type Dedicated = backend.Dedicated
 
 // Dedicator is an optional interface that may be implemented by a
 // Backend: connections of their own for transactions. Dedicated lends

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/redisx-go/kit/internal/cluster"
-	"github.com/redisx-go/kit/internal/conn"
 	"github.com/redisx-go/kit/internal/param"
 )
 
@@ -44,7 +43,7 @@ func (s SlotGrouped) Open(ctx context.Context, cfg Config) (Backend, error) {
 	if s.MaxBatch == 0 {
 		s.MaxBatch = 1000
 	}
-	b, err := cluster.Open(ctx, conn.Config(cfg), t)
+	b, err := cluster.Open(ctx, cfg, t)
 	if err != nil {
 		return nil, err
 	}
@@ -53,7 +52,7 @@ func (s SlotGrouped) Open(ctx context.Context, cfg Config) (Backend, error) {
 		b.Close()
 		return nil, err
 	}
-	return grouped{backend{g}, public(b)}, nil
+	return grouped{running{g}, public(b)}, nil
 }
 
 // transport returns Transport, or its default.
@@ -79,7 +78,7 @@ func (s SlotGrouped) Validate(cfg Config) error {
 	case s.MaxBatch < 0:
 		return fmt.Errorf("%w: SlotGrouped.MaxBatch %d is negative", ErrInvalidArgument, s.MaxBatch)
 	}
-	return tr.(Validator).Validate(cfg) // transportOf: Multiplexed or Pool
+	return Validate(tr, cfg)
 }
 
 // URLName implements URLStrategy: strategy=slotgrouped.

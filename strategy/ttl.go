@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/backend"
 )
 
 // TTLGetter is an optional interface that may be implemented by a Backend:
@@ -18,8 +18,9 @@ type TTLGetter interface {
 	MGetWithTTL(ctx context.Context, keys []string) ([][]byte, []time.Duration, error)
 }
 
-// Sentinel TTLs of TTLGetter.
+// Sentinel TTLs of TTLGetter: the key has no expiry (NoTTL), its TTL
+// could not be read (UnknownTTL).
 const (
-	NoTTL      = conn.NoTTL
-	UnknownTTL = conn.UnknownTTL
+	NoTTL      = backend.NoTTL
+	UnknownTTL = backend.UnknownTTL
 )

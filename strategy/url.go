@@ -1,11 +1,5 @@
 package strategy
 
-import (
-	"net/url"
-
-	"github.com/redisx-go/kit/internal/param"
-)
-
 // URLStrategy is an optional interface implemented by the strategy values
 // a redis:// URL can name (redisx.ParseURL and redisx.FormatURL):
 // Multiplexed, Pool, SlotGrouped, and localcache.Near as a layer. Each
@@ -37,18 +31,3 @@ type URLLayer interface {
 	// WithURLInner returns the value in front of inner.
 	WithURLInner(inner Strategy) Strategy
 }
-
-// URLParams are the query parameters of a redis:// URL, as a
-// URLStrategy reads them (FromURL) or writes them (ToURL): Take, String,
-// Count, Duration, Fraction and Size read one (each parameter read is
-// taken, so that whatever no one took can be refused: Refuse, Left);
-// Add, AddDuration, AddCount, AddFraction and AddSize write one, Encode
-// returns what was written. Errors wrap ErrInvalidArgument, name the
-// parameter and never repeat the URL.
-type URLParams = param.Params
-
-// ReadURLParams returns the parameters of q for reading.
-func ReadURLParams(q url.Values) *URLParams { return param.Read(q) }
-
-// WriteURLParams returns empty parameters for writing.
-func WriteURLParams() *URLParams { return param.Write() }

@@ -8,8 +8,12 @@ import (
 	"strings"
 
 	"github.com/gomodule/redigo/redis"
+	"github.com/redisx-go/kit/backend"
 	"github.com/redisx-go/kit/internal/command"
-	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/internal/failure"
+	"github.com/redisx-go/kit/internal/topology"
+	"github.com/redisx-go/kit/internal/transport"
+	"github.com/redisx-go/kit/internal/wire"
 )
 
 // Routing of generic commands (Do) on a cluster. Where a command goes is
@@ -34,11 +38,11 @@ import (
 // redirects and TRYAGAIN but does not retry after a connection failure:
 // the command may have run.
 func (c *Router) Do(ctx context.Context, args ...any) (any, error) {
-	if _, err := conn.CheckCommand(args); err != nil {
+	if _, err := command.CheckCommand(args); err != nil {
 		return nil, err
 	}
 	if c.closed.Load() {
-		return nil, conn.ErrClosed
+		return nil, backend.ErrClosed
 	}
 	spec := command.Lookup(args)
 	if spec == nil {
@@ -73,7 +77,7 @@ func publishSlot(spec *command.Spec, args []any) (int, bool) {
 	if spec.Name != "publish" || len(args) != 3 {
 		return 0, false
 	}
-	return Slot(command.Arg(args, 1)), true
+	return topology.Slot(command.Arg(args, 1)), true
 }
 
 // doSlot runs args, a command on keys, on the master of slot (a read-only
@@ -85,11 +89,11 @@ func (c *Router) doSlot(ctx context.Context, slot int, keys []string, args []any
 		route = c.routeRead // a replica may serve it (ReadFrom)
 	}
 	err := route(ctx, slot,
-		func(n Node) (err error) { v, err = n.Do(ctx, args...); return err },
-		func(n Node) error {
-			rp := conn.Reply{Kind: conn.ReplyAny}
+		func(n transport.Node) (err error) { v, err = n.Do(ctx, args...); return err },
+		func(n transport.Node) error {
+			rp := wire.Reply{Kind: wire.ReplyAny}
 			err := askExec(ctx, n, keys, &rp, func(b []byte) []byte {
-				b, _ = conn.AppendArgs(b, args) // checked by Do
+				b, _ = wire.AppendArgs(b, args) // checked by Do
 				return b
 			})
 			v = rp.Any
@@ -101,7 +105,7 @@ func (c *Router) doSlot(ctx context.Context, slot int, keys []string, args []any
 // doAny runs a keyless command on one master, picked at random (weighted
 // by the slots it serves).
 func (c *Router) doAny(ctx context.Context, args []any) (any, error) {
-	return c.doSlot(ctx, rand.IntN(Slots), nil, args)
+	return c.doSlot(ctx, rand.IntN(topology.Slots), nil, args)
 }
 
 // doKeyless sends a command without keys as its request policy says.
@@ -125,7 +129,7 @@ func (c *Router) doKeyless(ctx context.Context, spec *command.Spec, args []any) 
 // cannot be combined into one.
 func perNode(name string) error {
 	return fmt.Errorf("%w: %s on a cluster: each master answers for itself (its own cursor or report) and the replies do not combine into one; "+
-		"run it on every address of Masters with DoOn (strategy.NodeDoer)", conn.ErrUnsupported, name)
+		"run it on every address of Masters with DoOn (strategy.NodeDoer)", backend.ErrUnsupported, name)
 }
 
 // doUnknown routes a command the table does not know by the keys the
@@ -151,7 +155,7 @@ func (c *Router) doUnknown(ctx context.Context, args []any) (any, error) {
 	if len(keys) == 0 {
 		return c.doAny(ctx, args)
 	}
-	slot, err := oneSlot(strings.ToUpper(conn.ArgName(args, 0)), keys, nil, false)
+	slot, err := oneSlot(strings.ToUpper(command.ArgName(args, 0)), keys, nil, false)
 	if err != nil {
 		return nil, err
 	}
@@ -163,9 +167,9 @@ func (c *Router) doUnknown(ctx context.Context, args []any) (any, error) {
 // command with CROSSSLOT. pos, when known, are the keys' argument indexes,
 // for the message (keys themselves are never put in errors).
 func oneSlot(name string, keys []string, pos []int, multiShard bool) (int, error) {
-	slot := Slot(keys[0])
+	slot := topology.Slot(keys[0])
 	for i := 1; i < len(keys); i++ {
-		s := Slot(keys[i])
+		s := topology.Slot(keys[i])
 		if s == slot {
 			continue
 		}
@@ -177,7 +181,7 @@ func oneSlot(name string, keys []string, pos []int, multiShard bool) (int, error
 		if multiShard {
 			hint = ", or use the client's MGet, MSet or Del, which split keys by slot"
 		}
-		return 0, conn.CrossSlot("%s: its keys span %s; on a cluster the keys of one command must share a slot "+
+		return 0, failure.CrossSlot("%s: its keys span %s; on a cluster the keys of one command must share a slot "+
 			"(the server would reply CROSSSLOT): give them a common {hash tag}%s", name, where, hint)
 	}
 	return slot, nil
@@ -186,7 +190,7 @@ func oneSlot(name string, keys []string, pos []int, multiShard bool) (int, error
 // commandName names the command of args for messages: "EVALSHA",
 // "OBJECT ENCODING".
 func commandName(args []any, spec *command.Spec) string {
-	name := strings.ToUpper(conn.ArgName(args, 0))
+	name := strings.ToUpper(command.ArgName(args, 0))
 	if strings.Contains(spec.Name, "|") {
 		name += " " + strings.ToUpper(command.Arg(args, 1))
 	}
@@ -352,11 +356,11 @@ func (c *Router) Masters() []string {
 
 // DoOn implements NodeDoer.
 func (c *Router) DoOn(ctx context.Context, addr string, args ...any) (any, error) {
-	if _, err := conn.CheckCommand(args); err != nil {
+	if _, err := command.CheckCommand(args); err != nil {
 		return nil, err
 	}
 	if c.closed.Load() {
-		return nil, conn.ErrClosed
+		return nil, backend.ErrClosed
 	}
 	for {
 		var m *member
@@ -367,7 +371,7 @@ func (c *Router) DoOn(ctx context.Context, addr string, args ...any) (any, error
 			}
 		}
 		if m == nil {
-			return nil, fmt.Errorf("%w: DoOn: %s is not a master of the cluster's slot map (see Masters)", conn.ErrInvalidArgument, addr)
+			return nil, fmt.Errorf("%w: DoOn: %s is not a master of the cluster's slot map (see Masters)", backend.ErrInvalidArgument, addr)
 		}
 		if !m.Acquire() {
 			continue // retired since we loaded the map: look in the new one

@@ -10,30 +10,34 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/backend"
+	"github.com/redisx-go/kit/internal/failure"
+	"github.com/redisx-go/kit/internal/topology"
+	"github.com/redisx-go/kit/internal/transport"
+	"github.com/redisx-go/kit/internal/wire"
 )
 
 // NewGrouped returns a Grouped over b, a Router or a transport's Node,
 // whose commands hold at most maxBatch keys.
-func NewGrouped(b Backend, maxBatch int) (*Grouped, error) {
+func NewGrouped(b transport.Backend, maxBatch int) (*Grouped, error) {
 	g := &Grouped{inner: b, batch: maxBatch}
 	switch in := b.(type) {
 	case *Router:
 		g.cluster = in
-	case Node:
+	case transport.Node:
 		g.single = in
 		g.one = &member{n: in} // never retired
 	default:
-		return nil, fmt.Errorf("%w: SlotGrouped over %T", conn.ErrUnsupported, b)
+		return nil, fmt.Errorf("%w: SlotGrouped over %T", backend.ErrUnsupported, b)
 	}
 	return g, nil
 }
 
 // Grouped runs multi-key calls the SlotGrouped way (see strategy.SlotGrouped).
 type Grouped struct {
-	inner   Backend
+	inner   transport.Backend
 	cluster *Router // one of cluster and single is set
-	single  Node
+	single  transport.Node
 	one     *member // single, as plan returns it
 	batch   int
 }
@@ -50,7 +54,7 @@ func (g *Grouped) Do(ctx context.Context, args ...any) (any, error) {
 	return g.inner.Do(ctx, args...)
 }
 
-func (g *Grouped) Stats() conn.Stats {
+func (g *Grouped) Stats() backend.Stats {
 	s := g.inner.Stats()
 	s.Strategy = "slot-grouped/" + s.Strategy
 	return s
@@ -94,7 +98,7 @@ func (g *Grouped) plan(keys []string) ([]*member, [][]batchGroup) {
 	}
 	order := make([]sortKey, n)
 	for i, k := range keys {
-		s := Slot(k)
+		s := topology.Slot(k)
 		order[i] = sortKey{uint32(top.owner[s])<<14 | uint32(s), int32(i)}
 	}
 	// Stable: keys of one slot keep the caller's order.
@@ -110,7 +114,7 @@ func (g *Grouped) plan(keys []string) ([]*member, [][]batchGroup) {
 		if j < n && order[j].k == order[start].k && j-start < g.batch {
 			continue
 		}
-		slot := int(order[start].k & (Slots - 1))
+		slot := int(order[start].k & (topology.Slots - 1))
 		if len(groups) > first && order[start].k>>14 != uint32(top.owner[groups[first].slot]) {
 			perNode = append(perNode, groups[first:len(groups):len(groups)])
 			first = len(groups)
@@ -128,7 +132,7 @@ func (g *Grouped) plan(keys []string) ([]*member, [][]batchGroup) {
 // sender is a node that can have pipelines in flight on several nodes
 // from one goroutine: Multiplexed's (mux.Node.Send).
 type sender interface {
-	Send(ctx context.Context, keys []string, buf []byte, rps []conn.Reply) (conn.Pending, error)
+	Send(ctx context.Context, keys []string, buf []byte, rps []wire.Reply) (transport.Pending, error)
 }
 
 // runPipelines sends bufs[i], commands on keys[i], to nodes[i], decoding
@@ -138,9 +142,9 @@ type sender interface {
 // reply itself), then the others awaited; other nodes get a goroutine
 // each. errs[i] is node i's connection or context failure; a nil node
 // fails with errSlotUnserved.
-func runPipelines(ctx context.Context, nodes []Node, keys [][]string, bufs [][]byte, rps [][]conn.Reply) []error {
+func runPipelines(ctx context.Context, nodes []transport.Node, keys [][]string, bufs [][]byte, rps [][]wire.Reply) []error {
 	errs := make([]error, len(nodes))
-	calls := make([]conn.Pending, len(nodes))
+	calls := make([]transport.Pending, len(nodes))
 	var blocking []int
 	last := -1 // the last multiplexed node: its pipeline is sent last, and awaited first
 	for i, n := range nodes {
@@ -178,7 +182,7 @@ func runPipelines(ctx context.Context, nodes []Node, keys [][]string, bufs [][]b
 // failures collects, per node, the keys whose part of a call failed.
 type failures struct {
 	mu   sync.Mutex
-	errs []*conn.NodeError
+	errs []*backend.NodeError
 }
 
 // add records keys as failed on addr; the first error of a node stands for
@@ -192,7 +196,7 @@ func (f *failures) add(addr string, keys []string, err error) {
 			return
 		}
 	}
-	f.errs = append(f.errs, &conn.NodeError{Node: addr, Keys: append([]string(nil), keys...), Err: err})
+	f.errs = append(f.errs, &backend.NodeError{Node: addr, Keys: append([]string(nil), keys...), Err: err})
 }
 
 func (f *failures) err() error {
@@ -211,14 +215,14 @@ func (f *failures) err() error {
 // nodeFailure). The error joins one *NodeError per node with keys that
 // still failed.
 func (g *Grouped) grouped(ctx context.Context, keys []string, cmd string,
-	enc func(buf []byte, bg batchGroup) ([]byte, conn.Reply),
-	ok func(bg batchGroup, rp *conn.Reply),
+	enc func(buf []byte, bg batchGroup) ([]byte, wire.Reply),
+	ok func(bg batchGroup, rp *wire.Reply),
 	retry func(bg batchGroup) error) error {
 	members, perNode := g.plan(keys)
 	// Each node is held for its pipeline; one retired since the plan was
 	// made counts as serving no slot, so its groups are retried through
 	// the new map.
-	nodes := make([]Node, len(members))
+	nodes := make([]transport.Node, len(members))
 	for i, m := range members {
 		if m != nil && m.Acquire() {
 			nodes[i] = m.n
@@ -234,14 +238,14 @@ func (g *Grouped) grouped(ctx context.Context, keys []string, cmd string,
 }
 
 // run is grouped once its nodes are held.
-func (g *Grouped) run(ctx context.Context, nodes []Node, perNode [][]batchGroup, keys []string, cmd string,
-	enc func(buf []byte, bg batchGroup) ([]byte, conn.Reply),
-	ok func(bg batchGroup, rp *conn.Reply),
+func (g *Grouped) run(ctx context.Context, nodes []transport.Node, perNode [][]batchGroup, keys []string, cmd string,
+	enc func(buf []byte, bg batchGroup) ([]byte, wire.Reply),
+	ok func(bg batchGroup, rp *wire.Reply),
 	retry func(bg batchGroup) error) error {
 	nodeKeys := make([][]string, len(nodes))
 	bufs := make([][]byte, len(nodes))
-	rps := make([][]conn.Reply, len(nodes))
-	all := make([]conn.Reply, 0, len(keys))
+	rps := make([][]wire.Reply, len(nodes))
+	all := make([]wire.Reply, 0, len(keys))
 	for i, groups := range perNode {
 		size, count := 0, 0
 		for _, bg := range groups {
@@ -256,7 +260,7 @@ func (g *Grouped) run(ctx context.Context, nodes []Node, perNode [][]batchGroup,
 		nk := make([]string, 0, count)
 		for _, bg := range groups {
 			nk = append(nk, bg.keys...)
-			var rp conn.Reply
+			var rp wire.Reply
 			buf, rp = enc(buf, bg)
 			all = append(all, rp)
 		}
@@ -268,7 +272,7 @@ func (g *Grouped) run(ctx context.Context, nodes []Node, perNode [][]batchGroup,
 	// each retry is a round trip or a wait for the cluster.
 	var retrying []int
 	for i, groups := range perNode {
-		if errs[i] != nil || slices.ContainsFunc(rps[i], func(rp conn.Reply) bool { return rp.Err != nil }) {
+		if errs[i] != nil || slices.ContainsFunc(rps[i], func(rp wire.Reply) bool { return rp.Err != nil }) {
 			retrying = append(retrying, i)
 			continue
 		}
@@ -313,13 +317,13 @@ func (g *Grouped) MGet(ctx context.Context, keys []string) ([][]byte, error) {
 	flat := make([][]byte, len(keys)) // every group's replies, in plan order
 	off := 0
 	err := g.grouped(ctx, keys, "mget",
-		func(buf []byte, bg batchGroup) ([]byte, conn.Reply) {
+		func(buf []byte, bg batchGroup) ([]byte, wire.Reply) {
 			n := len(bg.keys)
-			rp := conn.Reply{Kind: conn.ReplyBulks, Vals: flat[off : off+n : off+n]}
+			rp := wire.Reply{Kind: wire.ReplyBulks, Vals: flat[off : off+n : off+n]}
 			off += n
-			return conn.AppendKeys(buf, "MGET", bg.keys), rp
+			return wire.AppendKeys(buf, "MGET", bg.keys), rp
 		},
-		func(bg batchGroup, rp *conn.Reply) {
+		func(bg batchGroup, rp *wire.Reply) {
 			for k, p := range bg.pos {
 				vs[p] = rp.Vals[k]
 			}
@@ -331,7 +335,7 @@ func (g *Grouped) MGet(ctx context.Context, keys []string) ([][]byte, error) {
 	return vs, err
 }
 
-func nodeAddr(n Node) string {
+func nodeAddr(n transport.Node) string {
 	if n == nil {
 		return "(no master)"
 	}
@@ -349,20 +353,20 @@ func (g *Grouped) MSet(ctx context.Context, kv map[string][]byte, ttl time.Durat
 		keys = append(keys, k)
 	}
 	return g.grouped(ctx, keys, "mset",
-		func(buf []byte, bg batchGroup) ([]byte, conn.Reply) {
+		func(buf []byte, bg batchGroup) ([]byte, wire.Reply) {
 			if ttl <= 0 {
-				buf = conn.AppendArrayHeader(buf, 2*len(bg.keys)+1, "MSET")
+				buf = wire.AppendArrayHeader(buf, 2*len(bg.keys)+1, "MSET")
 				for _, k := range bg.keys {
-					buf = conn.AppendPair(buf, k, kv[k])
+					buf = wire.AppendPair(buf, k, kv[k])
 				}
-				return buf, conn.Reply{Kind: conn.ReplyOK, N: 1}
+				return buf, wire.Reply{Kind: wire.ReplyOK, N: 1}
 			}
 			for _, k := range bg.keys {
-				buf = conn.AppendSet(buf, k, kv[k], ttl)
+				buf = wire.AppendSet(buf, k, kv[k], ttl)
 			}
-			return buf, conn.Reply{Kind: conn.ReplyOK, N: len(bg.keys)}
+			return buf, wire.Reply{Kind: wire.ReplyOK, N: len(bg.keys)}
 		},
-		func(batchGroup, *conn.Reply) {},
+		func(batchGroup, *wire.Reply) {},
 		func(bg batchGroup) error {
 			sub := make(map[string][]byte, len(bg.keys))
 			for _, k := range bg.keys {
@@ -382,10 +386,10 @@ func (g *Grouped) Del(ctx context.Context, keys ...string) (int64, error) {
 	}
 	var total atomic.Int64
 	err := g.grouped(ctx, keys, "del",
-		func(buf []byte, bg batchGroup) ([]byte, conn.Reply) {
-			return conn.AppendKeys(buf, "DEL", bg.keys), conn.Reply{Kind: conn.ReplyInt}
+		func(buf []byte, bg batchGroup) ([]byte, wire.Reply) {
+			return wire.AppendKeys(buf, "DEL", bg.keys), wire.Reply{Kind: wire.ReplyInt}
 		},
-		func(_ batchGroup, rp *conn.Reply) { total.Add(rp.Num) },
+		func(_ batchGroup, rp *wire.Reply) { total.Add(rp.Num) },
 		func(bg batchGroup) error {
 			// Through the router, which follows redirects a bounded
 			// number of times; g.Del here recursed without end on a
@@ -405,7 +409,7 @@ func (g *Grouped) Del(ctx context.Context, keys ...string) (int64, error) {
 // retries the keys of a *NodeError whose failure is Temporary).
 type nodeFailure struct {
 	g    *Grouped
-	n    Node
+	n    transport.Node
 	keys []string
 	err  error
 }
@@ -430,7 +434,7 @@ func (f *nodeFailure) retry(ctx context.Context, bg batchGroup, err error, rerou
 // caller's next attempt must find its successor, not the same node again.
 func (f *nodeFailure) report(fail *failures, cmd string) {
 	if len(f.keys) > 0 {
-		fail.add(nodeAddr(f.n), f.keys, conn.ReplyError(cmd, f.err))
+		fail.add(nodeAddr(f.n), f.keys, failure.ReplyError(cmd, f.err))
 		f.g.refreshAfter(f.err)
 	}
 }

@@ -6,10 +6,14 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
-	"strings"
 
+	"github.com/redisx-go/kit/backend"
 	"github.com/redisx-go/kit/internal/command"
-	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/internal/dial"
+	"github.com/redisx-go/kit/internal/failure"
+	"github.com/redisx-go/kit/internal/topology"
+	"github.com/redisx-go/kit/internal/transport"
+	"github.com/redisx-go/kit/internal/wire"
 )
 
 // Pipelines, transactions' connections and Pub/Sub dials on a cluster.
@@ -58,7 +62,7 @@ func planMulti(cmds [][]any) (slots []int, keys [][]string, bad int, err error) 
 				slots[i] = aloneSlot
 			default:
 				if anySlot < 0 {
-					anySlot = rand.IntN(Slots)
+					anySlot = rand.IntN(topology.Slots)
 				}
 				slots[i] = anySlot
 			}
@@ -86,21 +90,21 @@ type multiGroup struct {
 }
 
 // DoMulti implements MultiDoer; see above.
-func (c *Router) DoMulti(ctx context.Context, cmds ...[]any) []conn.Result {
-	_, blocking, res, ok := conn.CheckMulti(cmds)
+func (c *Router) DoMulti(ctx context.Context, cmds ...[]any) []backend.Result {
+	_, blocking, res, ok := wire.CheckMulti(cmds)
 	switch {
 	case !ok:
 		return res
 	case len(cmds) == 0:
-		return []conn.Result{}
+		return []backend.Result{}
 	case c.closed.Load():
-		return conn.FailAll(len(cmds), conn.ErrClosed)
+		return failure.FailAll(len(cmds), backend.ErrClosed)
 	}
 	slots, keys, bad, err := planMulti(cmds)
 	if err != nil {
-		return conn.Refused(len(cmds), bad, err)
+		return failure.Refused(len(cmds), bad, err)
 	}
-	res = make([]conn.Result, len(cmds))
+	res = make([]backend.Result, len(cmds))
 	var pending, alone []int
 	for i, s := range slots {
 		if s == aloneSlot {
@@ -137,7 +141,7 @@ func (c *Router) DoMulti(ctx context.Context, cmds ...[]any) []conn.Result {
 		// redirect: each gets its error, none is left without a result.
 		top := c.state.Load()
 		for _, i := range pending {
-			res[i] = conn.Result{Err: conn.CtxErr(top.master(slots[i]).address(), false, err)}
+			res[i] = backend.Result{Err: failure.CtxErr(top.master(slots[i]).address(), false, err)}
 		}
 	}
 	for _, i := range alone {
@@ -151,7 +155,7 @@ func (c *Router) DoMulti(ctx context.Context, cmds ...[]any) []conn.Result {
 // releases them): the importing node of an ASK, otherwise the slot's
 // master. A command whose slot no master serves fails with
 // errSlotUnserved.
-func (c *Router) groupMulti(pending, slots []int, asks map[int]string, res []conn.Result) []*multiGroup {
+func (c *Router) groupMulti(pending, slots []int, asks map[int]string, res []backend.Result) []*multiGroup {
 	top := c.state.Load()
 	var groups []*multiGroup
 	index := map[*member]*multiGroup{}
@@ -161,12 +165,12 @@ func (c *Router) groupMulti(pending, slots []int, asks map[int]string, res []con
 		if ask {
 			var err error
 			if m, err = c.acquireAddr(addr); err != nil {
-				res[i] = conn.Result{Err: err}
+				res[i] = backend.Result{Err: err}
 				continue
 			}
 		} else if m = top.master(slots[i]); m == nil {
 			c.triggerRefresh()
-			res[i] = conn.Result{Err: errSlotUnserved}
+			res[i] = backend.Result{Err: errSlotUnserved}
 			continue
 		}
 		g := index[m]
@@ -182,7 +186,7 @@ func (c *Router) groupMulti(pending, slots []int, asks map[int]string, res []con
 		default:
 			// Retired since the map was loaded: the next round routes it
 			// through the new map.
-			res[i] = conn.Result{Err: errRetired}
+			res[i] = backend.Result{Err: errRetired}
 			continue
 		}
 		g.cmds = append(g.cmds, i)
@@ -193,27 +197,27 @@ func (c *Router) groupMulti(pending, slots []int, asks map[int]string, res []con
 
 // errRetired marks a command of a batch whose node left the map before it
 // was sent: it is routed again, through the new map.
-var errRetired = conn.MarkUnsent(fmt.Errorf("%w: node left the slot map before the command was sent", conn.ErrConnection))
+var errRetired = failure.MarkUnsent(fmt.Errorf("%w: node left the slot map before the command was sent", backend.ErrConnection))
 
 // sendPipelines sends every group as one pipeline, all at once, and
 // stores each command's result.
-func (c *Router) sendPipelines(ctx context.Context, groups []*multiGroup, cmds [][]any, keys [][]string, res []conn.Result) {
-	nodes := make([]Node, len(groups))
+func (c *Router) sendPipelines(ctx context.Context, groups []*multiGroup, cmds [][]any, keys [][]string, res []backend.Result) {
+	nodes := make([]transport.Node, len(groups))
 	nodeKeys := make([][]string, len(groups))
 	bufs := make([][]byte, len(groups))
-	rps := make([][]conn.Reply, len(groups))
+	rps := make([][]wire.Reply, len(groups))
 	for j, g := range groups {
 		nodes[j] = g.m.n
 		var buf []byte
 		var ks []string
-		rp := make([]conn.Reply, 0, len(g.cmds))
+		rp := make([]wire.Reply, 0, len(g.cmds))
 		for k, i := range g.cmds {
 			if g.ask[k] {
 				buf = append(buf, askingCmd...)
-				rp = append(rp, conn.Reply{Kind: conn.ReplyOK})
+				rp = append(rp, wire.Reply{Kind: wire.ReplyOK})
 			}
-			buf, _ = conn.AppendArgs(buf, cmds[i]) // checked by DoMulti
-			rp = append(rp, conn.Reply{Kind: conn.ReplyAny})
+			buf, _ = wire.AppendArgs(buf, cmds[i]) // checked by DoMulti
+			rp = append(rp, wire.Reply{Kind: wire.ReplyAny})
 			ks = append(ks, keys[i]...)
 		}
 		bufs[j], rps[j], nodeKeys[j] = buf, rp, ks
@@ -223,12 +227,12 @@ func (c *Router) sendPipelines(ctx context.Context, groups []*multiGroup, cmds [
 		r := 0
 		for k, i := range g.cmds {
 			if errs[j] != nil {
-				res[i] = conn.Result{Err: errs[j]}
+				res[i] = backend.Result{Err: errs[j]}
 				continue
 			}
 			if g.ask[k] {
 				if e := rps[j][r].Err; e != nil {
-					res[i] = conn.Result{Err: conn.ReplyError("asking", e)}
+					res[i] = backend.Result{Err: failure.ReplyError("asking", e)}
 					r += 2
 					continue
 				}
@@ -237,10 +241,10 @@ func (c *Router) sendPipelines(ctx context.Context, groups []*multiGroup, cmds [
 			rp := &rps[j][r]
 			r++
 			if rp.Err != nil {
-				res[i] = conn.Result{Err: conn.ReplyError(conn.ArgName(cmds[i], 0), rp.Err)}
+				res[i] = backend.Result{Err: failure.ReplyError(command.ArgName(cmds[i], 0), rp.Err)}
 				continue
 			}
-			res[i] = conn.Result{Value: rp.Any}
+			res[i] = backend.Result{Value: rp.Any}
 		}
 		if errs[j] != nil {
 			c.refreshAfter(errs[j])
@@ -251,7 +255,7 @@ func (c *Router) sendPipelines(ctx context.Context, groups []*multiGroup, cmds [
 // sendBlocking sends each group with its node's DoMulti, all at once. A
 // node whose commands failed for want of a connection has the map
 // reloaded, as sendPipelines does.
-func (c *Router) sendBlocking(ctx context.Context, groups []*multiGroup, cmds [][]any, res []conn.Result) {
+func (c *Router) sendBlocking(ctx context.Context, groups []*multiGroup, cmds [][]any, res []backend.Result) {
 	fanOut(len(groups), func(j int) {
 		g := groups[j]
 		sub := make([][]any, len(g.cmds))
@@ -261,7 +265,7 @@ func (c *Router) sendBlocking(ctx context.Context, groups []*multiGroup, cmds []
 		var failed error
 		for k, r := range g.m.n.DoMulti(ctx, sub...) {
 			res[g.cmds[k]] = r
-			if failed == nil && errors.Is(r.Err, conn.ErrConnection) {
+			if failed == nil && errors.Is(r.Err, backend.ErrConnection) {
 				failed = r.Err
 			}
 		}
@@ -276,7 +280,7 @@ func (c *Router) sendBlocking(ctx context.Context, groups []*multiGroup, cmds []
 // patches the map (once per slot), a command whose node was retired goes
 // through the new map. On the last round, redirects are left as the
 // commands' errors.
-func (c *Router) redirected(pending []int, groups []*multiGroup, res []conn.Result, last bool) ([]int, map[int]string) {
+func (c *Router) redirected(pending []int, groups []*multiGroup, res []backend.Result, last bool) ([]int, map[int]string) {
 	if last {
 		return nil, nil
 	}
@@ -299,7 +303,7 @@ func (c *Router) redirected(pending []int, groups []*multiGroup, res []conn.Resu
 			continue
 		}
 		c.redirects.Add(1)
-		addr := fullAddr(rd.Addr, from[i])
+		addr := topology.FullAddr(rd.Addr, from[i])
 		if rd.Ask {
 			asks[i] = addr
 		} else if !patched[rd.Slot] {
@@ -311,28 +315,18 @@ func (c *Router) redirected(pending []int, groups []*multiGroup, res []conn.Resu
 	return again, asks
 }
 
-// fullAddr is a redirect's address, whose empty host means the host of
-// the node that replied (from).
-func fullAddr(addr, from string) string {
-	if !strings.HasPrefix(addr, ":") {
-		return addr
-	}
-	host, _, _ := net.SplitHostPort(from)
-	return net.JoinHostPort(host, addr[1:])
-}
-
 // Dedicated implements Dedicator: a connection of its own on the master
 // of keys' slot (any master without keys), which it serves.
-func (c *Router) Dedicated(ctx context.Context, keys []string) (conn.Dedicated, error) {
+func (c *Router) Dedicated(ctx context.Context, keys []string) (backend.Dedicated, error) {
 	if c.closed.Load() {
-		return nil, conn.ErrClosed
+		return nil, backend.ErrClosed
 	}
-	slot := rand.IntN(Slots)
+	slot := rand.IntN(topology.Slots)
 	if len(keys) > 0 {
-		slot = Slot(keys[0])
+		slot = topology.Slot(keys[0])
 		for _, k := range keys[1:] {
-			if s := Slot(k); s != slot {
-				return nil, conn.CrossSlot("a transaction's keys span slots %d and %d; on a cluster every key of a transaction must share a slot: give them a common {hash tag}", slot, s)
+			if s := topology.Slot(k); s != slot {
+				return nil, failure.CrossSlot("a transaction's keys span slots %d and %d; on a cluster every key of a transaction must share a slot: give them a common {hash tag}", slot, s)
 			}
 		}
 	}
@@ -359,7 +353,7 @@ func (c *Router) Dedicated(ctx context.Context, keys []string) (conn.Dedicated, 
 // node stays open until Release, and the MOVED replies it gets patch the
 // slot map, so that the next transaction goes to the slot's new master.
 type routedDedicated struct {
-	d    conn.Dedicated
+	d    backend.Dedicated
 	m    *member
 	c    *Router
 	slot int
@@ -367,7 +361,7 @@ type routedDedicated struct {
 
 func (r *routedDedicated) Slot() int { return r.slot }
 
-func (r *routedDedicated) DoMulti(ctx context.Context, cmds ...[]any) ([]conn.Result, error) {
+func (r *routedDedicated) DoMulti(ctx context.Context, cmds ...[]any) ([]backend.Result, error) {
 	res, err := r.d.DoMulti(ctx, cmds...)
 	if err != nil {
 		r.c.refreshAfter(err)
@@ -376,7 +370,7 @@ func (r *routedDedicated) DoMulti(ctx context.Context, cmds ...[]any) ([]conn.Re
 	for _, x := range res {
 		if rd, ok := redirectOf(x.Err); ok && !rd.Ask {
 			r.c.redirects.Add(1)
-			r.c.moved(rd.Slot, fullAddr(rd.Addr, r.m.n.Address()))
+			r.c.moved(rd.Slot, topology.FullAddr(rd.Addr, r.m.n.Address()))
 			break
 		}
 	}
@@ -393,14 +387,14 @@ func (r *routedDedicated) Release(reuse bool) {
 // followed as any command's.
 func (c *Router) DialSession(ctx context.Context, slot int, hello func(net.Conn) error) (net.Conn, error) {
 	if slot < 0 {
-		slot = rand.IntN(Slots)
+		slot = rand.IntN(topology.Slots)
 	}
 	var nc net.Conn
 	err := c.route(ctx, slot,
-		func(n Node) (err error) { nc, err = n.DialSession(ctx, slot, hello); return err },
-		func(n Node) (err error) {
+		func(n transport.Node) (err error) { nc, err = n.DialSession(ctx, slot, hello); return err },
+		func(n transport.Node) (err error) {
 			nc, err = n.DialSession(ctx, slot, func(s net.Conn) error {
-				if err := conn.Asking(s); err != nil {
+				if err := dial.Asking(s); err != nil {
 					return err
 				}
 				return hello(s)
@@ -415,12 +409,12 @@ func (c *Router) DialSession(ctx context.Context, slot int, hello func(net.Conn)
 
 // DoMulti implements MultiDoer: the inner backend's, which groups the
 // commands by node on a cluster.
-func (g *Grouped) DoMulti(ctx context.Context, cmds ...[]any) []conn.Result {
+func (g *Grouped) DoMulti(ctx context.Context, cmds ...[]any) []backend.Result {
 	return g.inner.DoMulti(ctx, cmds...)
 }
 
 // Dedicated implements Dedicator: the inner backend's.
-func (g *Grouped) Dedicated(ctx context.Context, keys []string) (conn.Dedicated, error) {
+func (g *Grouped) Dedicated(ctx context.Context, keys []string) (backend.Dedicated, error) {
 	return g.inner.Dedicated(ctx, keys)
 }
 

@@ -3,7 +3,8 @@ package cluster
 import (
 	"sync/atomic"
 
-	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/backend"
+	"github.com/redisx-go/kit/internal/transport"
 )
 
 // The cluster's nodes and their lifetime. The cluster holds a node open
@@ -20,8 +21,8 @@ import (
 // Held): a master that leaves the slot map is closed when its last call
 // ends.
 type member struct {
-	Held
-	n Node // the node; use it between Acquire and Release
+	transport.Held
+	n transport.Node // the node; use it between Acquire and Release
 	c *Router
 
 	// Reads from replicas (replicas.go): until when a replica is skipped
@@ -39,13 +40,13 @@ func (m *member) address() string {
 	return m.n.Address()
 }
 
-func (c *Router) newMember(n Node) *member {
+func (c *Router) newMember(n transport.Node) *member {
 	m := &member{n: n, c: c}
 	m.Init(func() {
 		// Its counters move to the cluster's.
 		n.Close()
 		c.mu.Lock()
-		c.gone.AddCounters(n.Stats())
+		transport.AddCounters(&c.gone, n.Stats())
 		delete(c.retiring, m)
 		c.mu.Unlock()
 	})
@@ -56,7 +57,7 @@ func (c *Router) newMember(n Node) *member {
 // first use. c.mu must be held.
 func (c *Router) memberLocked(addr string) (*member, error) {
 	if c.nodes == nil {
-		return nil, conn.ErrClosed
+		return nil, backend.ErrClosed
 	}
 	if m, ok := c.nodes[addr]; ok {
 		return m, nil
@@ -110,7 +111,7 @@ func (c *Router) acquireMasters() []*member {
 
 // install makes top the slot map and takes the nodes it no longer needs
 // out of c.nodes (see prune). c.mu must be held.
-func (c *Router) install(top *topology) []*member {
+func (c *Router) install(top *table) []*member {
 	c.state.Store(top)
 	return c.prune()
 }
@@ -182,15 +183,15 @@ func (c *Router) Close() error {
 
 // Stats implements Statser: the figures of the nodes held open, and the
 // counters of those closed since, summed.
-func (c *Router) Stats() conn.Stats {
-	s := conn.Stats{Strategy: c.name}
+func (c *Router) Stats() backend.Stats {
+	s := backend.Stats{Strategy: c.name}
 	c.mu.Lock()
-	s.AddCounters(c.gone)
+	transport.AddCounters(&s, c.gone)
 	for _, m := range c.nodes {
-		s.AddNode(m.n.Stats())
+		transport.AddNode(&s, m.n.Stats())
 	}
 	for m := range c.retiring {
-		s.AddNode(m.n.Stats())
+		transport.AddNode(&s, m.n.Stats())
 	}
 	s.Nodes = len(c.nodes) + len(c.retiring)
 	open := c.nodes != nil

@@ -6,7 +6,11 @@ import (
 	"slices"
 	"time"
 
-	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/backend"
+	"github.com/redisx-go/kit/internal/failure"
+	"github.com/redisx-go/kit/internal/topology"
+	"github.com/redisx-go/kit/internal/transport"
+	"github.com/redisx-go/kit/internal/wire"
 )
 
 // The cache operations on a cluster. Single-key calls go to the slot's
@@ -18,29 +22,29 @@ const askingCmd = "*1\r\n$6\r\nASKING\r\n"
 
 // askExec runs the command appended by enc, on keys, on n right after
 // ASKING, in one round trip, decoding its reply into rp.
-func askExec(ctx context.Context, n Node, keys []string, rp *conn.Reply, enc func([]byte) []byte) error {
+func askExec(ctx context.Context, n transport.Node, keys []string, rp *wire.Reply, enc func([]byte) []byte) error {
 	buf := enc(append(make([]byte, 0, 64), askingCmd...))
-	rps := []conn.Reply{{Kind: conn.ReplyOK}, *rp}
+	rps := []wire.Reply{{Kind: wire.ReplyOK}, *rp}
 	if err := n.Exec(ctx, keys, buf, rps); err != nil {
 		return err
 	}
 	*rp = rps[1]
 	if rps[0].Err != nil {
-		return conn.ReplyError("asking", rps[0].Err)
+		return failure.ReplyError("asking", rps[0].Err)
 	}
-	return conn.ReplyError("ask", rp.Err)
+	return failure.ReplyError("ask", rp.Err)
 }
 
 // Get implements Backend.
 func (c *Router) Get(ctx context.Context, key string) ([]byte, error) {
 	var v []byte
-	err := c.routeRead(ctx, Slot(key),
-		func(n Node) (err error) { v, err = n.Get(ctx, key); return err },
-		func(n Node) error {
-			rp := conn.Reply{Kind: conn.ReplyBulk}
-			err := askExec(ctx, n, []string{key}, &rp, func(b []byte) []byte { return conn.AppendGet(b, key) })
+	err := c.routeRead(ctx, topology.Slot(key),
+		func(n transport.Node) (err error) { v, err = n.Get(ctx, key); return err },
+		func(n transport.Node) error {
+			rp := wire.Reply{Kind: wire.ReplyBulk}
+			err := askExec(ctx, n, []string{key}, &rp, func(b []byte) []byte { return wire.AppendGet(b, key) })
 			if err == nil && rp.Val == nil {
-				err = conn.ErrNotFound
+				err = backend.ErrNotFound
 			}
 			v = rp.Val
 			return err
@@ -53,11 +57,11 @@ func (c *Router) Get(ctx context.Context, key string) ([]byte, error) {
 
 // Set implements Backend.
 func (c *Router) Set(ctx context.Context, key string, value []byte, ttl time.Duration) error {
-	return c.route(ctx, Slot(key),
-		func(n Node) error { return n.Set(ctx, key, value, ttl) },
-		func(n Node) error {
-			rp := conn.Reply{Kind: conn.ReplyOK}
-			return askExec(ctx, n, []string{key}, &rp, func(b []byte) []byte { return conn.AppendSet(b, key, value, ttl) })
+	return c.route(ctx, topology.Slot(key),
+		func(n transport.Node) error { return n.Set(ctx, key, value, ttl) },
+		func(n transport.Node) error {
+			rp := wire.Reply{Kind: wire.ReplyOK}
+			return askExec(ctx, n, []string{key}, &rp, func(b []byte) []byte { return wire.AppendSet(b, key, value, ttl) })
 		})
 }
 
@@ -73,7 +77,7 @@ func groupBySlot(keys []string) []slotGroup {
 	var groups []slotGroup
 	index := map[int]int{}
 	for i, k := range keys {
-		s := Slot(k)
+		s := topology.Slot(k)
 		g, ok := index[s]
 		if !ok {
 			g = len(groups)
@@ -92,16 +96,16 @@ func (c *Router) Del(ctx context.Context, keys ...string) (int64, error) {
 	for i, g := range groupBySlot(keys) {
 		var n64 int64
 		err := c.route(ctx, g.slot,
-			func(n Node) (err error) { n64, err = n.Del(ctx, g.keys...); return err },
-			func(n Node) error {
-				rp := conn.Reply{Kind: conn.ReplyInt}
-				err := askExec(ctx, n, g.keys, &rp, func(b []byte) []byte { return conn.AppendKeys(b, "DEL", g.keys) })
+			func(n transport.Node) (err error) { n64, err = n.Del(ctx, g.keys...); return err },
+			func(n transport.Node) error {
+				rp := wire.Reply{Kind: wire.ReplyInt}
+				err := askExec(ctx, n, g.keys, &rp, func(b []byte) []byte { return wire.AppendKeys(b, "DEL", g.keys) })
 				n64 = rp.Num
 				return err
 			})
 		if err != nil {
 			if i > 0 {
-				return total, conn.Partial(err) // the slots before were deleted
+				return total, failure.Partial(err) // the slots before were deleted
 			}
 			return total, err
 		}
@@ -114,10 +118,10 @@ func (c *Router) Del(ctx context.Context, keys ...string) (int64, error) {
 func (c *Router) mgetSlot(ctx context.Context, g slotGroup, vs [][]byte) error {
 	var got [][]byte
 	err := c.routeRead(ctx, g.slot,
-		func(n Node) (err error) { got, err = n.MGet(ctx, g.keys); return err },
-		func(n Node) error {
-			rp := conn.Reply{Kind: conn.ReplyBulks, Vals: make([][]byte, len(g.keys))}
-			err := askExec(ctx, n, g.keys, &rp, func(b []byte) []byte { return conn.AppendKeys(b, "MGET", g.keys) })
+		func(n transport.Node) (err error) { got, err = n.MGet(ctx, g.keys); return err },
+		func(n transport.Node) error {
+			rp := wire.Reply{Kind: wire.ReplyBulks, Vals: make([][]byte, len(g.keys))}
+			err := askExec(ctx, n, g.keys, &rp, func(b []byte) []byte { return wire.AppendKeys(b, "MGET", g.keys) })
 			got = rp.Vals
 			return err
 		})
@@ -145,11 +149,11 @@ func (c *Router) MGet(ctx context.Context, keys []string) ([][]byte, error) {
 func (c *Router) msetSlot(ctx context.Context, slot int, kv map[string][]byte, ttl time.Duration) error {
 	keys := slices.Collect(maps.Keys(kv))
 	return c.route(ctx, slot,
-		func(n Node) error { return n.MSet(ctx, kv, ttl) },
-		func(n Node) error {
-			rp := conn.Reply{Kind: conn.ReplyOK}
+		func(n transport.Node) error { return n.MSet(ctx, kv, ttl) },
+		func(n transport.Node) error {
+			rp := wire.Reply{Kind: wire.ReplyOK}
 			return askExec(ctx, n, keys, &rp, func(b []byte) []byte {
-				b, rp.N = conn.AppendMSet(b, kv, ttl)
+				b, rp.N = wire.AppendMSet(b, kv, ttl)
 				return b
 			})
 		})
@@ -161,7 +165,7 @@ func (c *Router) MSet(ctx context.Context, kv map[string][]byte, ttl time.Durati
 	bySlot := map[int]map[string][]byte{}
 	var order []int
 	for k, v := range kv {
-		s := Slot(k)
+		s := topology.Slot(k)
 		m, ok := bySlot[s]
 		if !ok {
 			m = map[string][]byte{}
@@ -173,7 +177,7 @@ func (c *Router) MSet(ctx context.Context, kv map[string][]byte, ttl time.Durati
 	for i, s := range order {
 		if err := c.msetSlot(ctx, s, bySlot[s], ttl); err != nil {
 			if i > 0 {
-				return conn.Partial(err) // the slots before were written
+				return failure.Partial(err) // the slots before were written
 			}
 			return err
 		}

@@ -5,7 +5,8 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/backend"
+	"github.com/redisx-go/kit/internal/topology"
 )
 
 // Slot-map refreshes. A reload asks one node for the whole map and
@@ -192,10 +193,10 @@ func (c *Router) reload() (changed bool, err error) {
 	}
 	rand.Shuffle(len(addrs), func(i, j int) { addrs[i], addrs[j] = addrs[j], addrs[i] })
 	addrs = append(addrs, c.cfg.Addrs...)
-	err = conn.ErrClosed
+	err = backend.ErrClosed
 	for _, addr := range addrs {
 		if c.closed.Load() {
-			return false, conn.ErrClosed
+			return false, backend.ErrClosed
 		}
 		var n *member
 		if n, err = c.acquireAddr(addr); err != nil {
@@ -204,18 +205,18 @@ func (c *Router) reload() (changed bool, err error) {
 		// The refresh is shared by every caller that needs it: it runs
 		// under a context of its own, never a caller's (issue #7).
 		ctx, cancel := context.WithTimeout(c.life, refreshTimeout)
-		var shards []Shard
-		shards, err = discover(ctx, n.n, c.cfg.TLS != nil)
+		var shards []topology.Shard
+		shards, err = topology.Discover(ctx, n.n.Do, addr, c.cfg.TLS != nil)
 		cancel()
 		n.Release()
 		if err != nil {
 			continue
 		}
 		c.mu.Lock()
-		var top *topology
+		var top *table
 		var gone []*member
 		if c.nodes == nil {
-			err = conn.ErrClosed
+			err = backend.ErrClosed
 		} else if top, err = c.build(shards); err == nil {
 			changed = !top.same(c.state.Load())
 			gone = c.install(top)

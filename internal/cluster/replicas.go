@@ -5,11 +5,14 @@ import (
 	"errors"
 	"time"
 
-	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/backend"
+	"github.com/redisx-go/kit/internal/failure"
+	"github.com/redisx-go/kit/internal/topology"
+	"github.com/redisx-go/kit/internal/transport"
 )
 
 // Reads from replicas (Config.ReadFrom other than ReadPrimary). Every
-// node's connections are READONLY (conn.Dial), so that a replica serves
+// node's connections are READONLY (dial.Dial), so that a replica serves
 // the reads of its master's slots. The topology keeps, by master, the
 // replicas CLUSTER SHARDS lists as online (a failed or loading one is not
 // listed); a read goes to one of them (ReplicaPreferred: in turn;
@@ -25,8 +28,8 @@ const skipFor = time.Second
 // replicaMembers returns the members of the online replicas of the shard
 // serving slot in m, created (unconnected) on first use; none when reads
 // go to masters only. c.mu must be held.
-func (c *Router) replicaMembers(m *Map, slot int) ([]*member, error) {
-	if c.cfg.ReadFrom == conn.ReadPrimary {
+func (c *Router) replicaMembers(m *topology.Map, slot int) ([]*member, error) {
+	if c.cfg.ReadFrom == backend.ReadPrimary {
 		return nil, nil
 	}
 	sh, _ := m.Shard(slot)
@@ -42,7 +45,7 @@ func (c *Router) replicaMembers(m *Map, slot int) ([]*member, error) {
 }
 
 // replicasOf returns the replicas t keeps for master m.
-func (t *topology) replicasOf(m *member) []*member {
+func (t *table) replicasOf(m *member) []*member {
 	for i, mm := range t.masters {
 		if mm == m && i < len(t.replicas) {
 			return t.replicas[i]
@@ -66,7 +69,7 @@ func (c *Router) reader(slot int) *member {
 	now := time.Now().UnixNano()
 	var best *member
 	switch c.cfg.ReadFrom {
-	case conn.ReadNearest:
+	case backend.ReadNearest:
 		best = top.masters[i-1]
 		for _, r := range rs {
 			if r.skipUntil.Load() > now {
@@ -102,19 +105,19 @@ func (c *Router) reader(slot int) *member {
 // one is chosen, on the master (route) otherwise or when the replica
 // fails it. Reads are idempotent: the master's answer replaces a failed
 // replica's within the caller's context.
-func (c *Router) routeRead(ctx context.Context, slot int, op, ask func(Node) error) error {
-	if c.cfg.ReadFrom == conn.ReadPrimary {
+func (c *Router) routeRead(ctx context.Context, slot int, op, ask func(transport.Node) error) error {
+	if c.cfg.ReadFrom == backend.ReadPrimary {
 		return c.route(ctx, slot, op, ask)
 	}
 	if c.closed.Load() {
-		return conn.ErrClosed
+		return backend.ErrClosed
 	}
 	if r := c.reader(slot); r != nil {
 		start := time.Now()
 		err := op(r.n)
 		r.Release()
-		if err == nil || errors.Is(err, conn.ErrNotFound) || ctx.Err() != nil || !replicaFailure(err) {
-			conn.ObserveRTT(&r.rtt, time.Since(start))
+		if err == nil || errors.Is(err, backend.ErrNotFound) || ctx.Err() != nil || !replicaFailure(err) {
+			transport.ObserveRTT(&r.rtt, time.Since(start))
 			return err
 		}
 		r.skipUntil.Store(time.Now().Add(skipFor).UnixNano())
@@ -124,9 +127,9 @@ func (c *Router) routeRead(ctx context.Context, slot int, op, ask func(Node) err
 	}
 	start := time.Now()
 	err := c.route(ctx, slot, op, ask)
-	if c.cfg.ReadFrom == conn.ReadNearest && (err == nil || errors.Is(err, conn.ErrNotFound)) {
+	if c.cfg.ReadFrom == backend.ReadNearest && (err == nil || errors.Is(err, backend.ErrNotFound)) {
 		if m := c.state.Load().master(slot); m != nil {
-			conn.ObserveRTT(&m.rtt, time.Since(start))
+			transport.ObserveRTT(&m.rtt, time.Since(start))
 		}
 	}
 	return err
@@ -140,5 +143,5 @@ func replicaFailure(err error) bool {
 	if _, ok := redirectOf(err); ok {
 		return true
 	}
-	return conn.Temporary(err)
+	return failure.Temporary(err)
 }

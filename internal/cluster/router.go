@@ -1,31 +1,40 @@
+// Package cluster routes calls over a Redis Cluster: the Router keeps one
+// transport node per master and an immutable table (slot → master)
+// swapped atomically. MOVED patches the slot at once and refreshes the
+// whole map in the background; ASK sends ASKING and the command together
+// to the importing node; every other failure is returned, the map
+// refreshed when it may be stale (see route): retries are
+// redisx.Client's, by one policy. Open tells a cluster from a standalone
+// server, whose node it returns as it is.
+//
+// The rest of the mechanism, by file: nodes.go, which nodes are held open
+// and when one that left the map is closed; refresh.go, the reloads of the
+// map (topology.Discover); replicas.go, reads from replicas; ops.go, the
+// cache operations; do.go, where a generic command (Do) goes; multi.go,
+// pipelines, transactions and sessions. grouped.go is SlotGrouped's
+// Grouped, which plans multi-key calls over the Router's table.
 package cluster
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/gomodule/redigo/redis"
-	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/backend"
+	"github.com/redisx-go/kit/internal/failure"
+	"github.com/redisx-go/kit/internal/topology"
+	"github.com/redisx-go/kit/internal/transport"
 )
 
-// Cluster routing. A clusterBackend keeps one transport node per master
-// and an immutable topology (slot → master) swapped atomically. MOVED
-// patches the slot at once and refreshes the whole map in the background;
-// ASK sends ASKING and the command together to the importing node;
-// every other failure is returned, the map refreshed when it may be stale
-// (see route): retries are redisx.Client's, by one policy.
-//
-// The rest of the mechanism, by file: clusternodes.go, which nodes are
-// held open and when one that left the map is closed; clusterrefresh.go,
-// the reloads of the map; clusterops.go, the cache operations; clusterdo.go,
-// where a generic command (Do) goes.
+var (
+	_ transport.Backend = (*Router)(nil)
+	_ transport.Backend = (*Grouped)(nil)
+)
 
 const (
 	maxRedirects    = 8                      // MOVED and ASK redirects followed by one command
@@ -34,16 +43,18 @@ const (
 	refreshTimeout  = 2 * time.Second        // one refresh attempt
 )
 
+// Router is a transport.Backend over a Redis Cluster (see the package
+// doc).
 type Router struct {
-	cfg   conn.Config
-	t     Transport
+	cfg   backend.Config
+	t     transport.Transport
 	name  string // the transport's Stats name, kept for Stats after Close
-	state atomic.Pointer[topology]
+	state atomic.Pointer[table]
 
 	mu       sync.Mutex           // guards the fields below and every change of state
 	nodes    map[string]*member   // the nodes held open, by address; nil once closed
 	retiring map[*member]struct{} // nodes that left, closed when their last call ends
-	gone     conn.Stats           // the counters of the nodes closed so far
+	gone     backend.Stats        // the counters of the nodes closed so far
 
 	refreshMu    sync.Mutex  // guards the fields below; see clusterrefresh.go
 	refreshing   *dialWait   // the reload in progress, if any
@@ -73,11 +84,11 @@ type dialWait struct {
 	err  error
 }
 
-// topology is one immutable view of the slot map. Its masters are
+// table is one immutable view of the slot map. Its masters are
 // members of the cluster's nodes when it is installed; a member that
 // leaves a later view is retired (see member).
-type topology struct {
-	owner   [Slots]uint16 // 0: unassigned; i+1: masters[i]
+type table struct {
+	owner   [topology.Slots]uint16 // 0: unassigned; i+1: masters[i]
 	masters []*member
 	// replicas are, by master, its online replicas: with ReadFrom other
 	// than ReadPrimary only (replicas.go).
@@ -86,20 +97,20 @@ type topology struct {
 
 // same reports whether t and o map every slot to the same node, with the
 // same replicas.
-func (t *topology) same(o *topology) bool {
+func (t *table) same(o *table) bool {
 	return t.owner == o.owner && slices.Equal(t.masters, o.masters) &&
 		slices.EqualFunc(t.replicas, o.replicas, slices.Equal)
 }
 
 // master returns the member serving slot, or nil.
-func (t *topology) master(slot int) *member {
+func (t *table) master(slot int) *member {
 	if i := t.owner[slot]; i != 0 {
 		return t.masters[i-1]
 	}
 	return nil
 }
 
-func newRouter(cfg conn.Config, t Transport, seed Node, shards []Shard) (*Router, error) {
+func newRouter(cfg backend.Config, t transport.Transport, seed transport.Node, shards []topology.Shard) (*Router, error) {
 	c := &Router{
 		cfg:      cfg,
 		t:        t,
@@ -119,13 +130,13 @@ func newRouter(cfg conn.Config, t Transport, seed Node, shards []Shard) (*Router
 	return c, nil
 }
 
-// build makes the topology of shards, creating (unconnected) the nodes of
+// build makes the table of shards, creating (unconnected) the nodes of
 // masters met for the first time. c.mu must be held.
-func (c *Router) build(shards []Shard) (*topology, error) {
-	m := NewMap(shards)
-	top := &topology{}
+func (c *Router) build(shards []topology.Shard) (*table, error) {
+	m := topology.NewMap(shards)
+	top := &table{}
 	index := map[string]uint16{}
-	for slot := 0; slot < Slots; slot++ {
+	for slot := 0; slot < topology.Slots; slot++ {
 		addr := m.Master(slot)
 		if addr == "" {
 			continue
@@ -171,9 +182,9 @@ func (c *Router) moved(slot int, addr string) {
 		}
 		return old.master(s)
 	}
-	top := &topology{}
+	top := &table{}
 	index := map[*member]uint16{}
-	for s := range Slots {
+	for s := range topology.Slots {
 		m := owner(s)
 		if m == nil {
 			continue
@@ -202,9 +213,9 @@ func (c *Router) moved(slot int, addr string) {
 // (redisx.Retry, which Temporary and Unsent inform). The node is held
 // (acquire) for the length of each call, so that it is not closed under
 // it.
-func (c *Router) route(ctx context.Context, slot int, op, ask func(Node) error) error {
+func (c *Router) route(ctx context.Context, slot int, op, ask func(transport.Node) error) error {
 	if c.closed.Load() {
-		return conn.ErrClosed
+		return backend.ErrClosed
 	}
 	var err error
 	for redirects := 0; ; redirects++ {
@@ -232,12 +243,7 @@ func (c *Router) route(ctx context.Context, slot int, op, ask func(Node) error) 
 			return err
 		}
 		c.redirects.Add(1)
-		addr := rd.Addr
-		if strings.HasPrefix(addr, ":") {
-			// An empty host means the host of the node that replied.
-			host, _, _ := net.SplitHostPort(m.n.Address())
-			addr = net.JoinHostPort(host, addr[1:])
-		}
+		addr := topology.FullAddr(rd.Addr, m.n.Address())
 		if !rd.Ask {
 			c.moved(rd.Slot, addr)
 			continue
@@ -260,12 +266,12 @@ func (c *Router) route(ctx context.Context, slot int, op, ask func(Node) error) 
 }
 
 // redirectOf returns the MOVED or ASK redirect err holds, if any.
-func redirectOf(err error) (Redirect, bool) {
+func redirectOf(err error) (topology.Redirect, bool) {
 	var re redis.Error
 	if !errors.As(err, &re) {
-		return Redirect{}, false
+		return topology.Redirect{}, false
 	}
-	return ParseRedirect(string(re))
+	return topology.ParseRedirect(string(re))
 }
 
 // refreshAfter triggers a reload of the slot map when err, a failed
@@ -275,8 +281,8 @@ func redirectOf(err error) (Redirect, bool) {
 // that reaches a node calls it with the node's failure.
 func (c *Router) refreshAfter(err error) {
 	switch {
-	case errors.Is(err, conn.ErrClosed) || !conn.Temporary(err):
-	case errors.Is(err, conn.ErrConnection):
+	case errors.Is(err, backend.ErrClosed) || !failure.Temporary(err):
+	case errors.Is(err, backend.ErrConnection):
 		c.doubtRefresh()
 	default:
 		c.triggerRefresh()
@@ -287,13 +293,13 @@ func (c *Router) refreshAfter(err error) {
 // the current map serves: the cluster is down or its topology is
 // changing. The map is reloaded meanwhile, so a later attempt may
 // succeed; nothing was sent.
-var errSlotUnserved = conn.MarkUnsent(fmt.Errorf("%w: slot served by no master (cluster down or topology changing)", conn.ErrConnection))
+var errSlotUnserved = failure.MarkUnsent(fmt.Errorf("%w: slot served by no master (cluster down or topology changing)", backend.ErrConnection))
 
 // InstallShards makes shards the slot map, as if a refresh had read them:
 // the nodes the map no longer lists are retired, and the next refresh may
 // start at once. Tests force a map change with it — a master leaving, a
 // stale map — without waiting for the cluster to make one.
-func (c *Router) InstallShards(shards []Shard) error {
+func (c *Router) InstallShards(shards []topology.Shard) error {
 	c.refreshMu.Lock()
 	c.lastRefresh = time.Time{}
 	c.refreshMu.Unlock()
@@ -302,7 +308,7 @@ func (c *Router) InstallShards(shards []Shard) error {
 
 // installShards makes shards the slot map and retires the nodes it no
 // longer lists.
-func (c *Router) installShards(shards []Shard) error {
+func (c *Router) installShards(shards []topology.Shard) error {
 	c.mu.Lock()
 	top, err := c.build(shards)
 	var gone []*member
@@ -319,4 +325,4 @@ func (c *Router) installShards(shards []Shard) error {
 func (c *Router) Refresh(ctx context.Context) error { return c.refresh(ctx) }
 
 // Inner is the backend a Grouped runs over.
-func (g *Grouped) Inner() Backend { return g.inner }
+func (g *Grouped) Inner() transport.Backend { return g.inner }

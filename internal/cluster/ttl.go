@@ -5,7 +5,10 @@ import (
 	"errors"
 	"time"
 
-	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/backend"
+	"github.com/redisx-go/kit/internal/topology"
+	"github.com/redisx-go/kit/internal/transport"
+	"github.com/redisx-go/kit/internal/wire"
 )
 
 // GetWithTTL implements TTLGetter. Under ASK (a slot being migrated) the
@@ -13,15 +16,15 @@ import (
 func (c *Router) GetWithTTL(ctx context.Context, key string) ([]byte, time.Duration, error) {
 	var v []byte
 	var ttl time.Duration
-	err := c.route(ctx, Slot(key),
-		func(n Node) (err error) { v, ttl, err = conn.GetWithTTL(ctx, n, key); return err },
-		func(n Node) error {
-			rp := conn.Reply{Kind: conn.ReplyBulk}
-			err := askExec(ctx, n, []string{key}, &rp, func(b []byte) []byte { return conn.AppendGet(b, key) })
+	err := c.route(ctx, topology.Slot(key),
+		func(n transport.Node) (err error) { v, ttl, err = transport.GetWithTTL(ctx, n, key); return err },
+		func(n transport.Node) error {
+			rp := wire.Reply{Kind: wire.ReplyBulk}
+			err := askExec(ctx, n, []string{key}, &rp, func(b []byte) []byte { return wire.AppendGet(b, key) })
 			if err == nil && rp.Val == nil {
-				err = conn.ErrNotFound
+				err = backend.ErrNotFound
 			}
-			v, ttl = rp.Val, conn.UnknownTTL
+			v, ttl = rp.Val, backend.UnknownTTL
 			return err
 		})
 	if err != nil {
@@ -39,13 +42,13 @@ func (c *Router) MGetWithTTL(ctx context.Context, keys []string) ([][]byte, []ti
 		var gv [][]byte
 		var gt []time.Duration
 		err := c.route(ctx, g.slot,
-			func(n Node) (err error) { gv, gt, err = conn.MGetWithTTL(ctx, n, g.keys); return err },
-			func(n Node) error {
-				rp := conn.Reply{Kind: conn.ReplyBulks, Vals: make([][]byte, len(g.keys))}
-				err := askExec(ctx, n, g.keys, &rp, func(b []byte) []byte { return conn.AppendKeys(b, "MGET", g.keys) })
+			func(n transport.Node) (err error) { gv, gt, err = transport.MGetWithTTL(ctx, n, g.keys); return err },
+			func(n transport.Node) error {
+				rp := wire.Reply{Kind: wire.ReplyBulks, Vals: make([][]byte, len(g.keys))}
+				err := askExec(ctx, n, g.keys, &rp, func(b []byte) []byte { return wire.AppendKeys(b, "MGET", g.keys) })
 				gv, gt = rp.Vals, make([]time.Duration, len(g.keys))
 				for i := range gt {
-					gt[i] = conn.UnknownTTL
+					gt[i] = backend.UnknownTTL
 				}
 				return err
 			})
@@ -69,7 +72,7 @@ func (g *Grouped) GetWithTTL(ctx context.Context, key string) ([]byte, time.Dura
 // wrong are sent again one slot at a time through the cluster's routing.
 func (g *Grouped) MGetWithTTL(ctx context.Context, keys []string) ([][]byte, []time.Duration, error) {
 	if g.cluster == nil {
-		return conn.MGetWithTTL(ctx, g.single, keys)
+		return transport.MGetWithTTL(ctx, g.single, keys)
 	}
 	vs := make([][]byte, len(keys))
 	ttls := make([]time.Duration, len(keys))
@@ -81,7 +84,7 @@ func (g *Grouped) MGetWithTTL(ctx context.Context, keys []string) ([][]byte, []t
 			var gt []time.Duration
 			var err error
 			if m := nodes[i]; m != nil && m.Acquire() {
-				gv, gt, err = conn.MGetWithTTL(ctx, m.n, bg.keys)
+				gv, gt, err = transport.MGetWithTTL(ctx, m.n, bg.keys)
 				m.Release()
 			} else {
 				err = errSlotUnserved

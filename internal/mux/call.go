@@ -6,8 +6,8 @@ import (
 	"sync/atomic"
 
 	"github.com/redisx-go/kit/internal/command"
-	"github.com/redisx-go/kit/internal/conn"
 	"github.com/redisx-go/kit/internal/resp"
+	"github.com/redisx-go/kit/internal/wire"
 )
 
 // A call is one caller's request on a shared connection. Calls are
@@ -25,8 +25,8 @@ type call struct {
 	// call, so it can be handed the read side; a pipeline awaited later
 	// cannot.
 	lead bool
-	conn.Reply
-	pipe []conn.Reply // replyPipe: the replies of a pipeline, owned by the caller
+	wire.Reply
+	pipe []wire.Reply // replyPipe: the replies of a pipeline, owned by the caller
 	// deadline is the caller's context deadline in Unix nanoseconds, 0 for
 	// none: how long the watchdog lets the connection wait for this reply.
 	deadline int64
@@ -61,7 +61,7 @@ const (
 // the read side for its caller reads them only when they are all in the
 // buffer (resp.Reader.WholeN), since parsing cannot heed a context.
 func (cl *call) replies() int {
-	if cl.Kind != conn.ReplyPipe {
+	if cl.Kind != wire.ReplyPipe {
 		return cl.Reply.Count()
 	}
 	n := 0
@@ -73,8 +73,8 @@ func (cl *call) replies() int {
 
 // read decodes the call's reply or replies.
 func (cl *call) read(r *resp.Reader) error {
-	if cl.Kind == conn.ReplyPipe {
-		return conn.ReadAll(r, cl.pipe)
+	if cl.Kind == wire.ReplyPipe {
+		return wire.ReadAll(r, cl.pipe)
 	}
 	return cl.Reply.Read(r)
 }
@@ -95,7 +95,7 @@ func (cp *callPool) get(ctx context.Context) *call {
 }
 
 func (cp *callPool) put(c *call) {
-	c.Reply = conn.Reply{}
+	c.Reply = wire.Reply{}
 	c.pipe = nil
 	c.deadline = 0
 	c.fail = nil

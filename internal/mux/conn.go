@@ -8,7 +8,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/backend"
+	"github.com/redisx-go/kit/internal/dial"
+	"github.com/redisx-go/kit/internal/failure"
 	"github.com/redisx-go/kit/internal/resp"
 )
 
@@ -113,7 +115,7 @@ type muxConn struct {
 	// all acknowledged by then: they were answered).
 	marks   [sendMarks]sendMark
 	nmarks  uint64
-	acks    conn.Acks
+	acks    dial.Acks
 	ackBase int64
 
 	// Callers waiting for room under MaxPending sleep on room, which the
@@ -136,7 +138,7 @@ func (n *Node) startConn(nc net.Conn, slot int) *muxConn {
 		drainSig: make(chan struct{}, 1),
 	}
 	c.r = resp.NewReader(progressReader{c}, 32<<10)
-	if c.acks = conn.AcksOf(nc); c.acks != (conn.Acks{}) {
+	if c.acks = dial.AcksOf(nc); c.acks != (dial.Acks{}) {
 		c.ackBase, _, _ = c.acks.Read()
 	}
 	c.out.cur = c.chunk()
@@ -331,7 +333,7 @@ func (c *muxConn) failure() error {
 }
 
 // fail marks c broken, closes it and fails every queued call: with
-// conn.ErrClosed when the client closes it, otherwise with conn.ErrConnection
+// backend.ErrClosed when the client closes it, otherwise with backend.ErrConnection
 // wrapping err. The calls the read side has taken are failed by its
 // holder, whose next read errors (failRead); when nobody reads, the
 // drainer is woken to exit.
@@ -341,9 +343,9 @@ func (c *muxConn) fail(err error) {
 		c.mu.Unlock()
 		return
 	}
-	closing := errors.Is(err, conn.ErrClosed)
+	closing := errors.Is(err, backend.ErrClosed)
 	if !closing {
-		err = conn.ConnError(c.node.addr, err)
+		err = failure.ConnError(c.node.addr, err)
 	}
 	c.err = err
 	c.broken.Store(true)

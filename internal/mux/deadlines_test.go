@@ -13,9 +13,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/backend"
 	"github.com/redisx-go/kit/internal/faultproxy"
 	"github.com/redisx-go/kit/internal/launcher"
+	"github.com/redisx-go/kit/internal/wire"
 )
 
 // An adversarial second reading of the multiplexed connection (see
@@ -28,7 +29,7 @@ import (
 // only address.
 func muxReviewNode(t *testing.T, addr string, tlsCfg *tls.Config, m Options, readTimeout time.Duration) *Node {
 	t.Helper()
-	cfg := conn.Config{Addrs: []string{addr}, TLS: tlsCfg, DialTimeout: 5 * time.Second, ReadTimeout: readTimeout, WriteTimeout: 30 * time.Second}
+	cfg := backend.Config{Addrs: []string{addr}, TLS: tlsCfg, DialTimeout: 5 * time.Second, ReadTimeout: readTimeout, WriteTimeout: 30 * time.Second}
 	n, err := Open(context.Background(), cfg, addr, m)
 	if err != nil {
 		t.Fatal(err)
@@ -354,17 +355,17 @@ func TestMuxBigValuesAcrossChunks(t *testing.T) {
 							case 0:
 								got, err = n.Get(ctx, k)
 							case 1:
-								buf, rps := conn.TTLPipeline([]string{k}, true)
+								buf, rps := wire.TTLPipeline([]string{k}, true)
 								if err = n.Exec(ctx, []string{k}, buf, rps); err == nil {
 									got = rps[0].Val
 									if rps[1].Num <= 0 {
-										t.Errorf("conn.PTTL %s = %d after SET … PX", k, rps[1].Num)
+										t.Errorf("wire.PTTL %s = %d after SET … PX", k, rps[1].Num)
 									}
 								}
 							default:
-								rps := []conn.Reply{{Kind: conn.ReplyBulk}}
+								rps := []wire.Reply{{Kind: wire.ReplyBulk}}
 								var cl *call
-								if cl, err = n.send(ctx, []string{k}, conn.AppendGet(nil, k), rps); err == nil {
+								if cl, err = n.send(ctx, []string{k}, wire.AppendGet(nil, k), rps); err == nil {
 									if err = n.await(ctx, cl); err == nil {
 										got = rps[0].Val
 									}
@@ -431,9 +432,9 @@ func TestMuxIdleWatchToggles(t *testing.T) {
 				if rng.IntN(2) == 0 {
 					v, err = n.Get(ctx, k)
 				} else {
-					rps := []conn.Reply{{Kind: conn.ReplyBulk}}
+					rps := []wire.Reply{{Kind: wire.ReplyBulk}}
 					var cl *call
-					if cl, err = n.send(ctx, []string{k}, conn.AppendGet(nil, k), rps); err == nil {
+					if cl, err = n.send(ctx, []string{k}, wire.AppendGet(nil, k), rps); err == nil {
 						err = n.await(ctx, cl)
 					}
 					if err == nil { // an abandoned pipeline's replies are still written
@@ -449,7 +450,7 @@ func TestMuxIdleWatchToggles(t *testing.T) {
 					}
 					ok.Add(1)
 				case errors.Is(err, context.DeadlineExceeded):
-				case errors.Is(err, conn.ErrConnection):
+				case errors.Is(err, backend.ErrConnection):
 					// The watchdog may fail a connection on a busy machine
 					// (a 100 ms ReadTimeout); it must not misdeliver.
 				default:
@@ -482,7 +483,7 @@ func TestMuxIdleWatchToggles(t *testing.T) {
 // TestMuxWatchdogFailsHeldReadSide: the watchdog fails a connection
 // whose replies are overdue while the read side is held — by a leading
 // caller without a deadline, waiting for bytes, with callers handed off
-// and pipelines queued behind it. Every one of them gets conn.ErrConnection
+// and pipelines queued behind it. Every one of them gets backend.ErrConnection
 // (no hang, no other error), and the next call, on a new connection, gets
 // its own value.
 func TestMuxWatchdogFailsHeldReadSide(t *testing.T) {
@@ -505,8 +506,8 @@ func TestMuxWatchdogFailsHeldReadSide(t *testing.T) {
 			go func() {
 				k := keys[i%len(keys)]
 				if i%3 == 0 {
-					rps := []conn.Reply{{Kind: conn.ReplyBulk}}
-					cl, err := n.send(context.Background(), []string{k}, conn.AppendGet(nil, k), rps)
+					rps := []wire.Reply{{Kind: wire.ReplyBulk}}
+					cl, err := n.send(context.Background(), []string{k}, wire.AppendGet(nil, k), rps)
 					if err == nil {
 						err = n.await(context.Background(), cl)
 					}
@@ -522,8 +523,8 @@ func TestMuxWatchdogFailsHeldReadSide(t *testing.T) {
 		for range 20 {
 			select {
 			case err := <-errs:
-				if !errors.Is(err, conn.ErrConnection) {
-					t.Fatalf("round %d: a call on the overdue connection returned %v, want conn.ErrConnection", round, err)
+				if !errors.Is(err, backend.ErrConnection) {
+					t.Fatalf("round %d: a call on the overdue connection returned %v, want backend.ErrConnection", round, err)
 				}
 			case <-time.After(5 * time.Second):
 				t.Fatalf("round %d: a call on the overdue connection hangs", round)

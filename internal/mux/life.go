@@ -5,7 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/backend"
+	"github.com/redisx-go/kit/internal/dial"
 )
 
 // The life of a node's connections: dialled on demand, one dial per slot;
@@ -30,7 +31,7 @@ func (n *Node) conn(ctx context.Context, i int) (*muxConn, error) {
 	}
 	if n.closed.Load() {
 		s.mu.Unlock()
-		return nil, conn.ErrClosed
+		return nil, backend.ErrClosed
 	}
 	d := n.dial(s)
 	s.mu.Unlock()
@@ -58,7 +59,7 @@ func (n *Node) dial(s *muxSlot) *muxDial {
 // retired.
 func (n *Node) redial(s *muxSlot, d *muxDial) {
 	defer n.wg.Done()
-	nc, err := conn.DialData(n.life, &n.cfg, n.addr)
+	nc, err := dial.DialData(n.life, &n.cfg, n.addr)
 	n.dials.Add(1)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -68,7 +69,7 @@ func (n *Node) redial(s *muxSlot, d *muxDial) {
 		if nc != nil {
 			nc.Close()
 		}
-		err = conn.ErrClosed
+		err = backend.ErrClosed
 	case err != nil:
 		n.dialErrors.Add(1)
 		if s.i >= n.lanes {
@@ -120,9 +121,9 @@ func (n *Node) replace(s *muxSlot, c *muxConn) {
 
 // errRetired is what callers who took a connection just as it was
 // retired get from it; enqueue then takes the slot's new connection. It
-// wraps conn.ErrClosed so that the connection's failure is not counted as a
+// wraps backend.ErrClosed so that the connection's failure is not counted as a
 // broken connection.
-var errRetired = fmt.Errorf("%w: connection retired (for its age, or idle)", conn.ErrClosed)
+var errRetired = fmt.Errorf("%w: connection retired (for its age, or idle)", backend.ErrClosed)
 
 // retiredPending is the pending count of a retired connection: far above
 // any MaxPending, so that a caller still holding the connection cannot
@@ -133,7 +134,7 @@ const retiredPending = 1 << 62
 // when its pending count is zero, which retire swaps for retiredPending
 // in one step, so that no call can slip in between the check and the
 // close. Until then it applies the ReadTimeout rule the watchdog applies
-// to current connections, and Close fails c's calls with conn.ErrClosed.
+// to current connections, and Close fails c's calls with backend.ErrClosed.
 func (n *Node) retire(c *muxConn) {
 	defer n.wg.Done()
 	timeout := n.cfg.ReadTimeout
@@ -153,7 +154,7 @@ func (n *Node) retire(c *muxConn) {
 		}
 		select {
 		case <-n.stop:
-			c.fail(conn.ErrClosed)
+			c.fail(backend.ErrClosed)
 			return
 		case <-t.C:
 		}

@@ -4,7 +4,10 @@ import (
 	"context"
 	"net"
 
-	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/backend"
+	"github.com/redisx-go/kit/internal/dial"
+	"github.com/redisx-go/kit/internal/failure"
+	"github.com/redisx-go/kit/internal/wire"
 )
 
 // Pipelines, dedicated connections and session dials on a Multiplexed
@@ -19,35 +22,35 @@ import (
 // (BLPOP, XREAD BLOCK…) goes whole to a dedicated connection of the
 // blocking pool instead, as Do sends such a command, so that it cannot
 // stall the shared connection.
-func (n *Node) DoMulti(ctx context.Context, cmds ...[]any) []conn.Result {
-	_, blocking, res, ok := conn.CheckMulti(cmds)
+func (n *Node) DoMulti(ctx context.Context, cmds ...[]any) []backend.Result {
+	_, blocking, res, ok := wire.CheckMulti(cmds)
 	switch {
 	case !ok:
 		return res
 	case len(cmds) == 0:
-		return []conn.Result{}
+		return []backend.Result{}
 	case blocking:
 		side, err := n.sidePool()
 		if err != nil {
-			return conn.FailAll(len(cmds), err)
+			return failure.FailAll(len(cmds), err)
 		}
 		return side.DoMulti(ctx, cmds...)
 	}
 	size := 0
 	if len(cmds) > 64 {
-		size = conn.SizeOf(cmds)
+		size = wire.SizeOf(cmds)
 	}
-	rps := conn.MultiReplies(len(cmds))
-	if err := n.pipeline(ctx, cmds, size, rps, func(b []byte) []byte { return conn.AppendMulti(b, cmds) }); err != nil {
-		return conn.FailAll(len(cmds), err)
+	rps := wire.MultiReplies(len(cmds))
+	if err := n.pipeline(ctx, cmds, size, rps, func(b []byte) []byte { return wire.AppendMulti(b, cmds) }); err != nil {
+		return failure.FailAll(len(cmds), err)
 	}
-	return conn.Results(cmds, rps)
+	return wire.Results(cmds, rps)
 }
 
 // pipeline is Exec with the commands cmds encoded by enc straight into
 // the connection's write buffer (size: their size when big, else 0): one
 // call awaiting len(rps) replies.
-func (n *Node) pipeline(ctx context.Context, cmds [][]any, size int, rps []conn.Reply, enc func([]byte) []byte) error {
+func (n *Node) pipeline(ctx context.Context, cmds [][]any, size int, rps []wire.Reply, enc func([]byte) []byte) error {
 	if n.adaptive {
 		n.callers.Add(1)
 		defer n.callers.Add(-1)
@@ -62,10 +65,10 @@ func (n *Node) pipeline(ctx context.Context, cmds [][]any, size int, rps []conn.
 		c.fit(size)
 	}
 	c.out.cur = enc(c.out.cur)
-	cl.Kind, cl.pipe, cl.lead = conn.ReplyPipe, rps, true
+	cl.Kind, cl.pipe, cl.lead = wire.ReplyPipe, rps, true
 	leads := c.push(cl, int64(len(rps)), true)
 	if err := c.await(ctx, cl, leads); err != nil {
-		return conn.CtxErr(n.addr, true, err)
+		return failure.CtxErr(n.addr, true, err)
 	}
 	n.calls.put(cl)
 	return nil
@@ -73,7 +76,7 @@ func (n *Node) pipeline(ctx context.Context, cmds [][]any, size int, rps []conn.
 
 // Dedicated implements Dedicator: a connection of the node's pool for
 // blocking commands (Options.Blocking of them), never a shared one.
-func (n *Node) Dedicated(ctx context.Context, keys []string) (conn.Dedicated, error) {
+func (n *Node) Dedicated(ctx context.Context, keys []string) (backend.Dedicated, error) {
 	side, err := n.sidePool()
 	if err != nil {
 		return nil, err
@@ -85,7 +88,7 @@ func (n *Node) Dedicated(ctx context.Context, keys []string) (conn.Dedicated, er
 // neither shared nor pooled.
 func (n *Node) DialSession(ctx context.Context, _ int, hello func(net.Conn) error) (net.Conn, error) {
 	if n.closed.Load() {
-		return nil, conn.ErrClosed
+		return nil, backend.ErrClosed
 	}
-	return conn.DialSession(ctx, &n.cfg, n.addr, hello)
+	return dial.Session(ctx, &n.cfg, n.addr, hello)
 }

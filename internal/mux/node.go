@@ -11,9 +11,12 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/redisx-go/kit/internal/cluster"
-	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/backend"
+	"github.com/redisx-go/kit/internal/command"
+	"github.com/redisx-go/kit/internal/failure"
 	"github.com/redisx-go/kit/internal/pool"
+	"github.com/redisx-go/kit/internal/transport"
+	"github.com/redisx-go/kit/internal/wire"
 )
 
 // Options are strategy.Multiplexed's fields, field for field (strategy
@@ -29,15 +32,15 @@ type Options struct {
 func (m Options) WithDefaults() (Options, error) {
 	switch {
 	case m.Conns < 0 || m.Conns > 1024:
-		return m, fmt.Errorf("%w: Multiplexed.Conns %d out of range 0..1024", conn.ErrInvalidArgument, m.Conns)
+		return m, fmt.Errorf("%w: Multiplexed.Conns %d out of range 0..1024", backend.ErrInvalidArgument, m.Conns)
 	case m.Lanes < 0 || m.Lanes > 1024:
-		return m, fmt.Errorf("%w: Multiplexed.Lanes %d out of range 0..1024", conn.ErrInvalidArgument, m.Lanes)
+		return m, fmt.Errorf("%w: Multiplexed.Lanes %d out of range 0..1024", backend.ErrInvalidArgument, m.Lanes)
 	case m.Conns > 0 && m.Lanes > 0:
-		return m, fmt.Errorf("%w: Multiplexed.Conns (%d fixed connections) and Lanes (up to %d adaptive ones) exclude each other", conn.ErrInvalidArgument, m.Conns, m.Lanes)
+		return m, fmt.Errorf("%w: Multiplexed.Conns (%d fixed connections) and Lanes (up to %d adaptive ones) exclude each other", backend.ErrInvalidArgument, m.Conns, m.Lanes)
 	case m.MaxPending < 0:
-		return m, fmt.Errorf("%w: Multiplexed.MaxPending %d is negative", conn.ErrInvalidArgument, m.MaxPending)
+		return m, fmt.Errorf("%w: Multiplexed.MaxPending %d is negative", backend.ErrInvalidArgument, m.MaxPending)
 	case m.Blocking < 0:
-		return m, fmt.Errorf("%w: Multiplexed.Blocking %d is negative", conn.ErrInvalidArgument, m.Blocking)
+		return m, fmt.Errorf("%w: Multiplexed.Blocking %d is negative", backend.ErrInvalidArgument, m.Blocking)
 	}
 	if m.Conns == 0 && m.Lanes == 0 {
 		m.Lanes = DefaultLanes()
@@ -52,7 +55,7 @@ func (m Options) WithDefaults() (Options, error) {
 }
 
 // New returns a Node for addr, without connecting.
-func New(cfg conn.Config, addr string, o Options) (*Node, error) {
+func New(cfg backend.Config, addr string, o Options) (*Node, error) {
 	o, err := o.WithDefaults()
 	if err != nil {
 		return nil, err
@@ -60,18 +63,18 @@ func New(cfg conn.Config, addr string, o Options) (*Node, error) {
 	return newMuxNode(cfg, addr, o), nil
 }
 
-// NewNode implements cluster.Transport: New.
-func (o Options) NewNode(cfg conn.Config, addr string) (cluster.Node, error) {
-	return cluster.AsNode(New(cfg, addr, o))
+// NewNode implements transport.Transport: New.
+func (o Options) NewNode(cfg backend.Config, addr string) (transport.Node, error) {
+	return transport.AsNode(New(cfg, addr, o))
 }
 
-// OpenNode implements cluster.Transport: Open.
-func (o Options) OpenNode(ctx context.Context, cfg conn.Config, addr string) (cluster.Node, error) {
-	return cluster.AsNode(Open(ctx, cfg, addr, o))
+// OpenNode implements transport.Transport: Open.
+func (o Options) OpenNode(ctx context.Context, cfg backend.Config, addr string) (transport.Node, error) {
+	return transport.AsNode(Open(ctx, cfg, addr, o))
 }
 
 // Open returns a Node for addr once every shared connection is dialled.
-func Open(ctx context.Context, cfg conn.Config, addr string, o Options) (*Node, error) {
+func Open(ctx context.Context, cfg backend.Config, addr string, o Options) (*Node, error) {
 	n, err := New(cfg, addr, o)
 	if err != nil {
 		return nil, err
@@ -86,7 +89,7 @@ func Open(ctx context.Context, cfg conn.Config, addr string, o Options) (*Node, 
 			if err == ctx.Err() {
 				// The dial runs on under the node's life, whose Close
 				// just ended it: the caller is told whom it waited for.
-				err = conn.MarkUnsent(conn.DialEnded(addr, err))
+				err = failure.MarkUnsent(failure.DialEnded(addr, err))
 			}
 			return nil, err
 		}
@@ -96,7 +99,7 @@ func Open(ctx context.Context, cfg conn.Config, addr string, o Options) (*Node, 
 
 // Node is the Multiplexed backend of one node.
 type Node struct {
-	cfg   conn.Config
+	cfg   backend.Config
 	addr  string
 	opts  Options
 	slots []muxSlot // the lanes, then bulkConns connections for big values
@@ -159,7 +162,7 @@ type muxDial struct {
 	grow bool // a lane dialled for room (see Node.grow)
 }
 
-func newMuxNode(cfg conn.Config, addr string, opts Options) *Node {
+func newMuxNode(cfg backend.Config, addr string, opts Options) *Node {
 	lanes := opts.Conns
 	if lanes == 0 {
 		lanes = opts.Lanes
@@ -205,11 +208,11 @@ func (n *Node) enqueueTo(ctx context.Context, cl *call, big bool) (*muxConn, err
 	for {
 		if err := ctx.Err(); err != nil {
 			unclaim()
-			return nil, conn.CtxErr(n.addr, false, err)
+			return nil, failure.CtxErr(n.addr, false, err)
 		}
 		if n.closed.Load() {
 			unclaim()
-			return nil, conn.ErrClosed
+			return nil, backend.ErrClosed
 		}
 		var c *muxConn
 		if n.adaptive && !pinned && i > 0 && i < n.lanes {
@@ -226,7 +229,7 @@ func (n *Node) enqueueTo(ctx context.Context, cl *call, big bool) (*muxConn, err
 			}
 		} else if c, err = n.conn(ctx, i); err != nil {
 			unclaim()
-			return nil, conn.CtxErr(n.addr, false, err)
+			return nil, failure.CtxErr(n.addr, false, err)
 		}
 		if c != claimed {
 			unclaim()
@@ -248,10 +251,10 @@ func (n *Node) enqueueTo(ctx context.Context, cl *call, big bool) (*muxConn, err
 				}
 			}
 			continue
-		case ctx.Err() != nil, errors.Is(err, conn.ErrClosed):
-			return nil, conn.CtxErr(n.addr, false, err)
+		case ctx.Err() != nil, errors.Is(err, backend.ErrClosed):
+			return nil, failure.CtxErr(n.addr, false, err)
 		}
-		return nil, conn.MarkUnsent(err)
+		return nil, failure.MarkUnsent(err)
 	}
 }
 
@@ -261,14 +264,14 @@ func (n *Node) enqueueTo(ctx context.Context, cl *call, big bool) (*muxConn, err
 // kind, and for a run of SETs n, say what to expect). It returns the
 // context's error, the connection's failure, or rp's reply error wrapped
 // with cmd.
-func (n *Node) roundTrip(ctx context.Context, cl *call, cmd string, rp *conn.Reply, enc func([]byte) []byte) error {
+func (n *Node) roundTrip(ctx context.Context, cl *call, cmd string, rp *wire.Reply, enc func([]byte) []byte) error {
 	return n.roundTripSized(ctx, cl, cmd, rp, 0, enc)
 }
 
 // roundTripSized is roundTrip for a command of about size bytes, when that
 // is big: it is encoded into a chunk of its own size, and, a SET, sent on
 // a connection for big values.
-func (n *Node) roundTripSized(ctx context.Context, cl *call, cmd string, rp *conn.Reply, size int, enc func([]byte) []byte) error {
+func (n *Node) roundTripSized(ctx context.Context, cl *call, cmd string, rp *wire.Reply, size int, enc func([]byte) []byte) error {
 	if n.adaptive {
 		n.callers.Add(1)
 		defer n.callers.Add(-1)
@@ -284,11 +287,11 @@ func (n *Node) roundTripSized(ctx context.Context, cl *call, cmd string, rp *con
 	cl.Reply, cl.lead = *rp, true
 	leads := c.push(cl, int64(rp.Count()), true)
 	if err := c.await(ctx, cl, leads); err != nil {
-		return conn.CtxErr(n.addr, true, err)
+		return failure.CtxErr(n.addr, true, err)
 	}
 	*rp = cl.Reply
 	n.calls.put(cl)
-	return conn.ReplyError(cmd, rp.Err)
+	return failure.ReplyError(cmd, rp.Err)
 }
 
 // keyCall returns a call for a command on key.
@@ -307,20 +310,20 @@ func (n *Node) keysCall(ctx context.Context, keys []string) *call {
 
 // Get implements Backend.
 func (n *Node) Get(ctx context.Context, key string) ([]byte, error) {
-	rp := conn.Reply{Kind: conn.ReplyBulk}
-	if err := n.roundTrip(ctx, n.keyCall(ctx, key), "get", &rp, func(b []byte) []byte { return conn.AppendGet(b, key) }); err != nil {
+	rp := wire.Reply{Kind: wire.ReplyBulk}
+	if err := n.roundTrip(ctx, n.keyCall(ctx, key), "get", &rp, func(b []byte) []byte { return wire.AppendGet(b, key) }); err != nil {
 		return nil, err
 	}
 	if rp.Val == nil {
-		return nil, conn.ErrNotFound
+		return nil, backend.ErrNotFound
 	}
 	return rp.Val, nil
 }
 
 // Set implements Backend.
 func (n *Node) Set(ctx context.Context, key string, value []byte, ttl time.Duration) error {
-	rp := conn.Reply{Kind: conn.ReplyOK}
-	enc := func(b []byte) []byte { return conn.AppendSet(b, key, value, ttl) }
+	rp := wire.Reply{Kind: wire.ReplyOK}
+	enc := func(b []byte) []byte { return wire.AppendSet(b, key, value, ttl) }
 	if len(value) >= bigValue {
 		return n.roundTripSized(ctx, n.keyCall(ctx, key), "set", &rp, len(key)+len(value)+64, enc)
 	}
@@ -332,8 +335,8 @@ func (n *Node) Del(ctx context.Context, keys ...string) (int64, error) {
 	if len(keys) == 0 {
 		return 0, nil
 	}
-	rp := conn.Reply{Kind: conn.ReplyInt}
-	err := n.roundTrip(ctx, n.keysCall(ctx, keys), "del", &rp, func(b []byte) []byte { return conn.AppendKeys(b, "DEL", keys) })
+	rp := wire.Reply{Kind: wire.ReplyInt}
+	err := n.roundTrip(ctx, n.keysCall(ctx, keys), "del", &rp, func(b []byte) []byte { return wire.AppendKeys(b, "DEL", keys) })
 	return rp.Num, err
 }
 
@@ -342,8 +345,8 @@ func (n *Node) MGet(ctx context.Context, keys []string) ([][]byte, error) {
 	if len(keys) == 0 {
 		return [][]byte{}, nil
 	}
-	rp := conn.Reply{Kind: conn.ReplyBulks, Vals: make([][]byte, len(keys))}
-	if err := n.roundTrip(ctx, n.keysCall(ctx, keys), "mget", &rp, func(b []byte) []byte { return conn.AppendKeys(b, "MGET", keys) }); err != nil {
+	rp := wire.Reply{Kind: wire.ReplyBulks, Vals: make([][]byte, len(keys))}
+	if err := n.roundTrip(ctx, n.keysCall(ctx, keys), "mget", &rp, func(b []byte) []byte { return wire.AppendKeys(b, "MGET", keys) }); err != nil {
 		return nil, err
 	}
 	return rp.Vals, nil
@@ -357,20 +360,20 @@ func (n *Node) MSet(ctx context.Context, kv map[string][]byte, ttl time.Duration
 	}
 	cl := n.calls.get(ctx)
 	cl.kv = kv
-	rp := conn.Reply{Kind: conn.ReplyOK}
+	rp := wire.Reply{Kind: wire.ReplyOK}
 	return n.roundTrip(ctx, cl, "mset", &rp, func(b []byte) []byte {
-		b, rp.N = conn.AppendMSet(b, kv, ttl)
+		b, rp.N = wire.AppendMSet(b, kv, ttl)
 		return b
 	})
 }
 
 // Do implements Doer. Blocking commands run on a dedicated connection.
 func (n *Node) Do(ctx context.Context, args ...any) (any, error) {
-	class, err := conn.CheckCommand(args)
+	class, err := command.CheckCommand(args)
 	if err != nil {
 		return nil, err
 	}
-	if class == conn.ClassBlocking {
+	if class == command.ClassBlocking {
 		side, err := n.sidePool()
 		if err != nil {
 			return nil, err
@@ -379,9 +382,9 @@ func (n *Node) Do(ctx context.Context, args ...any) (any, error) {
 	}
 	cl := n.calls.get(ctx)
 	cl.args = args
-	rp := conn.Reply{Kind: conn.ReplyAny}
-	if err := n.roundTrip(ctx, cl, conn.ArgName(args, 0), &rp, func(b []byte) []byte {
-		b, _ = conn.AppendArgs(b, args) // cannot fail: conn.CheckCommand refused what it cannot encode
+	rp := wire.Reply{Kind: wire.ReplyAny}
+	if err := n.roundTrip(ctx, cl, command.ArgName(args, 0), &rp, func(b []byte) []byte {
+		b, _ = wire.AppendArgs(b, args) // cannot fail: command.CheckCommand refused what it cannot encode
 		return b
 	}); err != nil {
 		return nil, err
@@ -397,15 +400,15 @@ func (n *Node) sidePool() (*pool.Node, error) {
 		n.sideOpen.Store(n.side)
 	})
 	if n.closed.Load() {
-		return nil, conn.ErrClosed
+		return nil, backend.ErrClosed
 	}
 	return n.side, n.sideErr
 }
 
 // Stats implements Statser. The dedicated connections of blocking
 // commands are counted with the shared ones.
-func (n *Node) Stats() conn.Stats {
-	s := conn.Stats{
+func (n *Node) Stats() backend.Stats {
+	s := backend.Stats{
 		Strategy:    "multiplexed",
 		Flushes:     n.flushes.Load(),
 		Commands:    n.commands.Load(),
@@ -435,7 +438,7 @@ func (n *Node) Stats() conn.Stats {
 	return s
 }
 
-// Close implements Backend. Calls in flight fail with conn.ErrClosed, dials in
+// Close implements Backend. Calls in flight fail with backend.ErrClosed, dials in
 // progress are abandoned.
 func (n *Node) Close() error {
 	if n.closed.Swap(true) {
@@ -452,7 +455,7 @@ func (n *Node) Close() error {
 		}
 		s.mu.Unlock()
 		if c != nil {
-			c.fail(conn.ErrClosed)
+			c.fail(backend.ErrClosed)
 		}
 	}
 	n.sideOnce.Do(func() {}) // no side pool from now on
@@ -467,7 +470,7 @@ func (n *Node) Close() error {
 // keys, the keys they name (see route), and decodes their replies into
 // rps, in order. Only a connection or context failure is returned; each
 // command's own error is in its reply.
-func (n *Node) Exec(ctx context.Context, keys []string, buf []byte, rps []conn.Reply) error {
+func (n *Node) Exec(ctx context.Context, keys []string, buf []byte, rps []wire.Reply) error {
 	if n.adaptive {
 		n.callers.Add(1)
 		defer n.callers.Add(-1)
@@ -478,10 +481,10 @@ func (n *Node) Exec(ctx context.Context, keys []string, buf []byte, rps []conn.R
 		return err
 	}
 	c.out.cur = append(c.out.cur, buf...)
-	cl.Kind, cl.pipe, cl.lead = conn.ReplyPipe, rps, true
+	cl.Kind, cl.pipe, cl.lead = wire.ReplyPipe, rps, true
 	leads := c.push(cl, int64(cl.replies()), true)
 	if err := c.await(ctx, cl, leads); err != nil {
-		return conn.CtxErr(n.addr, true, err)
+		return failure.CtxErr(n.addr, true, err)
 	}
 	n.calls.put(cl)
 	return nil
@@ -492,13 +495,13 @@ func (n *Node) Exec(ctx context.Context, keys []string, buf []byte, rps []conn.R
 // goroutine per node; await waits for it. Such a call cannot lead (its
 // caller is busy elsewhere): the drainer reads for it. buf may be reused
 // when send returns.
-func (n *Node) send(ctx context.Context, keys []string, buf []byte, rps []conn.Reply) (*call, error) {
+func (n *Node) send(ctx context.Context, keys []string, buf []byte, rps []wire.Reply) (*call, error) {
 	cl := n.keysCall(ctx, keys)
 	c, err := n.enqueue(ctx, cl, false)
 	if err != nil {
 		return nil, err
 	}
-	cl.Kind, cl.pipe = conn.ReplyPipe, rps
+	cl.Kind, cl.pipe = wire.ReplyPipe, rps
 	c.out.cur = append(c.out.cur, buf...)
 	c.push(cl, int64(cl.replies()), false)
 	return cl, nil
@@ -506,7 +509,7 @@ func (n *Node) send(ctx context.Context, keys []string, buf []byte, rps []conn.R
 
 // Send is send for another package: the pipeline's outcome is the
 // returned Pending's, once awaited.
-func (n *Node) Send(ctx context.Context, keys []string, buf []byte, rps []conn.Reply) (conn.Pending, error) {
+func (n *Node) Send(ctx context.Context, keys []string, buf []byte, rps []wire.Reply) (transport.Pending, error) {
 	cl, err := n.send(ctx, keys, buf, rps)
 	if err != nil {
 		return nil, err
@@ -514,13 +517,13 @@ func (n *Node) Send(ctx context.Context, keys []string, buf []byte, rps []conn.R
 	return cl, nil
 }
 
-// Await implements conn.Pending: the second half of Send.
+// Await implements transport.Pending: the second half of Send.
 func (cl *call) Await(ctx context.Context) error { return cl.conn.node.await(ctx, cl) }
 
 // await is the second half of send.
 func (n *Node) await(ctx context.Context, cl *call) error {
 	if err := wait(ctx, cl); err != nil {
-		return conn.CtxErr(n.addr, true, err)
+		return failure.CtxErr(n.addr, true, err)
 	}
 	n.calls.put(cl)
 	return nil
@@ -530,10 +533,10 @@ func (n *Node) Address() string { return n.addr }
 
 // GetWithTTL implements TTLGetter.
 func (n *Node) GetWithTTL(ctx context.Context, key string) ([]byte, time.Duration, error) {
-	return conn.GetWithTTL(ctx, n, key)
+	return transport.GetWithTTL(ctx, n, key)
 }
 
 // MGetWithTTL implements TTLGetter.
 func (n *Node) MGetWithTTL(ctx context.Context, keys []string) ([][]byte, []time.Duration, error) {
-	return conn.MGetWithTTL(ctx, n, keys)
+	return transport.MGetWithTTL(ctx, n, keys)
 }

@@ -11,9 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/backend"
 	"github.com/redisx-go/kit/internal/faultproxy"
 	"github.com/redisx-go/kit/internal/launcher"
+	"github.com/redisx-go/kit/internal/wire"
 )
 
 // The read side of a multiplexed connection moves between callers, the
@@ -25,7 +26,7 @@ import (
 
 func openMuxNode(t testing.TB, addr string, m Options) *Node {
 	t.Helper()
-	cfg := conn.Config{Addrs: []string{addr}, DialTimeout: 2 * time.Second, ReadTimeout: 3 * time.Second, WriteTimeout: 3 * time.Second}
+	cfg := backend.Config{Addrs: []string{addr}, DialTimeout: 2 * time.Second, ReadTimeout: 3 * time.Second, WriteTimeout: 3 * time.Second}
 	n, err := Open(context.Background(), cfg, addr, m)
 	if err != nil {
 		t.Fatal(err)
@@ -86,9 +87,9 @@ func leadWorkload(t *testing.T, n *Node, keys []string, goroutines, ops int, all
 				default:
 					// A pipeline that cannot lead, awaited after a pause.
 					var buf []byte
-					buf = conn.AppendGet(buf, k)
-					buf = conn.AppendKeys(buf, "conn.PTTL", []string{k})
-					rps := []conn.Reply{{Kind: conn.ReplyBulk}, {Kind: conn.ReplyInt}}
+					buf = wire.AppendGet(buf, k)
+					buf = wire.AppendKeys(buf, "wire.PTTL", []string{k})
+					rps := []wire.Reply{{Kind: wire.ReplyBulk}, {Kind: wire.ReplyInt}}
 					var cl *call
 					cl, err = n.send(ctx, []string{k}, buf, rps)
 					if err == nil {
@@ -108,7 +109,7 @@ func leadWorkload(t *testing.T, n *Node, keys []string, goroutines, ops int, all
 				case err == nil:
 					ok.Add(1)
 				case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-				case allowConnErrors && errors.Is(err, conn.ErrConnection):
+				case allowConnErrors && errors.Is(err, backend.ErrConnection):
 				default:
 					errs <- fmt.Errorf("op %d: %v", i, err)
 					return
@@ -239,7 +240,7 @@ func TestMuxReadSideSurvivesCuts(t *testing.T) {
 // that call succeeds.
 func TestMuxIdleConnectionClosedByServer(t *testing.T) {
 	srv := launcher.Standalone(t, launcher.Options{})
-	cfg := conn.Config{Addrs: []string{srv.Addr()}, DialTimeout: 2 * time.Second, ReadTimeout: 200 * time.Millisecond, WriteTimeout: time.Second}
+	cfg := backend.Config{Addrs: []string{srv.Addr()}, DialTimeout: 2 * time.Second, ReadTimeout: 200 * time.Millisecond, WriteTimeout: time.Second}
 	n, err := Open(context.Background(), cfg, srv.Addr(), Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -302,7 +303,7 @@ func TestMuxBigSetAllocations(t *testing.T) {
 // is idle: the heap returns to within 2x of what it was before.
 func TestMuxHeapAfterBurstOfBigValues(t *testing.T) {
 	srv := launcher.Standalone(t, launcher.Options{})
-	cfg := conn.Config{Addrs: []string{srv.Addr()}, DialTimeout: 2 * time.Second, ReadTimeout: 400 * time.Millisecond, WriteTimeout: 3 * time.Second}
+	cfg := backend.Config{Addrs: []string{srv.Addr()}, DialTimeout: 2 * time.Second, ReadTimeout: 400 * time.Millisecond, WriteTimeout: 3 * time.Second}
 	n, err := Open(context.Background(), cfg, srv.Addr(), Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -391,9 +392,9 @@ func TestMuxPassingTheReadSideNeverParsesAPartialPipeline(t *testing.T) {
 	}()
 	time.Sleep(50 * time.Millisecond)
 	var buf []byte
-	buf = conn.AppendGet(buf, "pass:b")
-	buf, _ = conn.AppendArgs(buf, []any{"BLPOP", "pass:nothing", 2})
-	rps := []conn.Reply{{Kind: conn.ReplyBulk}, {Kind: conn.ReplyAny}}
+	buf = wire.AppendGet(buf, "pass:b")
+	buf, _ = wire.AppendArgs(buf, []any{"BLPOP", "pass:nothing", 2})
+	rps := []wire.Reply{{Kind: wire.ReplyBulk}, {Kind: wire.ReplyAny}}
 	cl, err := n.send(context.Background(), []string{"pass:b"}, buf, rps)
 	if err != nil {
 		t.Fatal(err)
@@ -408,7 +409,7 @@ func TestMuxPassingTheReadSideNeverParsesAPartialPipeline(t *testing.T) {
 	if took := time.Since(start); took > time.Second {
 		t.Errorf("pass took %v: it parsed a pipeline whose last reply was not whole", took.Round(time.Millisecond))
 	}
-	if err := <-first; !errors.Is(err, conn.ErrNotFound) {
+	if err := <-first; !errors.Is(err, backend.ErrNotFound) {
 		t.Errorf("Get(pass:a) = %v; want ErrNotFound, read by the passer", err)
 	}
 	if err := cl.Await(context.Background()); err != nil {

@@ -4,7 +4,8 @@ import (
 	"context"
 	"time"
 
-	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/backend"
+	"github.com/redisx-go/kit/internal/failure"
 )
 
 // Routing and the order of a key's commands.
@@ -113,9 +114,9 @@ func (n *Node) waitPinned(ctx context.Context, cl *call) error {
 	for {
 		select {
 		case <-ctx.Done():
-			return conn.CtxErr(n.addr, false, ctx.Err())
+			return failure.CtxErr(n.addr, false, ctx.Err())
 		case <-n.stop:
-			return conn.ErrClosed
+			return backend.ErrClosed
 		case <-t.C:
 		}
 		if _, ok := n.pinned(cl); ok {

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/backend"
 	"github.com/redisx-go/kit/internal/faultproxy"
 	"github.com/redisx-go/kit/internal/launcher"
 )
@@ -120,8 +120,8 @@ func TestMuxLanesUnheardSinceASilenceAreClosed(t *testing.T) {
 	start := time.Now()
 	_, err = n.Get(ctx, "unheard")
 	first := time.Since(start)
-	if !errors.Is(err, conn.ErrConnection) {
-		t.Fatalf("Get on a half-open lane = %v after %v; want conn.ErrConnection", err, first)
+	if !errors.Is(err, backend.ErrConnection) {
+		t.Fatalf("Get on a half-open lane = %v after %v; want backend.ErrConnection", err, first)
 	}
 	start = time.Now()
 	v, err := n.Get(ctx, "unheard")

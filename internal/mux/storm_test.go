@@ -12,9 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/backend"
 	"github.com/redisx-go/kit/internal/faultproxy"
 	"github.com/redisx-go/kit/internal/launcher"
+	"github.com/redisx-go/kit/internal/wire"
 	"go.uber.org/goleak"
 )
 
@@ -65,8 +66,8 @@ func storm(t *testing.T, n *Node, goroutines, ops int) int64 {
 						bad.Add(1)
 					}
 				default:
-					buf := conn.AppendGet(nil, k)
-					rps := []conn.Reply{{Kind: conn.ReplyBulk}}
+					buf := wire.AppendGet(nil, k)
+					rps := []wire.Reply{{Kind: wire.ReplyBulk}}
 					var cl *call
 					if cl, err = n.send(ctx, []string{k}, buf, rps); err == nil {
 						err = n.await(ctx, cl)
@@ -132,7 +133,7 @@ func TestMuxDeadlineStorm(t *testing.T) {
 // TestMuxCloseMidFlight closes the node while 200 callers are in
 // every phase of a call (leading, waiting for a hand-off, pipelines sent
 // and not yet awaited, replies held back by a delay): each returns a
-// success or conn.ErrClosed — never another error — promptly, and no goroutine
+// success or backend.ErrClosed — never another error — promptly, and no goroutine
 // is left.
 func TestMuxCloseMidFlight(t *testing.T) {
 	plain, secure, _ := muxReviewTargets(t)
@@ -154,7 +155,7 @@ func closeMidFlight(t *testing.T, tg muxReviewTarget, delayed bool, round int) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	cfg := conn.Config{Addrs: []string{p.Addr()}, TLS: tg.tls, DialTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second}
+	cfg := backend.Config{Addrs: []string{p.Addr()}, TLS: tg.tls, DialTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second}
 	n, err := Open(context.Background(), cfg, p.Addr(), Options{Conns: 2})
 	if err != nil {
 		t.Fatal(err)
@@ -186,9 +187,9 @@ func closeMidFlight(t *testing.T, tg muxReviewTarget, delayed bool, round int) {
 				case 1:
 					err = n.Set(context.Background(), k, []byte(leadValue(k)), time.Minute)
 				default:
-					rps := []conn.Reply{{Kind: conn.ReplyBulk}}
+					rps := []wire.Reply{{Kind: wire.ReplyBulk}}
 					var cl *call
-					if cl, err = n.send(context.Background(), []string{k}, conn.AppendGet(nil, k), rps); err == nil {
+					if cl, err = n.send(context.Background(), []string{k}, wire.AppendGet(nil, k), rps); err == nil {
 						runtime.Gosched()
 						err = n.await(context.Background(), cl)
 					}
@@ -198,8 +199,8 @@ func closeMidFlight(t *testing.T, tg muxReviewTarget, delayed bool, round int) {
 					}
 				}
 				if err != nil {
-					if !errors.Is(err, conn.ErrClosed) {
-						errs <- fmt.Errorf("a call in flight at Close failed with %v, want conn.ErrClosed", err)
+					if !errors.Is(err, backend.ErrClosed) {
+						errs <- fmt.Errorf("a call in flight at Close failed with %v, want backend.ErrClosed", err)
 					}
 					return
 				}
@@ -273,10 +274,10 @@ func TestMuxServerKilledMidStorm(t *testing.T) {
 				switch {
 				case err == nil:
 					calls.Add(1)
-				case errors.Is(err, conn.ErrConnection):
+				case errors.Is(err, backend.ErrConnection):
 					connErrs.Add(1)
 					time.Sleep(time.Millisecond)
-				case errors.Is(err, context.DeadlineExceeded), errors.Is(err, conn.ErrNotFound):
+				case errors.Is(err, context.DeadlineExceeded), errors.Is(err, backend.ErrNotFound):
 				default:
 					errs <- fmt.Errorf("unexpected error: %v", err)
 					return

@@ -232,7 +232,7 @@ func (c *muxConn) written(i uint64) (end int64, ok bool) {
 // sendState tells how far the request of the call whose reply comes next
 // (the first one not answered) has gone, for the ReadTimeout rule (see
 // silence.look): sent, once it is written whole and, where the socket
-// tells (see conn.Acks), the peer has acknowledged its last byte; else
+// tells (see dial.Acks), the peer has acknowledged its last byte; else
 // moving when the socket tells how far it got: acked, the bytes of the
 // connection the peer has acknowledged, grows while it is being sent.
 // Neither: no request awaits a reply, or one is being written and

@@ -1,14 +1,18 @@
 // Package param reads and writes the values of URL parameters — counts,
 // durations, fractions and sizes — with the messages its errors carry,
-// and holds a URL's parameters as strategy.URLParams.
+// for strategy.URLParams, and tells which strategy a value given to a
+// URL is (Kind).
 package param
 
 import (
 	"fmt"
 	"math"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/redisx-go/kit/backend"
 )
 
 // ParseCount reads a non-negative integer.
@@ -85,4 +89,34 @@ func FormatSize(n int64) string {
 		}
 	}
 	return strconv.FormatInt(n, 10)
+}
+
+// NilValue returns an error when v is a nil pointer (to a
+// strategy.Multiplexed, say), whose value-receiver methods would panic;
+// nil otherwise.
+func NilValue(v any) error {
+	if r := reflect.ValueOf(v); r.Kind() == reflect.Pointer && r.IsNil() {
+		return fmt.Errorf("%w: strategy is a nil %T", backend.ErrInvalidArgument, v)
+	}
+	return nil
+}
+
+// Kind returns v as one of known when v is a value of exactly that type
+// or a non-nil pointer to one — not a type that embeds it, whose other
+// fields a URL would silently drop — and false otherwise.
+func Kind[T any](v any, known []T) (T, bool) {
+	var zero T
+	r := reflect.ValueOf(v)
+	if r.Kind() == reflect.Pointer {
+		if r.IsNil() {
+			return zero, false
+		}
+		r = r.Elem()
+	}
+	for _, k := range known {
+		if r.IsValid() && r.Type() == reflect.TypeOf(k) {
+			return r.Interface().(T), true
+		}
+	}
+	return zero, false
 }

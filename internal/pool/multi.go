@@ -8,7 +8,11 @@ import (
 	"time"
 
 	"github.com/jackc/puddle/v2"
-	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/backend"
+	"github.com/redisx-go/kit/internal/command"
+	"github.com/redisx-go/kit/internal/dial"
+	"github.com/redisx-go/kit/internal/failure"
+	"github.com/redisx-go/kit/internal/wire"
 )
 
 // Pipelines, dedicated connections and session dials on a Pool node.
@@ -16,32 +20,32 @@ import (
 // DoMulti implements MultiDoer: the commands in one write on one borrowed
 // connection, their replies read in order. Blocking commands are allowed:
 // the read deadline is extended by the sum of their block times.
-func (n *Node) DoMulti(ctx context.Context, cmds ...[]any) []conn.Result {
-	classes, _, res, ok := conn.CheckMulti(cmds)
+func (n *Node) DoMulti(ctx context.Context, cmds ...[]any) []backend.Result {
+	classes, _, res, ok := wire.CheckMulti(cmds)
 	if !ok {
 		return res
 	}
 	if len(cmds) == 0 {
-		return []conn.Result{}
+		return []backend.Result{}
 	}
-	rps := conn.MultiReplies(len(cmds))
-	if err := n.ExecBlocking(ctx, conn.BlockTimeAll(cmds, classes), func(b []byte) []byte { return conn.AppendMulti(b, cmds) }, rps); err != nil {
-		return conn.FailAll(len(cmds), err)
+	rps := wire.MultiReplies(len(cmds))
+	if err := n.ExecBlocking(ctx, command.BlockTimeAll(cmds, classes), func(b []byte) []byte { return wire.AppendMulti(b, cmds) }, rps); err != nil {
+		return failure.FailAll(len(cmds), err)
 	}
-	return conn.Results(cmds, rps)
+	return wire.Results(cmds, rps)
 }
 
 // ExecBlocking is Exec for a pipeline that may block the server's answer
-// for block (see conn.BlockTimeAll), encoded by enc into the connection's
+// for block (see command.BlockTimeAll), encoded by enc into the connection's
 // buffer.
-func (n *Node) ExecBlocking(ctx context.Context, block time.Duration, enc func([]byte) []byte, rps []conn.Reply) error {
+func (n *Node) ExecBlocking(ctx context.Context, block time.Duration, enc func([]byte) []byte, rps []wire.Reply) error {
 	x, err := n.begin(ctx, block)
 	if err != nil {
 		return err
 	}
 	x.c.buf = enc(x.c.buf)
 	if err = x.send(ctx); err == nil {
-		err = conn.ReadAll(x.c.r, rps)
+		err = wire.ReadAll(x.c.r, rps)
 	}
 	return x.end(ctx, "pipeline", err)
 }
@@ -49,7 +53,7 @@ func (n *Node) ExecBlocking(ctx context.Context, block time.Duration, enc func([
 // Dedicated implements Dedicator: one of the pool's connections, lent
 // until Release. keys are not looked at: a node serves every key. Close
 // does not wait for it: it takes the connection back (see revoke).
-func (n *Node) Dedicated(ctx context.Context, _ []string) (conn.Dedicated, error) {
+func (n *Node) Dedicated(ctx context.Context, _ []string) (backend.Dedicated, error) {
 	res, err := n.acquire(ctx)
 	if err != nil {
 		return nil, err
@@ -60,7 +64,7 @@ func (n *Node) Dedicated(ctx context.Context, _ []string) (conn.Dedicated, error
 		n.connsMu.Unlock()
 		res.Destroy()
 		n.done()
-		return nil, conn.ErrClosed
+		return nil, backend.ErrClosed
 	}
 	n.loans[d] = struct{}{}
 	n.connsMu.Unlock()
@@ -82,7 +86,7 @@ type dedicated struct {
 
 // revoke takes the connection back from its borrower, for Close: the
 // socket is closed already, the resource is destroyed, and the
-// borrower's next calls return conn.ErrClosed; its Release does nothing.
+// borrower's next calls return backend.ErrClosed; its Release does nothing.
 // A session may last as long as its borrower wants (a transaction's
 // callback), and Close must not wait for it.
 func (d *dedicated) revoke() {
@@ -98,69 +102,69 @@ func (d *dedicated) revoke() {
 
 func (d *dedicated) Slot() int { return -1 }
 
-// DoMulti implements conn.Dedicated. A call whose context ends mid-way
+// DoMulti implements backend.Dedicated. A call whose context ends mid-way
 // breaks the connection: its stream may hold late replies.
-func (d *dedicated) DoMulti(ctx context.Context, cmds ...[]any) ([]conn.Result, error) {
+func (d *dedicated) DoMulti(ctx context.Context, cmds ...[]any) ([]backend.Result, error) {
 	d.mu.Lock()
 	done := d.done
 	d.mu.Unlock()
 	switch {
 	case done:
-		return nil, conn.ErrClosed
+		return nil, backend.ErrClosed
 	case d.broken:
-		return nil, conn.MarkUnsent(conn.ConnError(d.n.addr, errBroken))
+		return nil, failure.MarkUnsent(failure.ConnError(d.n.addr, errBroken))
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, conn.CtxErr(d.n.addr, false, err)
+		return nil, failure.CtxErr(d.n.addr, false, err)
 	}
 	if d.n.closed.Load() {
-		return nil, conn.ErrClosed
+		return nil, backend.ErrClosed
 	}
 	for _, args := range cmds {
-		if err := conn.CheckArgs(args); err != nil {
-			return nil, conn.MarkUnsent(err)
+		if err := command.CheckArgs(args); err != nil {
+			return nil, failure.MarkUnsent(err)
 		}
 	}
 	c := d.c
-	block := conn.BlockTimeAll(cmds, nil)
+	block := command.BlockTimeAll(cmds, nil)
 	c.arm(ctx, d.n.cfg.ReadTimeout, block)
 	var stop func() bool
 	if ctx.Done() != nil {
 		stop = context.AfterFunc(ctx, func() { c.nc.SetDeadline(aLongTimeAgo) })
 	}
-	c.buf = conn.AppendMulti(c.buf[:0], cmds)
+	c.buf = wire.AppendMulti(c.buf[:0], cmds)
 	n, err := c.request(ctx, &d.n.cfg, block)
 	unsent := err != nil && n == 0
-	rps := conn.MultiReplies(len(cmds))
+	rps := wire.MultiReplies(len(cmds))
 	if err == nil {
-		err = conn.ReadAll(c.r, rps)
+		err = wire.ReadAll(c.r, rps)
 	}
 	if stop != nil && !stop() {
 		d.broken = true
 		c.deadline = time.Time{}
-		return nil, conn.CtxErr(d.n.addr, !unsent, ctx.Err())
+		return nil, failure.CtxErr(d.n.addr, !unsent, ctx.Err())
 	}
 	if err != nil {
 		d.broken = true
 		if e := contextError(ctx, err); e != nil {
-			return nil, conn.CtxErr(d.n.addr, !unsent, e)
+			return nil, failure.CtxErr(d.n.addr, !unsent, e)
 		}
 		if d.n.closed.Load() {
-			return nil, conn.ErrClosed
+			return nil, backend.ErrClosed
 		}
-		err = conn.ConnError(d.n.addr, err)
+		err = failure.ConnError(d.n.addr, err)
 		if unsent {
-			err = conn.MarkUnsent(err)
+			err = failure.MarkUnsent(err)
 		}
 		return nil, err
 	}
 	if cap(c.buf) > 1<<20 {
 		c.buf = make([]byte, 0, 512)
 	}
-	return conn.Results(cmds, rps), nil
+	return wire.Results(cmds, rps), nil
 }
 
-// Release implements conn.Dedicated.
+// Release implements backend.Dedicated.
 func (d *dedicated) Release(reuse bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -188,9 +192,9 @@ func (d *dedicated) Release(reuse bool) {
 // not one of the pool's.
 func (n *Node) DialSession(ctx context.Context, _ int, hello func(net.Conn) error) (net.Conn, error) {
 	if n.closed.Load() {
-		return nil, conn.ErrClosed
+		return nil, backend.ErrClosed
 	}
-	return conn.DialSession(ctx, &n.cfg, n.addr, hello)
+	return dial.Session(ctx, &n.cfg, n.addr, hello)
 }
 
 // errBroken is the failure of a dedicated connection used again after it

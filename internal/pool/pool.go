@@ -14,9 +14,13 @@ import (
 	"time"
 
 	"github.com/jackc/puddle/v2"
-	"github.com/redisx-go/kit/internal/cluster"
-	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/backend"
+	"github.com/redisx-go/kit/internal/command"
+	"github.com/redisx-go/kit/internal/dial"
+	"github.com/redisx-go/kit/internal/failure"
 	"github.com/redisx-go/kit/internal/resp"
+	"github.com/redisx-go/kit/internal/transport"
+	"github.com/redisx-go/kit/internal/wire"
 )
 
 // Options are strategy.Pool's fields, field for field (strategy converts
@@ -33,19 +37,19 @@ type Options struct {
 func (p Options) WithDefaults() (Options, error) {
 	switch {
 	case p.Size < 0:
-		return p, fmt.Errorf("%w: Pool.Size %d is negative", conn.ErrInvalidArgument, p.Size)
+		return p, fmt.Errorf("%w: Pool.Size %d is negative", backend.ErrInvalidArgument, p.Size)
 	case p.MinIdle < 0:
-		return p, fmt.Errorf("%w: Pool.MinIdle %d is negative", conn.ErrInvalidArgument, p.MinIdle)
+		return p, fmt.Errorf("%w: Pool.MinIdle %d is negative", backend.ErrInvalidArgument, p.MinIdle)
 	case p.MaxLifetime < 0:
-		return p, fmt.Errorf("%w: Pool.MaxLifetime %v is negative", conn.ErrInvalidArgument, p.MaxLifetime)
+		return p, fmt.Errorf("%w: Pool.MaxLifetime %v is negative", backend.ErrInvalidArgument, p.MaxLifetime)
 	case p.HealthCheckPeriod < 0:
-		return p, fmt.Errorf("%w: Pool.HealthCheckPeriod %v is negative", conn.ErrInvalidArgument, p.HealthCheckPeriod)
+		return p, fmt.Errorf("%w: Pool.HealthCheckPeriod %v is negative", backend.ErrInvalidArgument, p.HealthCheckPeriod)
 	}
 	if p.Size == 0 {
 		p.Size = 10 * runtime.GOMAXPROCS(0)
 	}
 	if p.MinIdle > p.Size {
-		return p, fmt.Errorf("%w: Pool.MinIdle %d over Size %d", conn.ErrInvalidArgument, p.MinIdle, p.Size)
+		return p, fmt.Errorf("%w: Pool.MinIdle %d over Size %d", backend.ErrInvalidArgument, p.MinIdle, p.Size)
 	}
 	if p.MaxIdleTime == 0 {
 		p.MaxIdleTime = 30 * time.Minute
@@ -56,19 +60,19 @@ func (p Options) WithDefaults() (Options, error) {
 	return p, nil
 }
 
-// NewNode implements cluster.Transport: New.
-func (o Options) NewNode(cfg conn.Config, addr string) (cluster.Node, error) {
-	return cluster.AsNode(New(cfg, addr, o))
+// NewNode implements transport.Transport: New.
+func (o Options) NewNode(cfg backend.Config, addr string) (transport.Node, error) {
+	return transport.AsNode(New(cfg, addr, o))
 }
 
-// OpenNode implements cluster.Transport: Open.
-func (o Options) OpenNode(ctx context.Context, cfg conn.Config, addr string) (cluster.Node, error) {
-	return cluster.AsNode(Open(ctx, cfg, addr, o))
+// OpenNode implements transport.Transport: Open.
+func (o Options) OpenNode(ctx context.Context, cfg backend.Config, addr string) (transport.Node, error) {
+	return transport.AsNode(Open(ctx, cfg, addr, o))
 }
 
 // Open returns a Node for addr once it has opened a connection (or
 // MinIdle).
-func Open(ctx context.Context, cfg conn.Config, addr string, o Options) (*Node, error) {
+func Open(ctx context.Context, cfg backend.Config, addr string, o Options) (*Node, error) {
 	n, err := New(cfg, addr, o)
 	if err != nil {
 		return nil, err
@@ -85,11 +89,11 @@ func Open(ctx context.Context, cfg conn.Config, addr string, o Options) (*Node, 
 	if err != nil {
 		n.Close()
 		switch {
-		case errors.Is(err, conn.ErrConnection) || errors.Is(err, conn.ErrAuth) || errors.Is(err, conn.ErrInvalidArgument):
+		case errors.Is(err, backend.ErrConnection) || errors.Is(err, backend.ErrAuth) || errors.Is(err, backend.ErrInvalidArgument):
 		case ctx.Err() != nil: // puddle's wait for a connection ended with ctx
-			err = conn.MarkUnsent(conn.DialEnded(addr, ctx.Err()))
+			err = failure.MarkUnsent(failure.DialEnded(addr, ctx.Err()))
 		default:
-			err = conn.ConnError(addr, err)
+			err = failure.ConnError(addr, err)
 		}
 		return nil, err
 	}
@@ -98,7 +102,7 @@ func Open(ctx context.Context, cfg conn.Config, addr string, o Options) (*Node, 
 
 // Node is the Pool backend of one node.
 type Node struct {
-	cfg  conn.Config
+	cfg  backend.Config
 	addr string
 	opts Options
 	p    *puddle.Pool[*pconn]
@@ -131,7 +135,7 @@ type pconn struct {
 	fromTimeout bool      // deadline was set from ReadTimeout alone: see arm
 }
 
-func New(cfg conn.Config, addr string, opts Options) (*Node, error) {
+func New(cfg backend.Config, addr string, opts Options) (*Node, error) {
 	opts, err := opts.WithDefaults()
 	if err != nil {
 		return nil, err
@@ -148,7 +152,7 @@ func New(cfg conn.Config, addr string, opts Options) (*Node, error) {
 	})
 	if err != nil {
 		n.cancel()
-		return nil, fmt.Errorf("%w: %w", conn.ErrInvalidArgument, err)
+		return nil, fmt.Errorf("%w: %w", backend.ErrInvalidArgument, err)
 	}
 	n.wg.Add(1)
 	go n.maintain()
@@ -159,7 +163,7 @@ func New(cfg conn.Config, addr string, opts Options) (*Node, error) {
 // acquirer's cancellation (the acquirer waits within its own context); the
 // dial timeout bounds it, and Close aborts it.
 func (n *Node) construct(ctx context.Context) (*pconn, error) {
-	nc, err := conn.DialData(ctx, &n.cfg, n.addr)
+	nc, err := dial.DialData(ctx, &n.cfg, n.addr)
 	n.dials.Add(1)
 	if err != nil {
 		n.dialErrors.Add(1)
@@ -170,7 +174,7 @@ func (n *Node) construct(ctx context.Context) (*pconn, error) {
 	defer n.connsMu.Unlock()
 	if n.closed.Load() {
 		nc.Close()
-		return nil, conn.ErrClosed
+		return nil, backend.ErrClosed
 	}
 	n.conns[c] = struct{}{}
 	return c, nil
@@ -200,10 +204,10 @@ func (n *Node) destruct(c *pconn) {
 // Unsent error.
 func (n *Node) acquire(ctx context.Context) (*puddle.Resource[*pconn], error) {
 	if err := ctx.Err(); err != nil {
-		return nil, conn.CtxErr(n.addr, false, err)
+		return nil, failure.CtxErr(n.addr, false, err)
 	}
 	if n.closed.Load() {
-		return nil, conn.ErrClosed
+		return nil, backend.ErrClosed
 	}
 	select {
 	case n.gate <- struct{}{}:
@@ -217,7 +221,7 @@ func (n *Node) acquire(ctx context.Context) (*puddle.Resource[*pconn], error) {
 			n.cancelledWaits.Add(1)
 			return nil, &exhaustedError{size: n.opts.Size, addr: n.addr, waited: time.Since(start), err: ctx.Err()}
 		case <-n.stop:
-			return nil, conn.ErrClosed
+			return nil, backend.ErrClosed
 		}
 	}
 	res, err := n.p.Acquire(ctx)
@@ -232,13 +236,13 @@ func (n *Node) acquire(ctx context.Context) (*puddle.Resource[*pconn], error) {
 		<-n.gate
 		switch {
 		case ctx.Err() != nil:
-			return nil, conn.CtxErr(n.addr, false, ctx.Err())
+			return nil, failure.CtxErr(n.addr, false, ctx.Err())
 		case errors.Is(err, puddle.ErrClosedPool), n.closed.Load():
-			return nil, conn.ErrClosed
-		case errors.Is(err, conn.ErrConnection), errors.Is(err, conn.ErrAuth), errors.Is(err, conn.ErrInvalidArgument):
-			return nil, conn.MarkUnsent(err)
+			return nil, backend.ErrClosed
+		case errors.Is(err, backend.ErrConnection), errors.Is(err, backend.ErrAuth), errors.Is(err, backend.ErrInvalidArgument):
+			return nil, failure.MarkUnsent(err)
 		}
-		return nil, conn.MarkUnsent(conn.ConnError(n.addr, err))
+		return nil, failure.MarkUnsent(failure.ConnError(n.addr, err))
 	}
 	return res, nil
 }
@@ -277,12 +281,12 @@ type exchange struct {
 	res    *puddle.Resource[*pconn]
 	c      *pconn
 	stop   func() bool
-	block  time.Duration // the command's block time (see conn.BlockTime)
+	block  time.Duration // the command's block time (see command.BlockTime)
 	unsent bool          // the write failed with nothing written
 }
 
 // begin borrows a connection for a command that may block the server's
-// answer for block (see conn.BlockTime).
+// answer for block (see command.BlockTime).
 func (n *Node) begin(ctx context.Context, block time.Duration) (exchange, error) {
 	res, err := n.acquire(ctx)
 	if err != nil {
@@ -314,7 +318,7 @@ func (c *pconn) arm(ctx context.Context, timeout, block time.Duration) {
 	fromTimeout := false
 	switch {
 	case ok:
-	case timeout <= 0 || block == conn.BlockForever:
+	case timeout <= 0 || block == command.BlockForever:
 		deadline = time.Time{}
 	case block > 0:
 		deadline = time.Now().Add(timeout + block)
@@ -361,8 +365,8 @@ func (x *exchange) send(ctx context.Context) error {
 }
 
 // end releases or destroys the connection and turns err into the error to
-// return: a context error when the context ended, conn.ErrClosed when Close
-// closed the socket, conn.ErrConnection for other stream errors, reply errors
+// return: a context error when the context ended, backend.ErrClosed when Close
+// closed the socket, backend.ErrConnection for other stream errors, reply errors
 // wrapped with cmd.
 func (x *exchange) end(ctx context.Context, cmd string, err error) error {
 	cancelled := x.stop != nil && !x.stop()
@@ -371,16 +375,16 @@ func (x *exchange) end(ctx context.Context, cmd string, err error) error {
 		x.n.done()
 		if err := contextError(ctx, err); err != nil {
 			x.n.broken.Add(1)
-			return conn.CtxErr(x.n.addr, !x.unsent, err)
+			return failure.CtxErr(x.n.addr, !x.unsent, err)
 		}
 		if x.n.closed.Load() {
-			return conn.ErrClosed
+			return backend.ErrClosed
 		}
 		x.n.broken.Add(1)
 		if x.unsent {
-			return conn.MarkUnsent(conn.ConnError(x.n.addr, err))
+			return failure.MarkUnsent(failure.ConnError(x.n.addr, err))
 		}
-		return conn.ConnError(x.n.addr, err)
+		return failure.ConnError(x.n.addr, err)
 	}
 	if cap(x.c.buf) > 1<<20 {
 		x.c.buf = make([]byte, 0, 512)
@@ -392,15 +396,15 @@ func (x *exchange) end(ctx context.Context, cmd string, err error) error {
 		x.res.Release()
 	}
 	x.n.done()
-	return conn.ReplyError(cmd, err)
+	return failure.ReplyError(cmd, err)
 }
 
 // roundTrip is one command on a borrowed connection: enc encodes it, rp
 // (whose kind, and for a run of SETs n, say what to expect) receives its
-// reply. block is the command's own block time (see conn.BlockTime). It returns
+// reply. block is the command's own block time (see command.BlockTime). It returns
 // the context's error, the connection's failure, or rp's reply error
 // wrapped with cmd.
-func (n *Node) roundTrip(ctx context.Context, cmd string, block time.Duration, rp *conn.Reply, enc func([]byte) []byte) error {
+func (n *Node) roundTrip(ctx context.Context, cmd string, block time.Duration, rp *wire.Reply, enc func([]byte) []byte) error {
 	x, err := n.begin(ctx, block)
 	if err != nil {
 		return err
@@ -416,20 +420,20 @@ func (n *Node) roundTrip(ctx context.Context, cmd string, block time.Duration, r
 
 // Get implements Backend.
 func (n *Node) Get(ctx context.Context, key string) ([]byte, error) {
-	rp := conn.Reply{Kind: conn.ReplyBulk}
-	if err := n.roundTrip(ctx, "get", 0, &rp, func(b []byte) []byte { return conn.AppendGet(b, key) }); err != nil {
+	rp := wire.Reply{Kind: wire.ReplyBulk}
+	if err := n.roundTrip(ctx, "get", 0, &rp, func(b []byte) []byte { return wire.AppendGet(b, key) }); err != nil {
 		return nil, err
 	}
 	if rp.Val == nil {
-		return nil, conn.ErrNotFound
+		return nil, backend.ErrNotFound
 	}
 	return rp.Val, nil
 }
 
 // Set implements Backend.
 func (n *Node) Set(ctx context.Context, key string, value []byte, ttl time.Duration) error {
-	rp := conn.Reply{Kind: conn.ReplyOK}
-	return n.roundTrip(ctx, "set", 0, &rp, func(b []byte) []byte { return conn.AppendSet(b, key, value, ttl) })
+	rp := wire.Reply{Kind: wire.ReplyOK}
+	return n.roundTrip(ctx, "set", 0, &rp, func(b []byte) []byte { return wire.AppendSet(b, key, value, ttl) })
 }
 
 // Del implements Backend.
@@ -437,8 +441,8 @@ func (n *Node) Del(ctx context.Context, keys ...string) (int64, error) {
 	if len(keys) == 0 {
 		return 0, nil
 	}
-	rp := conn.Reply{Kind: conn.ReplyInt}
-	err := n.roundTrip(ctx, "del", 0, &rp, func(b []byte) []byte { return conn.AppendKeys(b, "DEL", keys) })
+	rp := wire.Reply{Kind: wire.ReplyInt}
+	err := n.roundTrip(ctx, "del", 0, &rp, func(b []byte) []byte { return wire.AppendKeys(b, "DEL", keys) })
 	return rp.Num, err
 }
 
@@ -447,8 +451,8 @@ func (n *Node) MGet(ctx context.Context, keys []string) ([][]byte, error) {
 	if len(keys) == 0 {
 		return [][]byte{}, nil
 	}
-	rp := conn.Reply{Kind: conn.ReplyBulks, Vals: make([][]byte, len(keys))}
-	if err := n.roundTrip(ctx, "mget", 0, &rp, func(b []byte) []byte { return conn.AppendKeys(b, "MGET", keys) }); err != nil {
+	rp := wire.Reply{Kind: wire.ReplyBulks, Vals: make([][]byte, len(keys))}
+	if err := n.roundTrip(ctx, "mget", 0, &rp, func(b []byte) []byte { return wire.AppendKeys(b, "MGET", keys) }); err != nil {
 		return nil, err
 	}
 	return rp.Vals, nil
@@ -459,9 +463,9 @@ func (n *Node) MSet(ctx context.Context, kv map[string][]byte, ttl time.Duration
 	if len(kv) == 0 {
 		return nil
 	}
-	rp := conn.Reply{Kind: conn.ReplyOK}
+	rp := wire.Reply{Kind: wire.ReplyOK}
 	return n.roundTrip(ctx, "mset", 0, &rp, func(b []byte) []byte {
-		b, rp.N = conn.AppendMSet(b, kv, ttl)
+		b, rp.N = wire.AppendMSet(b, kv, ttl)
 		return b
 	})
 }
@@ -470,12 +474,12 @@ func (n *Node) MSet(ctx context.Context, kv map[string][]byte, ttl time.Duration
 // caller's alone for the call, and the read deadline is extended by the
 // command's own timeout.
 func (n *Node) Do(ctx context.Context, args ...any) (any, error) {
-	if _, err := conn.CheckCommand(args); err != nil {
+	if _, err := command.CheckCommand(args); err != nil {
 		return nil, err
 	}
-	rp := conn.Reply{Kind: conn.ReplyAny}
-	if err := n.roundTrip(ctx, conn.ArgName(args, 0), conn.BlockTime(args), &rp, func(b []byte) []byte {
-		b, _ = conn.AppendArgs(b, args) // cannot fail: conn.CheckCommand refused what it cannot encode
+	rp := wire.Reply{Kind: wire.ReplyAny}
+	if err := n.roundTrip(ctx, command.ArgName(args, 0), command.BlockTime(args), &rp, func(b []byte) []byte {
+		b, _ = wire.AppendArgs(b, args) // cannot fail: command.CheckCommand refused what it cannot encode
 		return b
 	}); err != nil {
 		return nil, err
@@ -532,13 +536,13 @@ func (n *Node) topUp() {
 }
 
 // Stats implements Statser.
-func (n *Node) Stats() conn.Stats {
+func (n *Node) Stats() backend.Stats {
 	st := n.p.Stat()
 	nodes := 1
 	if n.closed.Load() {
 		nodes = 0
 	}
-	return conn.Stats{
+	return backend.Stats{
 		Strategy:        "pool",
 		Nodes:           nodes,
 		Conns:           int(st.TotalResources()),
@@ -557,7 +561,7 @@ func (n *Node) Stats() conn.Stats {
 
 // Close implements Backend. It closes the sockets of borrowed connections
 // too, so that their calls — a BLPOP with no timeout, say — fail at once
-// with conn.ErrClosed, takes back the connections lent by Dedicated
+// with backend.ErrClosed, takes back the connections lent by Dedicated
 // without waiting for their sessions (a transaction's callback) to end,
 // and returns once every connection is gone.
 func (n *Node) Close() error {
@@ -588,14 +592,14 @@ func (n *Node) Close() error {
 // connection and decodes their replies into rps, in order. Only a
 // connection or context failure is returned; each command's own error is
 // in its reply.
-func (n *Node) Exec(ctx context.Context, _ []string, buf []byte, rps []conn.Reply) error {
+func (n *Node) Exec(ctx context.Context, _ []string, buf []byte, rps []wire.Reply) error {
 	x, err := n.begin(ctx, 0)
 	if err != nil {
 		return err
 	}
 	x.c.buf = append(x.c.buf, buf...)
 	if err = x.send(ctx); err == nil {
-		err = conn.ReadAll(x.c.r, rps)
+		err = wire.ReadAll(x.c.r, rps)
 	}
 	return x.end(ctx, "pipeline", err)
 }
@@ -604,10 +608,10 @@ func (n *Node) Address() string { return n.addr }
 
 // GetWithTTL implements TTLGetter.
 func (n *Node) GetWithTTL(ctx context.Context, key string) ([]byte, time.Duration, error) {
-	return conn.GetWithTTL(ctx, n, key)
+	return transport.GetWithTTL(ctx, n, key)
 }
 
 // MGetWithTTL implements TTLGetter.
 func (n *Node) MGetWithTTL(ctx context.Context, keys []string) ([][]byte, []time.Duration, error) {
-	return conn.MGetWithTTL(ctx, n, keys)
+	return transport.MGetWithTTL(ctx, n, keys)
 }

@@ -7,7 +7,9 @@ import (
 	"os"
 	"time"
 
-	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/backend"
+	"github.com/redisx-go/kit/internal/command"
+	"github.com/redisx-go/kit/internal/dial"
 )
 
 // bigRequest is the size from which a request may take a while to send:
@@ -24,8 +26,8 @@ const bigRequest = 16 << 10
 // ReadTimeout, which times the wait for the reply, not the upload: it is
 // written under WriteTimeout instead (no bound when not positive), and
 // the read deadline is armed once it has been sent.
-func (c *pconn) request(ctx context.Context, cfg *conn.Config, block time.Duration) (int, error) {
-	if len(c.buf) < bigRequest || cfg.ReadTimeout <= 0 || block == conn.BlockForever {
+func (c *pconn) request(ctx context.Context, cfg *backend.Config, block time.Duration) (int, error) {
+	if len(c.buf) < bigRequest || cfg.ReadTimeout <= 0 || block == command.BlockForever {
 		return c.nc.Write(c.buf)
 	}
 	if _, ok := ctx.Deadline(); ok {
@@ -51,7 +53,7 @@ func (c *pconn) request(ctx context.Context, cfg *conn.Config, block time.Durati
 
 // awaitSent waits until the big request just written has been sent — its
 // last byte acknowledged by the peer, where the socket tells (see
-// conn.Acks), since a write returns once the kernel has the bytes — and
+// dial.Acks), since a write returns once the kernel has the bytes — and
 // then arms the read deadline: timeout plus block from then. While it is
 // being sent, the peer must acknowledge some of it at least every
 // timeout: a peer that acknowledges nothing for that long (a half-open
@@ -65,7 +67,7 @@ func (c *pconn) request(ctx context.Context, cfg *conn.Config, block time.Durati
 // the replies awaited last are timed from when it is sent whole. From
 // then on the wait polls the acknowledgements instead of the socket.
 func (c *pconn) awaitSent(ctx context.Context, timeout, block time.Duration) error {
-	a := conn.AcksOf(c.nc)
+	a := dial.AcksOf(c.nc)
 	acked, unacked, ok := a.Read()
 	if !ok || unacked == 0 {
 		return c.setDeadline(ctx, time.Now().Add(timeout+block))

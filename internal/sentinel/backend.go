@@ -10,13 +10,16 @@ import (
 	"time"
 
 	"github.com/gomodule/redigo/redis"
+	"github.com/redisx-go/kit/backend"
 	"github.com/redisx-go/kit/internal/cluster"
 	"github.com/redisx-go/kit/internal/command"
-	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/internal/dial"
+	"github.com/redisx-go/kit/internal/failure"
+	"github.com/redisx-go/kit/internal/transport"
 )
 
 // Backend is a transport's node for the master the sentinels name, moved
-// to the new master on a failover. It implements cluster.Backend.
+// to the new master on a failover. It implements transport.Backend.
 //
 // The master's node is a member held by reference counts, as a cluster's
 // nodes are (internal/cluster/nodes.go): a call acquires the current
@@ -28,7 +31,7 @@ import (
 // KILL TYPE normal with the REPLICAOF), so a call in flight on it fails
 // with ErrConnection within its deadline rather than being answered by a
 // replica. Every new connection checks with ROLE that it reached a master
-// (conn.Dial with Config.Sentinel set).
+// (dial.Dial with Config.Sentinel set).
 //
 // What moves a backend: a +switch-master message on the sentinel watched
 // (watch.go), or a discovery (Discover) that names another master. A
@@ -39,8 +42,8 @@ import (
 // the node even if the sentinels still name its address, so that the
 // replica's connections serve nothing more.
 type Backend struct {
-	cfg  conn.Config // the master's nodes' settings: Sentinel set
-	t    cluster.Transport
+	cfg  backend.Config // the master's nodes' settings: Sentinel set
+	t    transport.Transport
 	name string // the transport's Stats name, kept after Close
 
 	cur atomic.Pointer[member] // nil once closed
@@ -48,7 +51,7 @@ type Backend struct {
 	mu       sync.Mutex
 	closed   bool
 	retiring map[*member]struct{} // left, closed when their last call ends
-	gone     conn.Stats           // counters of the members closed
+	gone     backend.Stats        // counters of the members closed
 	changed  chan struct{}        // closed when the master's address changes
 
 	switches atomic.Int64
@@ -67,14 +70,14 @@ type Backend struct {
 	wg     sync.WaitGroup
 }
 
-var _ cluster.Backend = (*Backend)(nil)
+var _ transport.Backend = (*Backend)(nil)
 
 // OpenBackend opens transport t's backend for cfg: over the master the
 // sentinels of cfg.Sentinel name (Open), or by cluster.Open — a
 // standalone server or a cluster. A ReadFrom out of range is refused.
-func OpenBackend(ctx context.Context, cfg conn.Config, t cluster.Transport) (cluster.Backend, error) {
-	if cfg.ReadFrom > conn.ReadNearest {
-		return nil, fmt.Errorf("%w: ReadFrom %d is not ReadPrimary, ReadReplicaPreferred nor ReadNearest", conn.ErrInvalidArgument, cfg.ReadFrom)
+func OpenBackend(ctx context.Context, cfg backend.Config, t transport.Transport) (transport.Backend, error) {
+	if cfg.ReadFrom > backend.ReadNearest {
+		return nil, fmt.Errorf("%w: ReadFrom %d is not ReadPrimary, ReadReplicaPreferred nor ReadNearest", backend.ErrInvalidArgument, cfg.ReadFrom)
 	}
 	if cfg.Sentinel == nil {
 		return cluster.Open(ctx, cfg, t)
@@ -89,7 +92,7 @@ func OpenBackend(ctx context.Context, cfg conn.Config, t cluster.Transport) (clu
 // Open asks the sentinels of cfg.Sentinel for the master, opens t's node
 // for it, and starts watching the sentinels. A master in cluster mode is
 // refused: a Redis Cluster fails over by itself.
-func Open(ctx context.Context, cfg conn.Config, t cluster.Transport) (*Backend, error) {
+func Open(ctx context.Context, cfg backend.Config, t transport.Transport) (*Backend, error) {
 	if err := Validate(cfg.Sentinel); err != nil {
 		return nil, err
 	}
@@ -111,13 +114,13 @@ func Open(ctx context.Context, cfg conn.Config, t cluster.Transport) (*Backend, 
 	}
 	if strings.Contains(info, "cluster_enabled:1") {
 		n.Close()
-		return nil, fmt.Errorf("%w: the master %s that the sentinels name is a Redis Cluster node: use Addrs without Sentinel", conn.ErrInvalidArgument, addr)
+		return nil, fmt.Errorf("%w: the master %s that the sentinels name is a Redis Cluster node: use Addrs without Sentinel", backend.ErrInvalidArgument, addr)
 	}
 	b := &Backend{cfg: cfg, t: t, name: n.Stats().Strategy, retiring: map[*member]struct{}{},
 		changed: make(chan struct{}), wake: make(chan struct{}, 1)}
 	b.cur.Store(b.newMember(n))
 	b.life, b.cancel = context.WithCancel(context.Background())
-	if cfg.ReadFrom != conn.ReadPrimary {
+	if cfg.ReadFrom != backend.ReadPrimary {
 		// Reads go to the replicas from the first one on; a failure here
 		// leaves them on the master until the next check.
 		b.tendReplicas(ctx, 0)
@@ -125,7 +128,7 @@ func Open(ctx context.Context, cfg conn.Config, t cluster.Transport) (*Backend, 
 	b.wg.Add(2)
 	go b.watch()
 	go b.follow()
-	if cfg.ReadFrom != conn.ReadPrimary {
+	if cfg.ReadFrom != backend.ReadPrimary {
 		b.wg.Add(1)
 		go b.tend()
 	}
@@ -208,7 +211,7 @@ func (b *Backend) acquire() (*member, error) {
 	for {
 		m := b.cur.Load()
 		if m == nil {
-			return nil, conn.ErrClosed
+			return nil, backend.ErrClosed
 		}
 		if m.Acquire() {
 			return m, nil
@@ -227,16 +230,16 @@ func (b *Backend) check(m *member, err error) error {
 	var re redis.Error
 	switch {
 	case errors.As(err, &re) && strings.HasPrefix(string(re), "READONLY"):
-		err = conn.MarkUnsent(fmt.Errorf("%w: %s refused a write as a replica (READONLY): %w", conn.ErrConnection, m.n.Address(), conn.ErrNotMaster))
+		err = failure.MarkUnsent(fmt.Errorf("%w: %s refused a write as a replica (READONLY): %w", backend.ErrConnection, m.n.Address(), dial.ErrNotMaster))
 		b.demoted(m, err)
-	case errors.Is(err, conn.ErrClosed), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-	case errors.Is(err, conn.ErrConnection) && b.cur.Load() == m:
+	case errors.Is(err, backend.ErrClosed), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, backend.ErrConnection) && b.cur.Load() == m:
 		b.rediscover() // not for a node already left: its failure is expected
 	}
 	return err
 }
 
-// Close implements cluster.Backend: the watch ends, and every node is
+// Close implements transport.Backend: the watch ends, and every node is
 // closed; calls in flight fail with ErrClosed.
 func (b *Backend) Close() error {
 	b.mu.Lock()
@@ -267,28 +270,28 @@ func (b *Backend) Close() error {
 	return nil
 }
 
-// Stats implements cluster.Backend: the current node's figures, with the
+// Stats implements transport.Backend: the current node's figures, with the
 // counters of the nodes closed since Open.
-func (b *Backend) Stats() conn.Stats {
-	s := conn.Stats{Strategy: b.name}
+func (b *Backend) Stats() backend.Stats {
+	s := backend.Stats{Strategy: b.name}
 	b.mu.Lock()
-	s.AddCounters(b.gone)
+	transport.AddCounters(&s, b.gone)
 	if m := b.cur.Load(); m != nil {
-		s.AddNode(m.n.Stats())
+		transport.AddNode(&s, m.n.Stats())
 	}
 	for m := range b.retiring {
-		s.AddNode(m.n.Stats())
+		transport.AddNode(&s, m.n.Stats())
 	}
 	if rs := b.replicas.Load(); rs != nil {
 		for _, r := range *rs {
-			s.AddNode(r.m.n.Stats())
+			transport.AddNode(&s, r.m.n.Stats())
 		}
 	}
 	b.mu.Unlock()
 	return s
 }
 
-// Get implements cluster.Backend.
+// Get implements transport.Backend.
 func (b *Backend) Get(ctx context.Context, key string) ([]byte, error) {
 	m, r, err := b.acquireRead()
 	if err != nil {
@@ -299,7 +302,7 @@ func (b *Backend) Get(ctx context.Context, key string) ([]byte, error) {
 	return v, b.afterRead(m, r, err)
 }
 
-// Set implements cluster.Backend.
+// Set implements transport.Backend.
 func (b *Backend) Set(ctx context.Context, key string, value []byte, ttl time.Duration) error {
 	m, err := b.acquire()
 	if err != nil {
@@ -310,7 +313,7 @@ func (b *Backend) Set(ctx context.Context, key string, value []byte, ttl time.Du
 	return b.check(m, err)
 }
 
-// Del implements cluster.Backend.
+// Del implements transport.Backend.
 func (b *Backend) Del(ctx context.Context, keys ...string) (int64, error) {
 	m, err := b.acquire()
 	if err != nil {
@@ -321,7 +324,7 @@ func (b *Backend) Del(ctx context.Context, keys ...string) (int64, error) {
 	return n, b.check(m, err)
 }
 
-// MGet implements cluster.Backend.
+// MGet implements transport.Backend.
 func (b *Backend) MGet(ctx context.Context, keys []string) ([][]byte, error) {
 	m, r, err := b.acquireRead()
 	if err != nil {
@@ -332,7 +335,7 @@ func (b *Backend) MGet(ctx context.Context, keys []string) ([][]byte, error) {
 	return vs, b.afterRead(m, r, err)
 }
 
-// MSet implements cluster.Backend.
+// MSet implements transport.Backend.
 func (b *Backend) MSet(ctx context.Context, kv map[string][]byte, ttl time.Duration) error {
 	m, err := b.acquire()
 	if err != nil {
@@ -343,12 +346,12 @@ func (b *Backend) MSet(ctx context.Context, kv map[string][]byte, ttl time.Durat
 	return b.check(m, err)
 }
 
-// Do implements cluster.Backend.
+// Do implements transport.Backend.
 func (b *Backend) Do(ctx context.Context, args ...any) (any, error) {
 	var m *member
 	var r *replica
 	var err error
-	if b.cfg.ReadFrom != conn.ReadPrimary && command.ReplicaRead(args) {
+	if b.cfg.ReadFrom != backend.ReadPrimary && command.ReplicaRead(args) {
 		m, r, err = b.acquireRead()
 	} else {
 		m, err = b.acquire()
@@ -361,7 +364,7 @@ func (b *Backend) Do(ctx context.Context, args ...any) (any, error) {
 	return v, b.afterRead(m, r, err)
 }
 
-// GetWithTTL implements cluster.Backend.
+// GetWithTTL implements transport.Backend.
 func (b *Backend) GetWithTTL(ctx context.Context, key string) ([]byte, time.Duration, error) {
 	m, r, err := b.acquireRead()
 	if err != nil {
@@ -372,7 +375,7 @@ func (b *Backend) GetWithTTL(ctx context.Context, key string) ([]byte, time.Dura
 	return v, ttl, b.afterRead(m, r, err)
 }
 
-// MGetWithTTL implements cluster.Backend.
+// MGetWithTTL implements transport.Backend.
 func (b *Backend) MGetWithTTL(ctx context.Context, keys []string) ([][]byte, []time.Duration, error) {
 	m, r, err := b.acquireRead()
 	if err != nil {
@@ -384,33 +387,23 @@ func (b *Backend) MGetWithTTL(ctx context.Context, keys []string) ([][]byte, []t
 }
 
 // member is a master's or a replica's node, held by the calls using it
-// (cluster.Held): a node that is replaced is closed when its last call
+// (transport.Held): a node that is replaced is closed when its last call
 // ends.
 type member struct {
-	cluster.Held
-	n cluster.Node
+	transport.Held
+	n transport.Node
 }
 
 // newMember returns the member of n, whose close moves its counters to
 // b's.
-func (b *Backend) newMember(n cluster.Node) *member {
+func (b *Backend) newMember(n transport.Node) *member {
 	m := &member{n: n}
 	m.Init(func() {
 		n.Close()
 		b.mu.Lock()
-		b.gone.AddCounters(n.Stats())
+		transport.AddCounters(&b.gone, n.Stats())
 		delete(b.retiring, m)
 		b.mu.Unlock()
 	})
 	return m
 }
-
-// Follower is implemented by the backends of package strategy opened over
-// Sentinel: the master they send to, and a channel closed when it
-// changes. localcache.Near follows it with its invalidation connection.
-type Follower interface {
-	Master() string
-	MasterChanged() <-chan struct{}
-}
-
-var _ Follower = (*Backend)(nil)

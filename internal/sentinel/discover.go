@@ -16,7 +16,9 @@ import (
 	"time"
 
 	"github.com/gomodule/redigo/redis"
-	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/backend"
+	"github.com/redisx-go/kit/internal/dial"
+	"github.com/redisx-go/kit/internal/failure"
 )
 
 // defaultAskTimeout bounds one question to one sentinel when the
@@ -26,8 +28,8 @@ const defaultAskTimeout = 5 * time.Second
 // sentinelConfig returns the settings of a connection to a sentinel: the
 // sentinels' own credentials, the data nodes' TLS and DialTimeout, and no
 // database, client name nor master check (a sentinel knows none of them).
-func sentinelConfig(cfg *conn.Config) conn.Config {
-	return conn.Config{
+func sentinelConfig(cfg *backend.Config) backend.Config {
+	return backend.Config{
 		Username:    cfg.Sentinel.Username,
 		Password:    cfg.Sentinel.Password,
 		TLS:         cfg.TLS,
@@ -37,7 +39,7 @@ func sentinelConfig(cfg *conn.Config) conn.Config {
 
 // askTimeout is the deadline of one question to one sentinel, dial
 // included: DialTimeout, or 5 s without one.
-func askTimeout(cfg *conn.Config) time.Duration {
+func askTimeout(cfg *backend.Config) time.Duration {
 	if cfg.DialTimeout > 0 {
 		return cfg.DialTimeout
 	}
@@ -45,18 +47,18 @@ func askTimeout(cfg *conn.Config) time.Duration {
 }
 
 // Validate checks cfg.Sentinel.
-func Validate(s *conn.Sentinel) error {
+func Validate(s *backend.SentinelConfig) error {
 	switch {
 	case s.Master == "":
-		return fmt.Errorf("%w: Sentinel.Master is empty", conn.ErrInvalidArgument)
+		return fmt.Errorf("%w: Sentinel.Master is empty", backend.ErrInvalidArgument)
 	case len(s.Addrs) == 0:
-		return fmt.Errorf("%w: Sentinel.Addrs is empty", conn.ErrInvalidArgument)
+		return fmt.Errorf("%w: Sentinel.Addrs is empty", backend.ErrInvalidArgument)
 	case s.Password == "" && s.Username != "":
-		return fmt.Errorf("%w: Sentinel.Username without Sentinel.Password", conn.ErrInvalidArgument)
+		return fmt.Errorf("%w: Sentinel.Username without Sentinel.Password", backend.ErrInvalidArgument)
 	}
 	for _, a := range s.Addrs {
 		if _, _, err := net.SplitHostPort(a); err != nil {
-			return fmt.Errorf("%w: sentinel address %q is not host:port", conn.ErrInvalidArgument, a)
+			return fmt.Errorf("%w: sentinel address %q is not host:port", backend.ErrInvalidArgument, a)
 		}
 	}
 	return nil
@@ -75,7 +77,7 @@ type answer struct {
 // already names the replica being promoted when this sentinel leads a
 // failover that has reached that point), and its configuration epoch, by
 // SENTINEL MASTER.
-func ask(ctx context.Context, cfg *conn.Config, addr string) answer {
+func ask(ctx context.Context, cfg *backend.Config, addr string) answer {
 	a := answer{sentinel: addr}
 	caller := ctx
 	ctx, cancel := context.WithTimeout(ctx, askTimeout(cfg))
@@ -83,7 +85,7 @@ func ask(ctx context.Context, cfg *conn.Config, addr string) answer {
 	scfg := sentinelConfig(cfg)
 	// Dialled under the caller's context: its DialTimeout is askTimeout,
 	// and the error says which of the two ended it.
-	nc, err := conn.Dial(caller, &scfg, addr)
+	nc, err := dial.Dial(caller, &scfg, addr)
 	if err != nil {
 		a.err = err
 		return a
@@ -97,7 +99,7 @@ func ask(ctx context.Context, cfg *conn.Config, addr string) answer {
 	hp, err := redis.Strings(redis.DoWithTimeout(c, remaining(deadline), "SENTINEL", "GET-MASTER-ADDR-BY-NAME", cfg.Sentinel.Master))
 	switch {
 	case errors.Is(err, redis.ErrNil):
-		a.err = fmt.Errorf("%w: sentinel %s monitors no master named %q", conn.ErrConnection, addr, cfg.Sentinel.Master)
+		a.err = fmt.Errorf("%w: sentinel %s monitors no master named %q", backend.ErrConnection, addr, cfg.Sentinel.Master)
 		return a
 	case err == nil && len(hp) != 2:
 		err = fmt.Errorf("GET-MASTER-ADDR-BY-NAME: %d fields, want 2", len(hp))
@@ -105,9 +107,9 @@ func ask(ctx context.Context, cfg *conn.Config, addr string) answer {
 	if err != nil {
 		if caller.Err() != nil {
 			// The caller's end closed the connection under the question.
-			err = conn.DialEnded(addr, caller.Err())
+			err = failure.DialEnded(addr, caller.Err())
 		} else {
-			err = conn.ConnError(addr, err)
+			err = failure.ConnError(addr, err)
 		}
 		a.err = err
 		return a
@@ -130,7 +132,7 @@ func ask(ctx context.Context, cfg *conn.Config, addr string) answer {
 // credentials or a setting (ErrAuth, ErrInvalidArgument: its error
 // alone), and for sentinels that all refuse their credentials (the
 // first's error).
-func Discover(ctx context.Context, cfg *conn.Config) (string, error) {
+func Discover(ctx context.Context, cfg *backend.Config) (string, error) {
 	answers := make([]answer, len(cfg.Sentinel.Addrs))
 	var wg sync.WaitGroup
 	for i, addr := range cfg.Sentinel.Addrs {
@@ -178,14 +180,14 @@ func Discover(ctx context.Context, cfg *conn.Config) (string, error) {
 		return "", errs[0] // every sentinel refused the credentials
 	}
 	return "", fmt.Errorf("%w: no sentinel named a master of %q that could be reached: %w",
-		conn.ErrConnection, cfg.Sentinel.Master, errors.Join(errs...))
+		backend.ErrConnection, cfg.Sentinel.Master, errors.Join(errs...))
 }
 
 // refused reports whether err is a server's refusal of the
 // configuration (ErrInvalidArgument) or of the credentials (ErrAuth),
 // which another attempt would meet again.
 func refused(err error) bool {
-	return errors.Is(err, conn.ErrInvalidArgument) || errors.Is(err, conn.ErrAuth)
+	return errors.Is(err, backend.ErrInvalidArgument) || errors.Is(err, backend.ErrAuth)
 }
 
 // remaining is the time left until deadline, at least a millisecond: a
@@ -196,8 +198,8 @@ func remaining(deadline time.Time) time.Duration {
 
 // verify dials addr with cfg, whose Sentinel makes the dial check that
 // the server is a master, and closes the connection.
-func verify(ctx context.Context, cfg *conn.Config, addr string) error {
-	nc, err := conn.Dial(ctx, cfg, addr)
+func verify(ctx context.Context, cfg *backend.Config, addr string) error {
+	nc, err := dial.Dial(ctx, cfg, addr)
 	if err != nil {
 		return err
 	}

@@ -4,16 +4,17 @@ import (
 	"context"
 	"net"
 
-	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/backend"
+	"github.com/redisx-go/kit/internal/failure"
 )
 
-// DoMulti implements cluster.Backend: on the current master. A command a
+// DoMulti implements transport.Backend: on the current master. A command a
 // replica refused (READONLY) is a switch signal, as for Do: its result
 // says so, as an Unsent ErrConnection.
-func (b *Backend) DoMulti(ctx context.Context, cmds ...[]any) []conn.Result {
+func (b *Backend) DoMulti(ctx context.Context, cmds ...[]any) []backend.Result {
 	m, err := b.acquire()
 	if err != nil {
-		return conn.FailAll(len(cmds), err)
+		return failure.FailAll(len(cmds), err)
 	}
 	res := m.n.DoMulti(ctx, cmds...)
 	m.Release()
@@ -23,10 +24,10 @@ func (b *Backend) DoMulti(ctx context.Context, cmds ...[]any) []conn.Result {
 	return res
 }
 
-// Dedicated implements cluster.Backend: a connection of the current
+// Dedicated implements transport.Backend: a connection of the current
 // master's node, which a switch closes with the node (its calls then
 // fail with ErrConnection or ErrClosed, as a lost connection's do).
-func (b *Backend) Dedicated(ctx context.Context, keys []string) (conn.Dedicated, error) {
+func (b *Backend) Dedicated(ctx context.Context, keys []string) (backend.Dedicated, error) {
 	m, err := b.acquire()
 	if err != nil {
 		return nil, err
@@ -36,7 +37,7 @@ func (b *Backend) Dedicated(ctx context.Context, keys []string) (conn.Dedicated,
 	return d, b.check(m, err)
 }
 
-// DialSession implements cluster.Backend: a connection of its own to the
+// DialSession implements transport.Backend: a connection of its own to the
 // current master, so that a subscription that reconnects follows a
 // switch.
 func (b *Backend) DialSession(ctx context.Context, slot int, hello func(net.Conn) error) (net.Conn, error) {

@@ -10,7 +10,10 @@ import (
 	"time"
 
 	"github.com/gomodule/redigo/redis"
-	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/backend"
+	"github.com/redisx-go/kit/internal/dial"
+	"github.com/redisx-go/kit/internal/failure"
+	"github.com/redisx-go/kit/internal/transport"
 )
 
 // Reads from replicas (Config.ReadFrom). The replicas are those a
@@ -36,8 +39,8 @@ type replicaSet []*replica
 
 // replicaConfig is the settings of the replicas' nodes: the master's,
 // without the check that a connection reached a master, nor ReadFrom.
-func replicaConfig(cfg conn.Config) conn.Config {
-	cfg.Sentinel, cfg.ReadFrom = nil, conn.ReadPrimary
+func replicaConfig(cfg backend.Config) backend.Config {
+	cfg.Sentinel, cfg.ReadFrom = nil, backend.ReadPrimary
 	return cfg
 }
 
@@ -101,7 +104,7 @@ func (b *Backend) askReplicas(ctx context.Context, addr string) ([]listed, error
 	ctx, cancel := context.WithTimeout(ctx, askTimeout(&b.cfg))
 	defer cancel()
 	scfg := sentinelConfig(&b.cfg)
-	nc, err := conn.Dial(caller, &scfg, addr) // bounded by askTimeout as DialTimeout
+	nc, err := dial.Dial(caller, &scfg, addr) // bounded by askTimeout as DialTimeout
 	if err != nil {
 		return nil, err
 	}
@@ -111,13 +114,13 @@ func (b *Backend) askReplicas(ctx context.Context, addr string) ([]listed, error
 	deadline, _ := ctx.Deadline()
 	v, err := redis.Values(redis.DoWithTimeout(c, remaining(deadline), "SENTINEL", "REPLICAS", b.cfg.Sentinel.Master))
 	if err != nil {
-		return nil, conn.ConnError(addr, err)
+		return nil, failure.ConnError(addr, err)
 	}
 	var out []listed
 	for _, item := range v {
 		f, err := redis.StringMap(item, nil)
 		if err != nil {
-			return nil, conn.ConnError(addr, err)
+			return nil, failure.ConnError(addr, err)
 		}
 		flags := f["flags"]
 		out = append(out, listed{
@@ -215,7 +218,7 @@ func (b *Backend) checkReplica(ctx context.Context, r *replica) {
 		r.healthy.Store(false)
 		return
 	}
-	conn.ObserveRTT(&r.rtt, time.Since(start))
+	transport.ObserveRTT(&r.rtt, time.Since(start))
 	f := map[string]string{}
 	for line := range strings.Lines(info) {
 		if k, v, ok := strings.Cut(strings.TrimSpace(line), ":"); ok {
@@ -239,7 +242,7 @@ func (b *Backend) acquireRead() (*member, *replica, error) {
 // pickReplica returns a healthy replica, acquired, as ReadFrom says, or
 // nil for the master.
 func (b *Backend) pickReplica() *replica {
-	if b.cfg.ReadFrom == conn.ReadPrimary {
+	if b.cfg.ReadFrom == backend.ReadPrimary {
 		return nil
 	}
 	rs := b.replicas.Load()
@@ -248,7 +251,7 @@ func (b *Backend) pickReplica() *replica {
 	}
 	list := *rs
 	switch b.cfg.ReadFrom {
-	case conn.ReadReplicaPreferred:
+	case backend.ReadReplicaPreferred:
 		// In turn, from the next one on: a replica that is down is
 		// skipped (Lettuce#3502 failed when the first one was).
 		start := int(b.next.Add(1) % uint64(len(list)))
@@ -257,7 +260,7 @@ func (b *Backend) pickReplica() *replica {
 				return r
 			}
 		}
-	case conn.ReadNearest:
+	case backend.ReadNearest:
 		var best *replica
 		bestRTT := b.masterRTT.Load()
 		for _, r := range list {
@@ -279,7 +282,7 @@ func (b *Backend) afterRead(m *member, r *replica, err error) error {
 	if r == nil {
 		return b.check(m, err)
 	}
-	if err != nil && conn.Temporary(err) {
+	if err != nil && failure.Temporary(err) {
 		r.healthy.Store(false)
 	}
 	return err

@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/gomodule/redigo/redis"
-	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/backend"
+	"github.com/redisx-go/kit/internal/dial"
+	"github.com/redisx-go/kit/internal/transport"
 )
 
 // The watch: one connection to one sentinel at a time, subscribed to
@@ -60,7 +62,7 @@ func (b *Backend) session(addr string) (subscribed bool) {
 	scfg := sentinelConfig(&b.cfg)
 	hctx, cancel := context.WithTimeout(b.life, askTimeout(&b.cfg))
 	defer cancel()
-	nc, err := conn.Dial(b.life, &scfg, addr) // bounded by askTimeout as DialTimeout
+	nc, err := dial.Dial(b.life, &scfg, addr) // bounded by askTimeout as DialTimeout
 	if err != nil {
 		return false
 	}
@@ -186,14 +188,14 @@ func (b *Backend) checkRole() {
 	cancel()
 	m.Release()
 	if err == nil {
-		conn.ObserveRTT(&b.masterRTT, time.Since(start))
+		transport.ObserveRTT(&b.masterRTT, time.Since(start))
 	}
 	if err != nil {
 		b.check(m, err)
 		return
 	}
 	if role, ok := v.([]any); !ok || len(role) == 0 || string(asBytes(role[0])) != "master" {
-		b.demoted(m, fmt.Errorf("%w: %s: %w (ROLE)", conn.ErrConnection, m.n.Address(), conn.ErrNotMaster))
+		b.demoted(m, fmt.Errorf("%w: %s: %w (ROLE)", backend.ErrConnection, m.n.Address(), dial.ErrNotMaster))
 	}
 }
 

@@ -16,8 +16,9 @@ import (
 	redigo "github.com/gomodule/redigo/redis"
 	"github.com/redis/go-redis/v9"
 	"github.com/redisx-go/kit/internal/command"
-	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/internal/failure"
 	"github.com/redisx-go/kit/internal/resp"
+	"github.com/redisx-go/kit/internal/wire"
 	"github.com/redisx-go/kit/strategy"
 )
 
@@ -81,7 +82,7 @@ func (g Strategy) Open(ctx context.Context, cfg strategy.Config) (strategy.Backe
 		if ctx.Err() != nil {
 			// The server did not answer before ctx ended: say whom the
 			// open waited for, as the module's transports do.
-			return nil, conn.MarkUnsent(conn.DialEnded(addrOf(g.Client), ctx.Err()))
+			return nil, failure.MarkUnsent(failure.DialEnded(addrOf(g.Client), ctx.Err()))
 		}
 		return nil, goRedisError(ctx, "ping", err)
 	}
@@ -123,7 +124,7 @@ func goRedisError(ctx context.Context, cmd string, err error) error {
 		// timer has ended it.
 		return context.DeadlineExceeded
 	}
-	return conn.Wrap(strategy.ErrConnection, cmd, err)
+	return failure.Wrap(strategy.ErrConnection, cmd, err)
 }
 
 func (g *goRedisBackend) check(ctx context.Context) error {
@@ -155,7 +156,7 @@ func (g *goRedisBackend) Set(ctx context.Context, key string, value []byte, ttl 
 		return err
 	}
 	if ttl > 0 {
-		ttl = time.Duration(conn.TTLMillis(ttl)) * time.Millisecond
+		ttl = time.Duration(wire.TTLMillis(ttl)) * time.Millisecond
 	}
 	return goRedisError(ctx, "set", g.rdb.Set(ctx, key, value, ttl).Err())
 }
@@ -205,7 +206,7 @@ func (g *goRedisBackend) MSet(ctx context.Context, kv map[string][]byte, ttl tim
 		}
 		return goRedisError(ctx, "mset", g.rdb.MSet(ctx, pairs...).Err())
 	}
-	ttl = time.Duration(conn.TTLMillis(ttl)) * time.Millisecond
+	ttl = time.Duration(wire.TTLMillis(ttl)) * time.Millisecond
 	_, err := g.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for k, v := range kv {
 			p.Set(ctx, k, v, ttl)
@@ -216,7 +217,7 @@ func (g *goRedisBackend) MSet(ctx context.Context, kv map[string][]byte, ttl tim
 }
 
 func (g *goRedisBackend) Do(ctx context.Context, args ...any) (any, error) {
-	if _, err := conn.CheckCommand(args); err != nil {
+	if _, err := command.CheckCommand(args); err != nil {
 		return nil, err
 	}
 	if err := g.check(ctx); err != nil {
@@ -232,7 +233,7 @@ func doReply(ctx context.Context, args []any, v any, err error) (any, error) {
 	case errors.Is(err, redis.Nil):
 		return nil, nil
 	case err != nil:
-		return nil, goRedisError(ctx, conn.ArgName(args, 0), err)
+		return nil, goRedisError(ctx, command.ArgName(args, 0), err)
 	}
 	if s, ok := v.(string); ok && statusReply(args, s) {
 		return s, nil
@@ -256,7 +257,7 @@ func textArgs(args []any) []any {
 		if &out[0] == &args[0] {
 			out = slices.Clone(args)
 		}
-		out[i], _ = resp.ArgText(a) // checked by conn.CheckCommand
+		out[i], _ = resp.ArgText(a) // checked by command.CheckCommand
 	}
 	return out
 }

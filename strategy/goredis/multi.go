@@ -4,7 +4,8 @@ import (
 	"context"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/redisx-go/kit/internal/conn"
+	"github.com/redisx-go/kit/internal/failure"
+	"github.com/redisx-go/kit/internal/wire"
 	"github.com/redisx-go/kit/strategy"
 )
 
@@ -15,11 +16,11 @@ import (
 // ErrUnsupported for them (use the go-redis client's own Watch and
 // Subscribe).
 func (g *goRedisBackend) DoMulti(ctx context.Context, cmds ...[]any) []strategy.Result {
-	if _, _, res, ok := conn.CheckMulti(cmds); !ok {
+	if _, _, res, ok := wire.CheckMulti(cmds); !ok {
 		return res
 	}
 	if err := g.check(ctx); err != nil {
-		return conn.FailAll(len(cmds), err)
+		return failure.FailAll(len(cmds), err)
 	}
 	if len(cmds) == 0 {
 		return []strategy.Result{}

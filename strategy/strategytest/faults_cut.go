@@ -13,6 +13,28 @@ import (
 	"github.com/redisx-go/kit/strategy"
 )
 
+// Direction is the traffic CutMidPipeline cuts: Downstream, the replies
+// from the server to the client, or Upstream, the requests from the
+// client to the server.
+type Direction int
+
+// The values of Direction.
+const (
+	Downstream Direction = iota // replies: the cut falls mid-reply
+	Upstream                    // requests: the cut falls mid-request
+)
+
+// String returns "downstream" or "upstream".
+func (d Direction) String() string { return d.proxy().String() }
+
+// proxy is d as the fault proxy takes it.
+func (d Direction) proxy() faultproxy.Direction {
+	if d == Upstream {
+		return faultproxy.Upstream
+	}
+	return faultproxy.Downstream
+}
+
 // CutMidPipeline runs 100 goroutines doing Set and Get of their own keys,
 // without deadlines, while the proxy cuts every connection after a few
 // kilobytes in dir — mid-reply (Downstream) or mid-request (Upstream) —
@@ -21,7 +43,7 @@ import (
 // success, ErrNotFound or ErrConnection; no Get may return a value of
 // another key; some calls must have failed; and after Heal every
 // goroutine must succeed again within 2 s.
-func CutMidPipeline(t *testing.T, open Opener, dir faultproxy.Direction) {
+func CutMidPipeline(t *testing.T, open Opener, dir Direction) {
 	const (
 		workers  = 100
 		keysPerG = 4
@@ -89,7 +111,7 @@ func CutMidPipeline(t *testing.T, open Opener, dir faultproxy.Direction) {
 	defer stopWorkers()
 
 	waitFor(t, "a successful call before the cut", 3*time.Second, func() bool { return okCalls.Load() > 0 })
-	e.p.CutAfter(dir, cutAfter)
+	e.p.CutAfter(dir.proxy(), cutAfter)
 	waitFor(t, "the proxy to cut a connection and a caller to see it", 3*time.Second, func() bool {
 		return e.p.Stats().Cut > 0 && connErrs.Load() > 0
 	})

@@ -31,7 +31,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redisx-go/kit/internal/faultproxy"
 	"github.com/redisx-go/kit/strategy"
 	"go.uber.org/goleak"
 )
@@ -48,7 +47,7 @@ func RunBackend(t *testing.T, open Opener) {
 	t.Run("Faults/SlowServer", func(t *testing.T) { SlowServer(t, open) })
 	t.Run("Faults/HalfOpen", func(t *testing.T) { HalfOpen(t, open) })
 	t.Run("Faults/HalfOpenAfterLongDeadline", func(t *testing.T) { HalfOpenAfterLongDeadline(t, open) })
-	for _, dir := range []faultproxy.Direction{faultproxy.Downstream, faultproxy.Upstream} {
+	for _, dir := range []Direction{Downstream, Upstream} {
 		t.Run("Faults/CutMidPipeline/"+dir.String(), func(t *testing.T) { CutMidPipeline(t, open, dir) })
 	}
 	t.Run("Faults/CloseWithBlockedCall/blpop", func(t *testing.T) { CloseWithBlockedCall(t, open, false) })
