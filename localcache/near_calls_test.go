@@ -23,7 +23,7 @@ import (
 	"go.uber.org/goleak"
 )
 
-// The tests of this file hold Near to issue #7, "Correct at the edges":
+// The tests of this file hold Near to its behaviour at the edges:
 // Close never hangs, returned bytes are the caller's, Do's writes are
 // read back at once, failed reads are not cached, statistics count what
 // they say, and a done context wins over a local hit.

@@ -17,7 +17,7 @@ import (
 	"go.uber.org/goleak"
 )
 
-// The checks of issue #7, "correct at the edges": what Close does to a
+// The checks at the edges of the contract: what Close does to a
 // call in flight and to the calls after it, what it leaves running, and
 // what errors look like.
 

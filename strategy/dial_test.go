@@ -12,9 +12,9 @@ import (
 )
 
 // Dials shared by callers with different contexts, and abandoned by
-// Close (issue #7).
+// Close.
 
-// TestDialIsSharedNotBoundToOneCaller is item 1: caller A, with a short
+// TestDialIsSharedNotBoundToOneCaller: caller A, with a short
 // deadline, starts the dial of a server slow to accept; caller B, without
 // a deadline, waits for the same dial. A gets its own context's error, B
 // its value: A's deadline does not end the dial B waits for.
@@ -61,7 +61,7 @@ func TestDialIsSharedNotBoundToOneCaller(t *testing.T) {
 	}
 }
 
-// TestDialOutlivesItsFirstCaller is item 1 for the caller that starts the
+// TestDialOutlivesItsFirstCaller checks the caller that starts the
 // dial: it leaves at its deadline, and the dial still completes for the
 // next caller, which finds the connection without dialling again.
 func TestDialOutlivesItsFirstCaller(t *testing.T) {
@@ -90,7 +90,7 @@ func TestDialOutlivesItsFirstCaller(t *testing.T) {
 	}
 }
 
-// TestSidePoolDialIsShared is item 1 for the dedicated connections of
+// TestSidePoolDialIsShared checks the shared dial of the dedicated connections of
 // Multiplexed's blocking commands, dialled on first use: a BLPOP whose
 // short deadline ends during that dial leaves alone; another BLPOP
 // without deadline, waiting for the same dial, runs.

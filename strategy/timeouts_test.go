@@ -19,7 +19,7 @@ import (
 	"github.com/redisx-go/kit/strategy"
 )
 
-// The edges of issue #7 that are about time on the two transports: a
+// The edges of the contract that are about time on the two transports: a
 // blocking command extends the read timeout, the ReadTimeout rule, and the
 // MaxPending wait for room.
 
@@ -31,7 +31,7 @@ func pushLater(t *testing.T, addr, list, v string, d time.Duration) {
 	time.AfterFunc(d, func() { rdb.RPush(context.Background(), list, v) })
 }
 
-// TestBlockingCommandExtendsReadTimeout is item 2: a blocking command's
+// TestBlockingCommandExtendsReadTimeout checks that a blocking command's
 // own block time extends ReadTimeout, block 0 lifts it, and the
 // connection survives for the next call.
 func TestBlockingCommandExtendsReadTimeout(t *testing.T) {
@@ -88,11 +88,11 @@ func TestBlockingCommandExtendsReadTimeout(t *testing.T) {
 	}
 }
 
-// TestReadTimeoutRule is item 3 on both transports, both ways: a call with
-// a context deadline waits until that deadline even past ReadTimeout; a
-// call without one fails with ErrConnection once ReadTimeout has passed
-// with no reply — not sooner, and not later because an earlier caller's
-// deadline was longer — and the next call works.
+// TestReadTimeoutRule checks the ReadTimeout rule on both transports, both
+// ways: a call with a context deadline waits until that deadline even past
+// ReadTimeout; a call without one fails with ErrConnection once
+// ReadTimeout has passed with no reply — not sooner, and not later because
+// an earlier caller's deadline was longer — and the next call works.
 func TestReadTimeoutRule(t *testing.T) {
 	if launcher.External() {
 		t.Skip("needs DEBUG SLEEP, which an external server may refuse")
@@ -160,7 +160,7 @@ func inWaitRoom() int {
 	}
 }
 
-// TestMaxPendingWaitsForRoom is item 5: with MaxPending 4, 200 goroutines
+// TestMaxPendingWaitsForRoom checks that, with MaxPending 4, 200 goroutines
 // all get through; a waiter whose context ends leaves at once with the
 // context's error; waiters are woken with ErrConnection when the
 // connection fails.

@@ -14,8 +14,8 @@ import (
 
 // What both transports must show alike: error texts, Stats, allocations.
 
-// TestConnectionErrorHasOnePrefix is item 6 for the failure of a call in
-// flight: ErrConnection, one "redisx:" — on the shared connection (Do and
+// TestConnectionErrorHasOnePrefix checks the wording of the failure of a
+// call in flight: ErrConnection, one "redisx:" — on the shared connection (Do and
 // Get) and on the pool.
 func TestConnectionErrorHasOnePrefix(t *testing.T) {
 	srv := launcher.Standalone(t, launcher.Options{})

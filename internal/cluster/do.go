@@ -20,7 +20,7 @@ import (
 // read from the server's own description of it (internal/command, made
 // from Redis 7's COMMAND key specs and tips), not guessed from its second
 // argument — which is not the key of EVALSHA sha 1 key, XREAD … STREAMS k
-// or OBJECT ENCODING k (issue #7):
+// or OBJECT ENCODING k:
 //
 //   - A command with keys goes to the master of their slot. Keys in
 //     different slots are refused before anything is sent.

@@ -18,7 +18,7 @@ import (
 	"github.com/redisx-go/kit/internal/launcher"
 )
 
-// Where Do sends a command on a cluster (issue #7): by its key positions
+// Where Do sends a command on a cluster: by its key positions
 // from the server's key specs, to every master for the keyless commands
 // whose request policy says so, and nowhere — with a clear error — when
 // the keys span slots or each master's reply stands alone.

@@ -15,7 +15,7 @@ import (
 // change of the map: taken out of c.nodes, so that no call finds it any
 // more, and closed when the last call in flight on it ends. Without this
 // the set of nodes only grows where addresses change (Kubernetes, managed
-// Redis), each keeping its connections and goroutines (issue #7).
+// Redis), each keeping its connections and goroutines.
 
 // member is a node of the cluster, held by the calls using it (see
 // Held): a master that leaves the slot map is closed when its last call

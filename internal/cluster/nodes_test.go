@@ -17,7 +17,7 @@ import (
 	"github.com/redisx-go/kit/internal/topology"
 )
 
-// The cluster's set of nodes follows the slot map (issue #7): a node that
+// The cluster's set of nodes follows the slot map: a node that
 // leaves it — a demoted master, a seed that is no master — is closed once
 // the calls in flight on it end; and the shared map refresh runs under
 // its own context, never the caller's that triggered it.

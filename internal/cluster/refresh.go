@@ -33,7 +33,8 @@ import (
 // A reload is shared work: it runs on its own goroutine under the
 // client's own context (life, ended by Close) and a timeout per node,
 // never under a caller's context, and every caller waits for it within
-// its own context only (issue #7).
+// its own context only: a caller whose context ends cannot fail the
+// reload for the others.
 
 const (
 	doubtWaitMin = refreshCooldown
@@ -203,7 +204,7 @@ func (c *Router) reload() (changed bool, err error) {
 			continue
 		}
 		// The refresh is shared by every caller that needs it: it runs
-		// under a context of its own, never a caller's (issue #7).
+		// under a context of its own, never a caller's.
 		ctx, cancel := context.WithTimeout(c.life, refreshTimeout)
 		var shards []topology.Shard
 		shards, err = topology.Discover(ctx, n.n.Do, addr, c.cfg.TLS != nil)

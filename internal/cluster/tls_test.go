@@ -14,8 +14,7 @@ import (
 
 // TestTLSCluster runs the router over a cluster that speaks TLS: the map
 // must give the nodes' TLS ports, which CLUSTER SHARDS lists next to the
-// plain ones (issue #7: the plain ports were dialled, and every TLS
-// handshake failed).
+// plain ones (dialling the plain ports, every TLS handshake would fail).
 func TestTLSCluster(t *testing.T) {
 	if err := launcher.Available(); err != nil || os.Getenv("REDISX_TEST_CLUSTER") != "" {
 		if os.Getenv("REDISX_SKIP_NO_REDIS") == "1" || os.Getenv("REDISX_TEST_CLUSTER") != "" {

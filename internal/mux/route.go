@@ -235,11 +235,11 @@ func (n *Node) gathers() bool {
 // poolLoad is the load (callers per lane, see loadOf) above which an
 // adaptive node's callers join pipelines whose writers gather batches
 // (see route.go). Spreading the callers over the lanes, each command
-// written as it came, up to 4 per lane (2026-12-03, e5d26f1) measured
-// 1.15–1.26x at 10 goroutines on a machine whose host stole up to a
-// third of its CPU, and 0.45–0.63x on a quiet one (2026-12-05: a write
-// and a read per GET, against a quarter of each, and 2.5 times the
-// client's CPU per GET; docs/PERFORMANCE.md), so it went.
+// written as it came, up to 4 per lane, measured 1.15–1.26x at 10
+// goroutines on a machine whose host stole up to a third of its CPU, and
+// 0.45–0.63x on a quiet one (a write and a read per GET, against a
+// quarter of each, and 2.5 times the client's CPU per GET;
+// docs/PERFORMANCE.md, "Alternatives measured and not kept").
 const poolLoad = 2
 
 // sharedRoute is key's lane when lanes are fixed (Options.Conns).
