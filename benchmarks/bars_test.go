@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redisx-go/kit/benchmarks"
+	"github.com/redisx-go/kit/benchmarks/load"
 	"github.com/redisx-go/kit/strategy"
 )
 
@@ -95,7 +96,7 @@ func (br *bars) compareOp(t *testing.T, what string, levels []int, mk func(tg ta
 		for r := 0; r < br.rounds; r++ {
 			for i, tg := range ts {
 				op, lat := timed(g, mk(tg))
-				res, err := benchmarks.ClosedLoop(context.Background(), g, br.d, op)
+				res, err := load.ClosedLoop(context.Background(), g, br.d, op)
 				if res.Errors > 0 {
 					t.Fatalf("%s %s at %d goroutines: %d errors, first: %v", what, tg.name, g, res.Errors, err)
 				}

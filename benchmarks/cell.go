@@ -7,12 +7,13 @@ import (
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/redisx-go/kit/benchmarks/load"
 	"golang.org/x/perf/benchmath"
 )
 
 // sample is one measured run of a target at a level.
 type sample struct {
-	load
+	load.Outcome
 	qps          float64
 	cpu          time.Duration // user + system time of the process
 	mallocs      uint64
@@ -45,7 +46,7 @@ type cellAcc struct {
 func newCellAcc(w Workload, t Target, level int, rate float64) *cellAcc {
 	return &cellAcc{
 		cell:   Cell{Workload: w.Name, Target: t.Name, Concurrency: level, Peer: t.Peer, Stale: t.Stale, MaxConns: t.Conns, Rate: rate},
-		hist:   newHistogram(),
+		hist:   load.NewHistogram(),
 		writes: w.Writes,
 	}
 }
@@ -56,11 +57,11 @@ func (a *cellAcc) add(s sample, h *hdr.Histogram) {
 	c.QPSSamples = append(c.QPSSamples, s.qps)
 	c.P99Samples = append(c.P99Samples, float64(h.ValueAtQuantile(99))/1e6)
 	c.Samples++
-	c.Ops += s.ops
-	c.Errors += s.errs
-	c.Unsent += s.behind
-	if s.first != nil && c.FirstError == "" {
-		c.FirstError = s.first.Error()
+	c.Ops += s.Ops
+	c.Errors += s.Errs
+	c.Unsent += s.Behind
+	if s.First != nil && c.FirstError == "" {
+		c.FirstError = s.First.Error()
 	}
 	c.Conns = max(c.Conns, s.conns)
 	c.Lanes = max(c.Lanes, s.lanes)
@@ -68,7 +69,7 @@ func (a *cellAcc) add(s sample, h *hdr.Histogram) {
 	a.hist.Merge(h)
 	if s.late != nil {
 		if a.late == nil {
-			a.late = newHistogram()
+			a.late = load.NewHistogram()
 		}
 		a.late.Merge(s.late)
 	}

@@ -11,6 +11,7 @@ import (
 
 	redigo "github.com/gomodule/redigo/redis"
 	"github.com/redisx-go/kit/benchmarks"
+	"github.com/redisx-go/kit/benchmarks/load"
 	"github.com/redisx-go/kit/internal/topology"
 	"github.com/redisx-go/kit/redisx"
 	"github.com/redisx-go/kit/strategy"
@@ -295,7 +296,7 @@ func alternateRounds(t *testing.T, what string, rounds int, d time.Duration, lev
 		samples := make([][]float64, len(ops))
 		for r := 0; r < rounds; r++ {
 			for i, op := range ops {
-				res, err := benchmarks.ClosedLoop(context.Background(), g, d, op)
+				res, err := load.ClosedLoop(context.Background(), g, d, op)
 				if res.Errors > 0 {
 					t.Fatalf("%s %s at %d goroutines: %d errors, first: %v", what, names[i], g, res.Errors, err)
 				}

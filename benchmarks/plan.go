@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redisx-go/kit/benchmarks/load"
 	"github.com/redisx-go/kit/redisx"
 )
 
@@ -130,9 +131,8 @@ func (t Target) runsIn(w Workload) bool {
 	return w.Targets == nil || slices.Contains(w.Targets, t.Name)
 }
 
-// Op is one operation of a workload; worker is the index of the
-// goroutine running it and i counts that worker's operations.
-type Op func(ctx context.Context, worker, i int) error
+// Op is one operation of a workload (see load.Op).
+type Op = load.Op
 
 // Workload is what the targets are measured doing.
 type Workload struct {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/redisx-go/kit/benchmarks/load"
 	"github.com/redisx-go/kit/redisx"
 )
 
@@ -152,7 +153,7 @@ type runner struct {
 
 	hists      []*hdr.Histogram // one per worker, reused
 	sampleHist *hdr.Histogram
-	late       lateHists // the open loop's send lateness
+	late       load.LateHists // the open loop's send lateness
 
 	opened   int // targets opened so far, for unique client names
 	total    int // samples planned
@@ -416,7 +417,7 @@ func (r *runner) shuffled(idx []int) []int {
 // workerHists returns n reset histograms, one per worker.
 func (r *runner) workerHists(n int) []*hdr.Histogram {
 	for len(r.hists) < n {
-		r.hists = append(r.hists, newHistogram())
+		r.hists = append(r.hists, load.NewHistogram())
 	}
 	for _, h := range r.hists[:n] {
 		h.Reset()
@@ -440,19 +441,19 @@ func (r *runner) measure(ctx context.Context, d *deployment, o opened, op Op, le
 		before = st.Stats()
 	}
 	u0 := readUsage()
-	var l load
+	var l load.Outcome
 	if rate > 0 {
-		l = openLoop(ctx, level, dur, rate, op, hists, r.late.workers(level))
+		l = load.Open(ctx, level, dur, rate, op, hists, r.late.Workers(level))
 	} else {
-		l = closedLoop(ctx, level, dur, op, hists)
+		l = load.Closed(ctx, level, dur, op, hists)
 	}
 	u := readUsage().since(u0)
-	s := sample{load: l, cpu: u.cpu, mallocs: u.mallocs, bytes: u.bytes}
+	s := sample{Outcome: l, cpu: u.cpu, mallocs: u.mallocs, bytes: u.bytes}
 	if rate > 0 {
-		s.late = r.late.merged(level)
+		s.late = r.late.Merged(level)
 	}
-	if l.elapsed > 0 {
-		s.qps = float64(l.ops) / l.elapsed.Seconds()
+	if l.Elapsed > 0 {
+		s.qps = float64(l.Ops) / l.Elapsed.Seconds()
 	}
 	if conns && ctx.Err() == nil {
 		s.conns, _ = d.clients(o.prefix)
@@ -465,7 +466,7 @@ func (r *runner) measure(ctx context.Context, d *deployment, o opened, op Op, le
 		s.lanes = after.Lanes
 	}
 	if r.sampleHist == nil {
-		r.sampleHist = newHistogram()
+		r.sampleHist = load.NewHistogram()
 	}
 	r.sampleHist.Reset()
 	for _, h := range hists {

@@ -168,3 +168,17 @@ func (p Plan) powerWarning() string {
 	return fmt.Sprintf("%d samples per cell cannot reach significance: Mann-Whitney at alpha %.3g needs at least %d a side, "+
 		"so every verdict will be undecided and every baseline change insignificant (%s)", p.MaxRepeats, look, need, flag)
 }
+
+// Median returns the median of xs (the mean of the middle two for an even
+// count); 0 for none.
+func Median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/redisx-go/kit/benchmarks/load"
 )
 
 // A probe of the SLO search decides whether a rate holds the SLO on the
@@ -168,7 +169,7 @@ type probeResult struct {
 // with an error, or with requests left unsent (the rate was not
 // sustained), fails the probe.
 func probeQuantile(slo SLO, rate float64, span time.Duration, next func(d time.Duration) (sample, *hdr.Histogram)) (res probeResult) {
-	pooled, late := newHistogram(), newHistogram()
+	pooled, late := load.NewHistogram(), load.NewHistogram()
 	defer func() { res.lateness = time.Duration(late.ValueAtQuantile(99)) }()
 	want := sloFirstOps(slo.Percentile)
 	alpha := sloAlpha / sloLooks
@@ -185,10 +186,10 @@ func probeQuantile(slo SLO, rate float64, span time.Duration, next func(d time.D
 		res.pct, res.lo, res.hi = percentileCI(pooled, slo.Percentile, alpha)
 		name := "p" + strconv.FormatFloat(slo.Percentile, 'f', -1, 64)
 		switch {
-		case s.errs > 0:
-			res.outcome, res.why = probeFails, fmt.Sprintf("%d errors, the first: %v", s.errs, s.first)
-		case s.behind > 0:
-			res.outcome, res.why = probeFails, fmt.Sprintf("%d requests still unsent after the drain: the rate was not sustained", s.behind)
+		case s.Errs > 0:
+			res.outcome, res.why = probeFails, fmt.Sprintf("%d errors, the first: %v", s.Errs, s.First)
+		case s.Behind > 0:
+			res.outcome, res.why = probeFails, fmt.Sprintf("%d requests still unsent after the drain: the rate was not sustained", s.Behind)
 		case res.hi <= slo.Bound:
 			res.ok, res.outcome = true, probeHolds
 		case res.lo > slo.Bound:

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/redisx-go/kit/benchmarks/load"
 )
 
 // queueLatency is a synthetic latency model: an M/M/1-like server with
@@ -169,9 +170,9 @@ func TestSLOSearchStaysWithinItsBudget(t *testing.T) {
 
 // histOf is a histogram of n latencies of d.
 func histOf(n int, d time.Duration) *hdr.Histogram {
-	h := newHistogram()
+	h := load.NewHistogram()
 	for range n {
-		record(h, d)
+		load.Record(h, d)
 	}
 	return h
 }

@@ -1,4 +1,4 @@
-package benchmarks
+package load
 
 import (
 	"context"
@@ -19,23 +19,25 @@ const (
 	histDigits  = 2
 )
 
-func newHistogram() *hdr.Histogram { return hdr.New(histLowest, histHighest, histDigits) }
+// NewHistogram returns an empty latency histogram in that range.
+func NewHistogram() *hdr.Histogram { return hdr.New(histLowest, histHighest, histDigits) }
 
-// record adds one latency to h, clamped into its range.
-func record(h *hdr.Histogram, d time.Duration) {
+// Record adds one latency to h, clamped into its range.
+func Record(h *hdr.Histogram, d time.Duration) {
 	v := min(max(int64(d), histLowest), histHighest)
 	_ = h.RecordValue(v) // in range: cannot fail
 }
 
-// load is the outcome of running an operation on many workers for a
-// while.
-type load struct {
-	ops, errs int64
-	first     error
-	elapsed   time.Duration
-	// behind counts the open-loop requests still unsent when the drain
+// Outcome is what running an operation on many workers for a while came
+// to.
+type Outcome struct {
+	Ops, Errs int64
+	// First is the first error of any worker.
+	First   error
+	Elapsed time.Duration
+	// Behind counts the open-loop requests still unsent when the drain
 	// period ended: the offered rate was not sustained.
-	behind int64
+	Behind int64
 }
 
 // counter is one worker's tally; each worker writes only its own.
@@ -48,7 +50,7 @@ type counter struct {
 // releases them at once into body; it measures from that moment (start,
 // also handed to started) until the last returns, and sums their
 // counters.
-func runWorkers(workers int, started func(start time.Time), body func(w int, start time.Time, c *counter)) load {
+func runWorkers(workers int, started func(start time.Time), body func(w int, start time.Time, c *counter)) Outcome {
 	counters := make([]counter, workers)
 	var ready, wg sync.WaitGroup
 	release := make(chan struct{})
@@ -70,22 +72,22 @@ func runWorkers(workers int, started func(start time.Time), body func(w int, sta
 	}
 	close(release)
 	wg.Wait()
-	l := load{elapsed: time.Since(start)}
+	l := Outcome{Elapsed: time.Since(start)}
 	for _, c := range counters {
-		l.ops += c.ops
-		l.errs += c.errs
-		l.behind += c.behind
-		if l.first == nil {
-			l.first = c.first
+		l.Ops += c.ops
+		l.Errs += c.errs
+		l.Behind += c.behind
+		if l.First == nil {
+			l.First = c.first
 		}
 	}
 	return l
 }
 
-// closedLoop runs op on workers goroutines, each issuing its next call as
+// Closed runs op on workers goroutines, each issuing its next call as
 // soon as the previous one returns, for d or until ctx is done. When
 // hists is not nil, worker w records each call's latency in hists[w].
-func closedLoop(ctx context.Context, workers int, d time.Duration, op Op, hists []*hdr.Histogram) load {
+func Closed(ctx context.Context, workers int, d time.Duration, op Op, hists []*hdr.Histogram) Outcome {
 	var stop atomic.Bool
 	var timer *time.Timer
 	cancel := context.AfterFunc(ctx, func() { stop.Store(true) })
@@ -101,7 +103,7 @@ func closedLoop(ctx context.Context, workers int, d time.Duration, op Op, hists 
 			t0 := time.Now()
 			err := op(ctx, w, i)
 			if h != nil {
-				record(h, time.Since(t0))
+				Record(h, time.Since(t0))
 			}
 			c.ops++
 			if err != nil {

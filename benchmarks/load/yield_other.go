@@ -1,6 +1,6 @@
 //go:build !linux
 
-package benchmarks
+package load
 
 import "time"
 

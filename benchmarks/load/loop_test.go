@@ -1,4 +1,4 @@
-package benchmarks
+package load
 
 import (
 	"context"
@@ -118,7 +118,7 @@ func TestPacerSpreadsSendsEvenly(t *testing.T) {
 func newHists(n int) []*hdr.Histogram {
 	hs := make([]*hdr.Histogram, n)
 	for i := range hs {
-		hs[i] = newHistogram()
+		hs[i] = NewHistogram()
 	}
 	return hs
 }
@@ -134,26 +134,26 @@ func total(hs []*hdr.Histogram) int64 {
 func TestOpenLoopSendsEveryScheduledRequest(t *testing.T) {
 	hists, late := newHists(4), newHists(4)
 	var calls atomic.Int64
-	l := openLoop(context.Background(), 4, 100*time.Millisecond, 2000, func(context.Context, int, int) error {
+	l := Open(context.Background(), 4, 100*time.Millisecond, 2000, func(context.Context, int, int) error {
 		calls.Add(1)
 		return nil
 	}, hists, late)
 	// 2000/s for 100 ms: 200 intended sends; a worker late past the drain
 	// would count the rest as behind, but none is lost.
-	if l.ops+l.behind != 200 || calls.Load() != l.ops {
-		t.Errorf("ops %d + behind %d, calls %d; want 200 in all, calls = ops", l.ops, l.behind, calls.Load())
+	if l.Ops+l.Behind != 200 || calls.Load() != l.Ops {
+		t.Errorf("ops %d + behind %d, calls %d; want 200 in all, calls = ops", l.Ops, l.Behind, calls.Load())
 	}
 	if n := total(hists); n != 200 {
 		t.Errorf("%d latencies recorded; want 200", n)
 	}
-	if n := total(late); n != l.ops {
-		t.Errorf("%d latenesses recorded; want one per send, %d", n, l.ops)
+	if n := total(late); n != l.Ops {
+		t.Errorf("%d latenesses recorded; want one per send, %d", n, l.Ops)
 	}
 }
 
 func TestClosedLoopRecordsOneLatencyPerOperation(t *testing.T) {
-	hists := []*hdr.Histogram{newHistogram(), newHistogram(), newHistogram()}
-	l := closedLoop(context.Background(), 3, 20*time.Millisecond, func(context.Context, int, int) error {
+	hists := []*hdr.Histogram{NewHistogram(), NewHistogram(), NewHistogram()}
+	l := Closed(context.Background(), 3, 20*time.Millisecond, func(context.Context, int, int) error {
 		time.Sleep(100 * time.Microsecond)
 		return nil
 	}, hists)
@@ -164,8 +164,8 @@ func TestClosedLoopRecordsOneLatencyPerOperation(t *testing.T) {
 			t.Errorf("a worker recorded nothing")
 		}
 	}
-	if l.ops == 0 || recorded != l.ops {
-		t.Errorf("ops = %d, recorded = %d; want equal and positive", l.ops, recorded)
+	if l.Ops == 0 || recorded != l.Ops {
+		t.Errorf("ops = %d, recorded = %d; want equal and positive", l.Ops, recorded)
 	}
 }
 
@@ -173,9 +173,9 @@ func TestOpenLoopStopsWhenTheContextEnds(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(20*time.Millisecond, cancel)
 	start := time.Now()
-	l := openLoop(ctx, 3, time.Hour, 100, func(context.Context, int, int) error { return nil }, newHists(3), newHists(3))
-	if d := time.Since(start); d > 3*time.Second || l.ops > 10 {
-		t.Errorf("openLoop ran %v and sent %d after its context was cancelled at 20 ms", d, l.ops)
+	l := Open(ctx, 3, time.Hour, 100, func(context.Context, int, int) error { return nil }, newHists(3), newHists(3))
+	if d := time.Since(start); d > 3*time.Second || l.Ops > 10 {
+		t.Errorf("Open ran %v and sent %d after its context was cancelled at 20 ms", d, l.Ops)
 	}
 }
 
@@ -183,8 +183,8 @@ func TestClosedLoopStopsWhenTheContextEnds(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(20*time.Millisecond, cancel)
 	start := time.Now()
-	closedLoop(ctx, 2, time.Hour, func(context.Context, int, int) error { return nil }, nil)
+	Closed(ctx, 2, time.Hour, func(context.Context, int, int) error { return nil }, nil)
 	if d := time.Since(start); d > 3*time.Second {
-		t.Errorf("closedLoop ran %v after its context was cancelled", d)
+		t.Errorf("Closed ran %v after its context was cancelled", d)
 	}
 }

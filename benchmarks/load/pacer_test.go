@@ -1,4 +1,4 @@
-package benchmarks
+package load
 
 import (
 	"context"
@@ -8,12 +8,13 @@ import (
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/redisx-go/kit/internal/launcher"
+	"github.com/redisx-go/kit/redisx"
 	"github.com/redisx-go/kit/strategy"
 )
 
 // merged is the merge of hs.
 func merged(hs []*hdr.Histogram) *hdr.Histogram {
-	m := newHistogram()
+	m := NewHistogram()
 	for _, h := range hs {
 		m.Merge(h)
 	}
@@ -37,12 +38,12 @@ func TestPacerSendsOnTime(t *testing.T) {
 		best := time.Hour
 		for range 5 {
 			hists, late := newHists(tc.workers), newHists(tc.workers)
-			l := openLoop(context.Background(), tc.workers, 100*time.Millisecond, tc.rate,
+			l := Open(context.Background(), tc.workers, 100*time.Millisecond, tc.rate,
 				func(context.Context, int, int) error { return nil }, hists, late)
 			lh := merged(late)
-			t.Logf("%v/s on %d workers: %d sent, lateness p50 %v, p90 %v, p99 %v", tc.rate, tc.workers, l.ops, quantile(lh, 50), quantile(lh, 90), quantile(lh, 99))
-			if want := int64(tc.rate / 10); l.ops != want || l.behind != 0 {
-				t.Errorf("%v/s: %d sent, %d behind; want all %d sent", tc.rate, l.ops, l.behind, want)
+			t.Logf("%v/s on %d workers: %d sent, lateness p50 %v, p90 %v, p99 %v", tc.rate, tc.workers, l.Ops, quantile(lh, 50), quantile(lh, 90), quantile(lh, 99))
+			if want := int64(tc.rate / 10); l.Ops != want || l.Behind != 0 {
+				t.Errorf("%v/s: %d sent, %d behind; want all %d sent", tc.rate, l.Ops, l.Behind, want)
 			}
 			best = min(best, quantile(lh, 99))
 		}
@@ -65,15 +66,15 @@ func TestOpenLoopMeasuresTheServerNotTheTimer(t *testing.T) {
 	}
 	srv := launcher.Standalone(t, launcher.Options{})
 	ctx := context.Background()
-	c, err := StrategyTarget("multiplexed", strategy.Multiplexed{}).Open(ctx, Env{Addrs: []string{srv.Addr()}})
+	c, err := redisx.New(ctx, redisx.Options{Addrs: []string{srv.Addr()}, Strategy: strategy.Multiplexed{}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = c.Close() }()
-	if err := c.Set(ctx, KeyPrefix+"h3", []byte("v"), 0); err != nil {
+	if err := c.Set(ctx, "redisx-bench:h3", []byte("v"), 0); err != nil {
 		t.Fatal(err)
 	}
-	op := func(ctx context.Context, _, _ int) error { _, err := c.Get(ctx, KeyPrefix+"h3"); return err }
+	op := func(ctx context.Context, _, _ int) error { _, err := c.Get(ctx, "redisx-bench:h3"); return err }
 	// Up to three tries of five alternating rounds, the best round of
 	// each loop compared: this machine has spells of 100 ms or more in
 	// which every latency is several times its usual (seen in closed loop
@@ -87,13 +88,13 @@ func TestOpenLoopMeasuresTheServerNotTheTimer(t *testing.T) {
 		var closed, open []float64
 		for range 5 {
 			h := newHists(1)
-			if l := closedLoop(ctx, 1, 200*time.Millisecond, op, h); l.errs > 0 {
-				t.Fatal(l.first)
+			if l := Closed(ctx, 1, 200*time.Millisecond, op, h); l.Errs > 0 {
+				t.Fatal(l.First)
 			}
 			closed = append(closed, float64(quantile(h[0], 50)))
 			h, late := newHists(1), newHists(1)
-			if l := openLoop(ctx, 1, 200*time.Millisecond, 2000, op, h, late); l.errs > 0 {
-				t.Fatal(l.first)
+			if l := Open(ctx, 1, 200*time.Millisecond, 2000, op, h, late); l.Errs > 0 {
+				t.Fatal(l.First)
 			}
 			open = append(open, float64(quantile(h[0], 50)))
 		}

@@ -1,10 +1,13 @@
-package benchmarks
+package load
 
 import (
 	"context"
-	"slices"
 	"time"
 )
+
+// Op is one operation of a workload; worker is the index of the
+// goroutine running it and i counts that worker's operations.
+type Op func(ctx context.Context, worker, i int) error
 
 // Result is the outcome of one closed-loop run.
 type Result struct {
@@ -25,20 +28,6 @@ func (r Result) QPS() float64 {
 // soon as the previous one returns, for d. Errors are counted, not
 // fatal; the first is returned alongside the result.
 func ClosedLoop(ctx context.Context, goroutines int, d time.Duration, op Op) (Result, error) {
-	l := closedLoop(ctx, goroutines, d, op, nil)
-	return Result{Ops: l.ops, Errors: l.errs, Elapsed: l.elapsed}, l.first
-}
-
-// Median returns the median of xs (the mean of the middle two for an even
-// count); 0 for none.
-func Median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+	l := Closed(ctx, goroutines, d, op, nil)
+	return Result{Ops: l.Ops, Errors: l.Errs, Elapsed: l.Elapsed}, l.First
 }

@@ -1,4 +1,4 @@
-package benchmarks
+package load
 
 import (
 	"context"
@@ -193,37 +193,37 @@ func later(a, b time.Time) time.Time {
 	return b
 }
 
-// openLoop offers rate requests per second for d to workers goroutines,
+// Open offers rate requests per second for d to workers goroutines,
 // paced as pace says, and records every latency from its intended send
 // time in hists[w] and every send's lateness in late[w].
-func openLoop(ctx context.Context, workers int, d time.Duration, rate float64, op Op, hists, late []*hdr.Histogram) load {
-	return openLoopOn(ctx, newSpinClock(), workers, d, rate, op, hists, late)
+func Open(ctx context.Context, workers int, d time.Duration, rate float64, op Op, hists, late []*hdr.Histogram) Outcome {
+	return openOn(ctx, newSpinClock(), workers, d, rate, op, hists, late)
 }
 
-// openLoopOn is openLoop on clk.
-func openLoopOn(ctx context.Context, clk clock, workers int, d time.Duration, rate float64, op Op, hists, late []*hdr.Histogram) load {
+// openOn is Open on clk.
+func openOn(ctx context.Context, clk clock, workers int, d time.Duration, rate float64, op Op, hists, late []*hdr.Histogram) Outcome {
 	var s *pace
 	started := func(start time.Time) { s = newPace(newPacer(start, rate, d), clk) }
 	return runWorkers(workers, started, func(w int, _ time.Time, c *counter) {
 		h, lh := hists[w], late[w]
 		s.serve(ctx,
 			func(i int) error { return op(ctx, w, i) },
-			func(lat time.Duration) { record(h, lat) },
-			func(l time.Duration) { record(lh, l) }, c)
+			func(lat time.Duration) { Record(h, lat) },
+			func(l time.Duration) { Record(lh, l) }, c)
 	})
 }
 
-// lateHists are the lateness histograms of a runner's open-loop samples:
+// LateHists are the lateness histograms of a run's open-loop samples:
 // one per worker, and their merge, reused from sample to sample.
-type lateHists struct {
+type LateHists struct {
 	perWorker []*hdr.Histogram
 	sum       *hdr.Histogram
 }
 
-// workers returns n reset histograms, one per worker.
-func (l *lateHists) workers(n int) []*hdr.Histogram {
+// Workers returns n reset histograms, one per worker.
+func (l *LateHists) Workers(n int) []*hdr.Histogram {
 	for len(l.perWorker) < n {
-		l.perWorker = append(l.perWorker, newHistogram())
+		l.perWorker = append(l.perWorker, NewHistogram())
 	}
 	for _, h := range l.perWorker[:n] {
 		h.Reset()
@@ -231,11 +231,11 @@ func (l *lateHists) workers(n int) []*hdr.Histogram {
 	return l.perWorker[:n]
 }
 
-// merged returns the merge of the first n workers' histograms, valid
+// Merged returns the merge of the first n workers' histograms, valid
 // until the next call.
-func (l *lateHists) merged(n int) *hdr.Histogram {
+func (l *LateHists) Merged(n int) *hdr.Histogram {
 	if l.sum == nil {
-		l.sum = newHistogram()
+		l.sum = NewHistogram()
 	}
 	l.sum.Reset()
 	for _, h := range l.perWorker[:n] {
