@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/redisx-go/kit/benchmarks"
+	"github.com/redisx-go/kit/benchmarks/verdict"
 	"github.com/redisx-go/kit/internal/launcher"
 	"github.com/redisx-go/kit/strategy"
 )
@@ -45,7 +46,7 @@ func (br *bars) h2(t *testing.T) {
 	}
 	// openLoop runs tg open loop at rate, samples of d, and returns its
 	// cell and whether it held the bound.
-	openLoop := func(tg benchmarks.Target, rate float64, d time.Duration, repeats int) (benchmarks.Cell, bool) {
+	openLoop := func(tg benchmarks.Target, rate float64, d time.Duration, repeats int) (verdict.Cell, bool) {
 		q := plan(tg)
 		q.Rate, q.Duration, q.Repeats = rate, d, repeats
 		if d > q.Warmup*4 {

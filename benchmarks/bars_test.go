@@ -12,6 +12,7 @@ import (
 
 	"github.com/redisx-go/kit/benchmarks"
 	"github.com/redisx-go/kit/benchmarks/load"
+	"github.com/redisx-go/kit/benchmarks/verdict"
 	"github.com/redisx-go/kit/strategy"
 )
 
@@ -108,7 +109,7 @@ func (br *bars) compareOp(t *testing.T, what string, levels []int, mk func(tg ta
 			if med[tg.name] == nil {
 				med[tg.name] = map[int]median{}
 			}
-			m := median{benchmarks.Median(qps[i]), benchmarks.Median(p50[i])}
+			m := median{verdict.Median(qps[i]), verdict.Median(p50[i])}
 			med[tg.name][g] = m
 			t.Logf("%s %-16s goroutines=%-5d median %8.0f ops/s, p50 %6.1f µs  rounds %s", what, tg.name, g, m.qps, m.p50*1e6, fmtQPS(qps[i]))
 		}
@@ -262,13 +263,13 @@ func (br *bars) p6(t *testing.T) {
 		refs = append(refs, m.computeScaling)
 		allocs = max(allocs, m.hitAllocs)
 	}
-	hit, par, get := benchmarks.Median(hits), benchmarks.Median(pars), benchmarks.Median(gets)
+	hit, par, get := verdict.Median(hits), verdict.Median(pars), verdict.Median(gets)
 	t.Logf("near-cache AppendGet hit median %.1f ns/op (%d allocs; rounds %s), on %d goroutines %.1f ns/op (rounds %s); Redis GET median %.0f ns/op",
 		hit, allocs, fmtNs(hits), runtime.GOMAXPROCS(0), par, fmtNs(pars), get)
 	// Not a bar: how far the machine let pure computation scale in the
 	// same rounds, to tell a shared hit path from a shared machine.
 	t.Logf("reference: a pure-computation loop on %d goroutines / on one: median %.2fx (rounds %s)",
-		runtime.GOMAXPROCS(0), benchmarks.Median(refs), fmtNs(refs))
+		runtime.GOMAXPROCS(0), verdict.Median(refs), fmtNs(refs))
 	verdict := map[bool]string{true: "met", false: "MISSED"}
 	br.report = append(br.report, fmt.Sprintf("P6  %-58s %.1f ns (bar <= 50 ns) %s", "near-cache hit through AppendGet, one goroutine", hit, verdict[hit <= 50]))
 	if hit > 50 {
@@ -398,8 +399,8 @@ func (br *bars) p10(t *testing.T) {
 	}{{10, 1.0}, {1, 1.5}} {
 		plain, near, ratio := measureP10(t, w.pct, br.rounds, br.d)
 		t.Logf("zipf %d%% writes, 100 goroutines: multiplexed median %.0f ops/s (rounds %s), near-multiplexed %.0f ops/s (rounds %s), hit ratio %.3f",
-			w.pct, benchmarks.Median(plain), fmtQPS(plain), benchmarks.Median(near), fmtQPS(near), ratio)
-		br.bar(t, "P10", benchmarks.Median(near)/benchmarks.Median(plain), w.want,
+			w.pct, verdict.Median(plain), fmtQPS(plain), verdict.Median(near), fmtQPS(near), ratio)
+		br.bar(t, "P10", verdict.Median(near)/verdict.Median(plain), w.want,
 			fmt.Sprintf("near / multiplexed, Zipf %d%% writes, 100 goroutines", w.pct))
 	}
 }
@@ -419,7 +420,7 @@ func timed(workers int, op benchmarks.Op) (benchmarks.Op, func() float64) {
 		for _, l := range lat {
 			all = append(all, l...)
 		}
-		return benchmarks.Median(all)
+		return verdict.Median(all)
 	}
 }
 

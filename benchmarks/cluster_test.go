@@ -12,6 +12,7 @@ import (
 	redigo "github.com/gomodule/redigo/redis"
 	"github.com/redisx-go/kit/benchmarks"
 	"github.com/redisx-go/kit/benchmarks/load"
+	"github.com/redisx-go/kit/benchmarks/verdict"
 	"github.com/redisx-go/kit/internal/topology"
 	"github.com/redisx-go/kit/redisx"
 	"github.com/redisx-go/kit/strategy"
@@ -307,7 +308,7 @@ func alternateRounds(t *testing.T, what string, rounds int, d time.Duration, lev
 			if med[name] == nil {
 				med[name] = map[int]float64{}
 			}
-			med[name][g] = benchmarks.Median(samples[i])
+			med[name][g] = verdict.Median(samples[i])
 			rs := make([]string, len(samples[i]))
 			for j, x := range samples[i] {
 				rs[j] = strconv.FormatFloat(x, 'f', 0, 64)

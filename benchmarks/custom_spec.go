@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/redisx-go/kit/benchmarks/verdict"
 )
 
 // The user's own workload, as the -mix, -keys, -key-dist, -value, -batch
@@ -382,25 +384,9 @@ func (c Custom) describe() string {
 		c.Source, c.Mix, c.Keys, c.KeyDist, c.Value, batch, ttl)
 }
 
-// WorkloadInfo says what a workload of the report was: its name and
-// description and, for the custom workload, each of its parts in the form
-// of its redisx-bench flag (so that a program can run it again).
-type WorkloadInfo struct {
-	Name        string `json:"name"`
-	Description string `json:"description,omitempty"`
-	Mix         string `json:"mix,omitempty"`
-	Keys        int    `json:"keys,omitempty"`
-	KeyDist     string `json:"key_dist,omitempty"`
-	Value       string `json:"value,omitempty"`
-	Batch       int    `json:"batch,omitempty"`
-	TTL         string `json:"ttl,omitempty"` // a Go duration; "0s": no expiry
-	// Source is SourceFlags or SourceProfile.
-	Source string `json:"source,omitempty"`
-}
-
 // info is w as the report describes it.
-func (w Workload) info() WorkloadInfo {
-	i := WorkloadInfo{Name: w.Name, Description: w.Description}
+func (w Workload) info() verdict.WorkloadInfo {
+	i := verdict.WorkloadInfo{Name: w.Name, Description: w.Description}
 	if c := w.Custom; c != nil {
 		i.Mix, i.Keys, i.KeyDist, i.Value = c.Mix.String(), c.Keys, c.KeyDist.String(), c.Value.String()
 		i.Batch, i.TTL, i.Source = c.Batch, formatDuration(c.TTL), c.Source

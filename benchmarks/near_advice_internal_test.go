@@ -3,6 +3,8 @@ package benchmarks
 import (
 	"strings"
 	"testing"
+
+	"github.com/redisx-go/kit/benchmarks/verdict"
 )
 
 // TestNearAdviceSaysModeMemoryAndStaleness: a near-cache target's
@@ -15,7 +17,7 @@ func TestNearAdviceSaysModeMemoryAndStaleness(t *testing.T) {
 		"near-none":        {"without tracking (TrackNone)", "up to its TTL, 1m0s", "1.5 MiB of the 64MiB"},
 		"multiplexed":      nil,
 	}
-	cell := &Cell{LocalBytes: 3 << 19, InvalidationsPerWrite: 0.9}
+	cell := &verdict.Cell{LocalBytes: 3 << 19, InvalidationsPerWrite: 0.9}
 	for _, tg := range DefaultTargets() {
 		parts, ok := want[tg.Name]
 		if !ok {

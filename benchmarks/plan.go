@@ -88,7 +88,7 @@ type Target struct {
 	// near-cache without tracking (localcache.TrackNone), which another
 	// client's write reaches only when the entry expires. A tie among
 	// equivalent targets never goes to it over a coherent one (see
-	// Recommend). StrategyTarget and URLTarget set it.
+	// verdict.Recommend). StrategyTarget and URLTarget set it.
 	Stale    bool
 	Topology Topology
 	// Only, when set, names the workload families the target runs in
@@ -168,7 +168,7 @@ type Workload struct {
 	Custom *Custom
 	// Writes is the share of the ops that write (0.01: 1%): a near-cache
 	// target's invalidations received are reported per write
-	// (Cell.InvalidationsPerWrite). Zero: not reported.
+	// (verdict.Cell.InvalidationsPerWrite). Zero: not reported.
 	Writes float64
 }
 
@@ -186,7 +186,7 @@ type Plan struct {
 	Workloads []Workload
 	// Duration is the length of one sample; Warmup runs each target at
 	// each level before its samples, discarded. Repeats is the number of
-	// samples per cell: at least MinRepeats of the look's alpha (5 at
+	// samples per cell: at least verdict.MinRepeats of the look's alpha (5 at
 	// 0.05 over three looks) for a verdict to be significant, 6 for a 95%
 	// interval of the median.
 	Duration time.Duration
@@ -197,7 +197,7 @@ type Plan struct {
 	// (the targets it could not tell apart), and again, up to MaxRepeats;
 	// each round ends with a look at the samples, which stops when it
 	// decides. Every look tests at Alpha over the number of looks (a
-	// Bonferroni split: see sequential.go), so more looks cost every look
+	// Bonferroni split: see verdict.Sampling), so more looks cost every look
 	// some power. Zero: three looks (3 × Repeats, 18 by default), which
 	// narrow an undecided pair's interval by about 1.4x at the last look,
 	// against a single look at Alpha; at most Repeats: one look. The
@@ -209,7 +209,7 @@ type Plan struct {
 	// flight each), and each latency is measured from the request's
 	// intended send time, so it includes any wait behind a slow reply —
 	// and the client's own lateness in sending, reported per cell
-	// (Cell.LatenessP99ms): a saturated client machine shows up as
+	// (verdict.Cell.LatenessP99ms): a saturated client machine shows up as
 	// latency. Zero: closed loop.
 	Rate float64
 	// SLO, when set, also searches, for every workload and target, the

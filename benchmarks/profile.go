@@ -32,7 +32,7 @@ type ProfileOptions struct {
 type Profile struct {
 	// Addr is the host:port profiled; Username, Password (whether it has
 	// one), DB and TLS how it was reached: the answer's URL for it keeps
-	// them, the password as PasswordPlaceholder.
+	// them, the password as verdict.PasswordPlaceholder.
 	Addr     string
 	Username string
 	Password bool

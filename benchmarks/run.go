@@ -13,6 +13,7 @@ import (
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/redisx-go/kit/benchmarks/load"
+	"github.com/redisx-go/kit/benchmarks/verdict"
 	"github.com/redisx-go/kit/redisx"
 )
 
@@ -58,9 +59,9 @@ func Run(ctx context.Context, p Plan, s Servers, progress io.Writer) (*Report, e
 		looks:   map[levelKey]int{},
 	}
 	r.report = &Report{
-		Version: ReportVersion,
+		Version: verdict.ReportVersion,
 		Started: time.Now().UTC(),
-		Machine: Machine{
+		Machine: verdict.Machine{
 			GOMAXPROCS: runtime.GOMAXPROCS(0),
 			CPUs:       runtime.NumCPU(),
 			GoVersion:  runtime.Version(),
@@ -71,14 +72,14 @@ func Run(ctx context.Context, p Plan, s Servers, progress io.Writer) (*Report, e
 			Cluster:    s.Cluster,
 			Sentinel:   sentinelName(s.Sentinel),
 		},
-		Settings: Settings{
+		Settings: verdict.Settings{
 			Levels: p.Levels, Duration: p.Duration, Warmup: p.Warmup, Repeats: p.Repeats,
-			MaxRepeats: p.MaxRepeats, Looks: p.looks(), LookAlpha: p.rule().look,
+			MaxRepeats: p.MaxRepeats, Looks: p.sampling().Looks(), LookAlpha: p.sampling().LookAlpha(),
 			Mode: "closed", Rate: p.Rate, Alpha: p.Alpha, Margin: p.Margin, Seed: p.Seed,
 		},
-		Cells:           []Cell{},
-		Recommendations: []Recommendation{},
-		Crossovers:      []Crossover{},
+		Cells:           []verdict.Cell{},
+		Recommendations: []verdict.Recommendation{},
+		Crossovers:      []verdict.Crossover{},
 	}
 	if p.Rate > 0 {
 		r.report.Settings.Mode = "open"
@@ -86,7 +87,7 @@ func Run(ctx context.Context, p Plan, s Servers, progress io.Writer) (*Report, e
 	if p.SLO != nil {
 		r.report.Settings.SLO = p.SLO.String()
 	}
-	if w := p.powerWarning(); w != "" {
+	if w := p.sampling().PowerWarning(); w != "" {
 		r.report.Warnings = append(r.report.Warnings, w)
 		fmt.Fprintln(r.out, "warning:", w)
 	}
@@ -259,9 +260,9 @@ func (r *runner) runAll(ctx context.Context) error {
 	}
 	fmt.Fprintf(r.out, "plan: %d cells × (%d samples of %v + a %v warm-up), %s: about %v\n",
 		est.Cells, r.plan.Repeats, r.plan.Duration, r.plan.Warmup, mode, est.Duration.Round(time.Second))
-	if k := r.plan.looks(); k > 1 {
+	if k := r.plan.sampling().Looks(); k > 1 {
 		fmt.Fprintf(r.out, "undecided verdicts: their contenders up to %d samples, %d looks at p < %.3g each (alpha %v over %d looks): at most %v more\n",
-			r.plan.MaxRepeats, k, r.plan.rule().look, r.plan.Alpha, k, est.MoreAtMost.Round(time.Second))
+			r.plan.MaxRepeats, k, r.plan.sampling().LookAlpha(), r.plan.Alpha, k, est.MoreAtMost.Round(time.Second))
 		r.moreBudget, r.moreLeft = est.MoreAtMost, est.MoreAtMost
 	}
 	if r.plan.SLO != nil {

@@ -12,6 +12,7 @@ import (
 
 	redigo "github.com/gomodule/redigo/redis"
 	"github.com/redisx-go/kit/benchmarks"
+	"github.com/redisx-go/kit/benchmarks/verdict"
 	"github.com/redisx-go/kit/internal/launcher"
 	"github.com/redisx-go/kit/strategy"
 )
@@ -52,7 +53,7 @@ func TestRunMeasuresEveryCellAndCleansUp(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Run: %v\n%s", err, progress.String())
 	}
-	if rep.Partial || rep.Version != benchmarks.ReportVersion || rep.Machine.RedisVersion == "" || rep.Machine.GOMAXPROCS == 0 {
+	if rep.Partial || rep.Version != verdict.ReportVersion || rep.Machine.RedisVersion == "" || rep.Machine.GOMAXPROCS == 0 {
 		t.Errorf("report header: partial %v, version %d, machine %+v", rep.Partial, rep.Version, rep.Machine)
 	}
 	if _, err := os.Stat("/proc/cpuinfo"); err == nil && rep.Machine.CPUModel == "" {
@@ -97,7 +98,7 @@ func TestRunMeasuresEveryCellAndCleansUp(t *testing.T) {
 	for _, r := range rep.Recommendations {
 		// Two samples can never reach p < 0.05, nor an interval: undecided
 		// by construction, naming no target.
-		if r.Confidence != benchmarks.Undecided || r.Strategy != "" || r.URL != "" || r.Go != "" || len(r.Contenders) != 2 {
+		if r.Confidence != verdict.Undecided || r.Strategy != "" || r.URL != "" || r.Go != "" || len(r.Contenders) != 2 {
 			t.Errorf("verdict %+v: want undecided between both targets with 2 samples, no URL", r)
 		}
 	}
@@ -155,7 +156,7 @@ func TestRunNamesTheOnlyTargetWithItsURL(t *testing.T) {
 		t.Fatalf("recommendations = %+v; want one", rep.Recommendations)
 	}
 	r := rep.Recommendations[0]
-	if r.Strategy != "pool-4" || r.Confidence != benchmarks.Significant || r.RunnerUp != "" {
+	if r.Strategy != "pool-4" || r.Confidence != verdict.Significant || r.RunnerUp != "" {
 		t.Errorf("verdict %+v; want pool-4, the only target", r)
 	}
 	if !strings.HasPrefix(r.URL, "redis://"+srv.Addr()+"?strategy=pool") || !strings.Contains(r.Go, srv.Addr()) {

@@ -8,6 +8,7 @@ import (
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/redisx-go/kit/benchmarks/load"
+	"github.com/redisx-go/kit/benchmarks/verdict"
 )
 
 // A probe of the SLO search decides whether a rate holds the SLO on the
@@ -207,9 +208,9 @@ func probeQuantile(slo SLO, rate float64, span time.Duration, next func(d time.D
 }
 
 // record is r as the report's record of a probe at rate.
-func (r probeResult) record(rate float64) SLOProbe {
+func (r probeResult) record(rate float64) verdict.SLOProbe {
 	ms := func(d time.Duration) float64 { return float64(d) / 1e6 }
-	p := SLOProbe{Rate: rate, Passed: r.ok, Outcome: r.outcome, Samples: r.samples, Ops: r.ops,
+	p := verdict.SLOProbe{Rate: rate, Passed: r.ok, Outcome: r.outcome, Samples: r.samples, Ops: r.ops,
 		PercentileMs: ms(r.pct), LoMs: ms(r.lo), WorstMs: ms(r.worst), LatenessP99ms: ms(r.lateness), Why: r.why}
 	if r.hi != unbounded {
 		p.HiMs = ms(r.hi)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/redisx-go/kit/benchmarks"
+	"github.com/redisx-go/kit/benchmarks/verdict"
 	"github.com/redisx-go/kit/redisx"
 )
 
@@ -220,7 +221,7 @@ func derivedCommand(args []string, c benchmarks.Custom) string {
 
 // pointAnswer points the answer of a run on the embedded servers at the
 // profiled server, or says which address to replace.
-func (o *options) pointAnswer(rep *benchmarks.Report) error {
+func (o *options) pointAnswer(rep *verdict.Report) error {
 	a := rep.Answer
 	if a == nil || a.URL == "" {
 		return nil // no configuration named (undecided), or none a URL expresses
@@ -233,7 +234,7 @@ func (o *options) pointAnswer(rep *benchmarks.Report) error {
 		}
 	}
 	if p := o.profiled; p != nil {
-		return a.Retarget(benchmarks.AnswerAddress{Addrs: []string{p.Addr}, Username: p.Username, Password: p.Password, DB: p.DB, TLS: p.TLS},
+		return benchmarks.Retarget(a, benchmarks.AnswerAddress{Addrs: []string{p.Addr}, Username: p.Username, Password: p.Password, DB: p.DB, TLS: p.TLS},
 			fmt.Sprintf("measured on the harness's own server %s with the workload read from %s; the URL points at %s", measured, p.Addr, p.Addr))
 	}
 	a.Note = fmt.Sprintf("measured on the harness's own server: replace %s with your server's address", measured)

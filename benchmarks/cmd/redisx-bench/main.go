@@ -78,6 +78,7 @@ import (
 
 	"github.com/redisx-go/kit/benchmarks"
 	"github.com/redisx-go/kit/benchmarks/report"
+	"github.com/redisx-go/kit/benchmarks/verdict"
 	"github.com/redisx-go/kit/redisx"
 )
 
@@ -423,7 +424,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "redisx-bench:", err)
 		return exitUsage
 	}
-	var base *benchmarks.Report
+	var base *verdict.Report
 	if o.base != "" {
 		if base, err = benchmarks.LoadReport(o.base); err != nil {
 			fmt.Fprintln(stderr, "redisx-bench:", err)
@@ -477,7 +478,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if base != nil {
-		rep.Baseline = benchmarks.CompareBaseline(base, rep, plan.Alpha, plan.Margin)
+		rep.Baseline = verdict.CompareBaseline(base, rep, plan.Alpha, plan.Margin)
 		rep.Baseline.File = o.base
 		if !rep.Baseline.Compatible {
 			fmt.Fprintf(stderr, "redisx-bench: WARNING: the baseline %s was not measured like with like: %s\n",

@@ -1,4 +1,4 @@
-package benchmarks
+package verdict
 
 import (
 	"cmp"
@@ -55,7 +55,7 @@ type pair struct {
 func newPair(a, b Cell, ru rule) pair {
 	as, bs := scoreSamples(a), scoreSamples(b)
 	r := newLogRatios(as, bs)
-	v := pair{p: compare(as, bs, ru.alpha), m: ratio(score(a), score(b)), est: r.estimate(), n: min(len(as), len(bs))}
+	v := pair{p: RankP(as, bs, ru.alpha), m: ratio(score(a), score(b)), est: r.estimate(), n: min(len(as), len(bs))}
 	v.lo, v.hi = r.interval(ru.look)
 	v.elo, v.ehi = r.interval(2 * ru.look)
 	v.eok = r.covers(2 * ru.look)

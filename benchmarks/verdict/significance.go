@@ -1,4 +1,4 @@
-package benchmarks
+package verdict
 
 import (
 	"cmp"
@@ -15,7 +15,7 @@ import (
 // targets' throughputs, a multiple-comparison correction, and the least
 // number of samples that can ever be significant.
 
-// ratioInterval returns the 1-alpha confidence interval of the ratio of
+// RatioInterval returns the 1-alpha confidence interval of the ratio of
 // a's throughput to b's: the Hodges–Lehmann interval of the shift between
 // the logarithms of the samples, found by inverting the same Mann–Whitney
 // test that gives the p-value (so that "p < alpha" and "the interval
@@ -31,12 +31,12 @@ import (
 // the range of the pairwise ratios, which no 95% interval can be narrower
 // than. With an empty side, or a sample that is not positive (no ratio of
 // logarithms), it is [0, +Inf].
-func ratioInterval(a, b []float64, alpha float64) (lo, hi float64) {
+func RatioInterval(a, b []float64, alpha float64) (lo, hi float64) {
 	return newLogRatios(a, b).interval(alpha)
 }
 
 // logRatios are the sorted pairwise differences log(a[i]) - log(b[j]) of
-// two samples: every interval of their ratio (ratioInterval) and its
+// two samples: every interval of their ratio (RatioInterval) and its
 // Hodges–Lehmann estimate are order statistics of them.
 type logRatios struct {
 	d    []float64
@@ -60,7 +60,7 @@ func newLogRatios(a, b []float64) logRatios {
 	return logRatios{d: d, n: n, m: m}
 }
 
-// interval is the 1-alpha interval of the ratio (see ratioInterval).
+// interval is the 1-alpha interval of the ratio (see RatioInterval).
 func (r logRatios) interval(alpha float64) (lo, hi float64) {
 	if len(r.d) == 0 {
 		return 0, math.Inf(1)
@@ -145,28 +145,28 @@ func MinRepeats(alpha float64) int {
 		for i := range n {
 			a[i], b[i] = float64(i+1), float64(n+i+1)
 		}
-		if compare(a, b, alpha) < alpha && uCritical(n, n, alpha) > 0 {
+		if RankP(a, b, alpha) < alpha && uCritical(n, n, alpha) > 0 {
 			return n
 		}
 	}
 	return limit
 }
 
-// powerWarning says when p is too small for any verdict to be
+// PowerWarning says when s is too small for any verdict to be
 // significant or equivalent: fewer samples, even at the last look, than
-// MinRepeats at the alpha of a look.
-func (p Plan) powerWarning() string {
-	look := p.rule().look
+// MinRepeats at the alpha of a look; empty otherwise.
+func (s Sampling) PowerWarning() string {
+	look := s.rule().look
 	need := MinRepeats(look)
-	if p.MaxRepeats >= need {
+	if s.MaxRepeats >= need {
 		return ""
 	}
 	flag := fmt.Sprintf("-repeats %d or more", need)
-	if p.looks() > 1 {
+	if s.Looks() > 1 {
 		flag = fmt.Sprintf("-max-repeats %d or more", need)
 	}
 	return fmt.Sprintf("%d samples per cell cannot reach significance: Mann-Whitney at alpha %.3g needs at least %d a side, "+
-		"so every verdict will be undecided and every baseline change insignificant (%s)", p.MaxRepeats, look, need, flag)
+		"so every verdict will be undecided and every baseline change insignificant (%s)", s.MaxRepeats, look, need, flag)
 }
 
 // Median returns the median of xs (the mean of the middle two for an even

@@ -1,4 +1,4 @@
-package benchmarks
+package verdict
 
 // What a verdict ranks and compares cells by, higher better: a center
 // (the leader has the highest) and the samples the rank test compares.

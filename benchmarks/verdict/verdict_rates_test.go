@@ -1,4 +1,4 @@
-package benchmarks_test
+package verdict_test
 
 import (
 	"fmt"
@@ -6,7 +6,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/redisx-go/kit/benchmarks"
+	"github.com/redisx-go/kit/benchmarks/verdict"
+	"github.com/redisx-go/kit/benchmarks/verdict/verdicttest"
 )
 
 // The verdict's error rates on synthetic samples, through the sequential
@@ -21,85 +22,36 @@ type synthTarget struct {
 	conns  int
 }
 
+// defaultSampling is the sequential sampling of the default plan: 6
+// samples a look, up to 18, at alpha 0.05 and a margin of 5%.
+var defaultSampling = verdict.Sampling{Alpha: 0.05, Margin: 0.05, Repeats: 6, MaxRepeats: 18}
+
 // sequentialVerdict measures targets at level as Run does under p — p.Repeats
 // samples each, then more for the contenders of an undecided verdict,
 // look after look — drawing samples of spread sigma; it returns the
 // verdict and the cells.
-func sequentialVerdict(rng *rand.Rand, p benchmarks.Plan, workload string, level int, sigma float64, ts []synthTarget) (benchmarks.Recommendation, []benchmarks.Cell) {
-	cells := make([]benchmarks.Cell, len(ts))
+func sequentialVerdict(rng *rand.Rand, p verdict.Sampling, workload string, level int, sigma float64, ts []synthTarget) (verdict.Recommendation, []verdict.Cell) {
+	cells := make([]verdict.Cell, len(ts))
 	for i, tg := range ts {
 		cells[i] = synthCell(workload, tg.name, level, tg.conns, draw(rng, p.Repeats, tg.median, sigma))
 	}
-	for look := 1; look < benchmarks.Looks(p); look++ {
-		_, more := benchmarks.NextLook(p, cells)
+	for look := 1; look < p.Looks(); look++ {
+		_, more := p.NextLook(cells)
 		if more == nil {
 			break
 		}
-		want := benchmarks.LookSamples(p, look+1)
+		want := p.LookSamples(look + 1)
 		for i, tg := range ts {
 			if c := &cells[i]; slices.Contains(more, c.Target) && c.Samples < want {
 				*c = synthCell(workload, tg.name, level, tg.conns, append(c.QPSSamples, draw(rng, want-c.Samples, tg.median, sigma)...))
 			}
 		}
 	}
-	recs := benchmarks.RecommendPlan(p, cells)
+	recs := p.Recommend(cells)
 	if len(recs) != 1 {
 		panic(fmt.Sprintf("%d verdicts of one level", len(recs)))
 	}
 	return recs[0], cells
-}
-
-// namesNoSlower fails t when rec names a target another target of cells
-// beats with p < 0.05 (and an interval of the ratio above 1): bar V1,
-// which the rule keeps even among equivalent targets.
-func namesNoSlower(t *testing.T, rec benchmarks.Recommendation, cells []benchmarks.Cell) {
-	t.Helper()
-	if rec.Strategy == "" {
-		return
-	}
-	i := slices.IndexFunc(cells, func(c benchmarks.Cell) bool { return c.Target == rec.Strategy })
-	for _, c := range cells {
-		if c.Target == rec.Strategy {
-			continue
-		}
-		p := benchmarks.RankP(c.QPSSamples, cells[i].QPSSamples)
-		if lo, _ := benchmarks.RatioInterval(c.QPSSamples, cells[i].QPSSamples, 0.05); p < 0.05 && lo > 1 {
-			t.Errorf("%s named (%s) though %s beats it: p = %.4f, interval of the ratio from %.3f", rec.Strategy, rec.Confidence, c.Target, p, lo)
-		}
-	}
-}
-
-// outcomes counts verdicts by outcome, and how many named each target.
-type outcomes struct {
-	n                                  int
-	significant, equivalent, undecided int
-	named                              map[string]int
-	samples                            int // of every target, summed
-}
-
-func (o *outcomes) add(rec benchmarks.Recommendation, cells []benchmarks.Cell) {
-	if o.named == nil {
-		o.named = map[string]int{}
-	}
-	o.n++
-	switch rec.Confidence {
-	case benchmarks.Significant:
-		o.significant++
-	case benchmarks.Equivalent:
-		o.equivalent++
-	case benchmarks.Undecided:
-		o.undecided++
-	}
-	o.named[rec.Strategy]++
-	for _, c := range cells {
-		o.samples += c.Samples
-	}
-}
-
-func (o outcomes) String() string {
-	pct := func(k int) string { return fmt.Sprintf("%.1f%%", 100*float64(k)/float64(max(o.n, 1))) }
-	return fmt.Sprintf("%d verdicts: significant %s, equivalent %s, undecided %s; named %v; %.1f samples per verdict",
-		o.n, pct(o.significant), pct(o.equivalent), pct(o.undecided), o.named, float64(o.samples)/float64(max(o.n, 1)))
 }
 
 var spreads = []float64{0.02, 0.05, 0.1, 0.2}
@@ -108,9 +60,9 @@ var spreads = []float64{0.02, 0.05, 0.1, 0.2}
 // one distribution win in at most 5% of verdicts, and never cross.
 func TestVerdictRateTwins(t *testing.T) {
 	rng := rand.New(rand.NewPCG(29, 1))
-	p := benchmarks.DefaultPlan()
+	p := defaultSampling
 	levels := []int{1, 10, 50, 100, 500, 1000}
-	var all outcomes
+	var all verdicttest.Outcomes
 	crossovers := 0
 	for trial := range 120 {
 		sigma := spreads[trial%len(spreads)]
@@ -118,18 +70,18 @@ func TestVerdictRateTwins(t *testing.T) {
 		for i := range 2 + trial%3 {
 			ts = append(ts, synthTarget{fmt.Sprintf("t%d", i), 100_000, 1 + i})
 		}
-		var recs []benchmarks.Recommendation
+		var recs []verdict.Recommendation
 		for _, l := range levels {
 			rec, cells := sequentialVerdict(rng, p, "get", l, sigma, ts)
-			namesNoSlower(t, rec, cells)
-			all.add(rec, cells)
+			verdicttest.NamesNoSlower(t, rec, cells)
+			all.Add(rec, cells)
 			recs = append(recs, rec)
 		}
-		crossovers += len(benchmarks.FindCrossovers(recs))
+		crossovers += len(verdict.FindCrossovers(recs))
 	}
 	t.Logf("twins: %v; %d crossovers", all, crossovers)
-	if float64(all.significant) > 0.05*float64(all.n) {
-		t.Errorf("twins: %d of %d verdicts significant; want at most 5%%", all.significant, all.n)
+	if float64(all.Significant) > 0.05*float64(all.N) {
+		t.Errorf("twins: %d of %d verdicts significant; want at most 5%%", all.Significant, all.N)
 	}
 	if crossovers > 0 {
 		t.Errorf("twins crossed %d times; want never", crossovers)
@@ -141,17 +93,17 @@ func TestVerdictRateTwins(t *testing.T) {
 // it holds fewer connections (the tie-break's favourite).
 func TestVerdictRateTenPercentSlower(t *testing.T) {
 	rng := rand.New(rand.NewPCG(29, 2))
-	p := benchmarks.DefaultPlan()
+	p := defaultSampling
 	for _, sigma := range spreads {
-		var o outcomes
+		var o verdicttest.Outcomes
 		for range 150 {
 			rec, cells := sequentialVerdict(rng, p, "get", 10, sigma, []synthTarget{{"fast", 100_000, 4}, {"slow", 90_000, 1}})
-			namesNoSlower(t, rec, cells)
-			o.add(rec, cells)
+			verdicttest.NamesNoSlower(t, rec, cells)
+			o.Add(rec, cells)
 		}
 		t.Logf("10%% slower, spread %v: %v", sigma, o)
-		if o.named["slow"] > 0 || o.equivalent > 0 {
-			t.Errorf("10%% slower, spread %v: the slower named %d times, equivalent %d times of %d; want never", sigma, o.named["slow"], o.equivalent, o.n)
+		if o.Named["slow"] > 0 || o.Equivalent > 0 {
+			t.Errorf("10%% slower, spread %v: the slower named %d times, equivalent %d times of %d; want never", sigma, o.Named["slow"], o.Equivalent, o.N)
 		}
 	}
 }
@@ -161,20 +113,20 @@ func TestVerdictRateTenPercentSlower(t *testing.T) {
 // 2.5% (half of alpha: a win is one side of a two-sided test).
 func TestVerdictRateTwoPercent(t *testing.T) {
 	rng := rand.New(rand.NewPCG(29, 3))
-	p := benchmarks.DefaultPlan()
-	var all outcomes
+	p := defaultSampling
+	var all verdicttest.Outcomes
 	for _, sigma := range spreads {
-		var o outcomes
+		var o verdicttest.Outcomes
 		for range 150 {
 			rec, cells := sequentialVerdict(rng, p, "get", 10, sigma, []synthTarget{{"fast", 100_000, 4}, {"slow", 98_000, 1}})
-			namesNoSlower(t, rec, cells)
-			o.add(rec, cells)
-			all.add(rec, cells)
+			verdicttest.NamesNoSlower(t, rec, cells)
+			o.Add(rec, cells)
+			all.Add(rec, cells)
 		}
 		t.Logf("2%% apart, spread %v: %v", sigma, o)
 	}
-	if float64(all.significant) > 0.025*float64(all.n) {
-		t.Errorf("2%% apart: %d of %d verdicts significant; want at most 2.5%%", all.significant, all.n)
+	if float64(all.Significant) > 0.025*float64(all.N) {
+		t.Errorf("2%% apart: %d of %d verdicts significant; want at most 2.5%%", all.Significant, all.N)
 	}
 }
 
@@ -184,19 +136,19 @@ func TestVerdictRateTwoPercent(t *testing.T) {
 // significantly faster than, and an alternative is slower than it.
 func TestVerdictNamesNoSlowerTargetAmongMany(t *testing.T) {
 	rng := rand.New(rand.NewPCG(29, 4))
-	p := benchmarks.DefaultPlan()
-	var o outcomes
+	p := defaultSampling
+	var o verdicttest.Outcomes
 	for trial := range 400 {
 		var ts []synthTarget
 		for i := range 2 + trial%4 {
 			ts = append(ts, synthTarget{fmt.Sprintf("t%d", i), 100_000 * (0.85 + 0.15*rng.Float64()), 1 + rng.IntN(8)})
 		}
 		rec, cells := sequentialVerdict(rng, p, "get", 10, spreads[trial%len(spreads)], ts)
-		namesNoSlower(t, rec, cells)
-		if rec.Alternative != "" && rec.Confidence != benchmarks.Equivalent {
+		verdicttest.NamesNoSlower(t, rec, cells)
+		if rec.Alternative != "" && rec.Confidence != verdict.Equivalent {
 			t.Errorf("an alternative on a %s verdict: %q", rec.Confidence, rec.Alternative)
 		}
-		o.add(rec, cells)
+		o.Add(rec, cells)
 	}
 	t.Logf("targets within 15%%: %v", o)
 }

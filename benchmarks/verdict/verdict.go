@@ -1,4 +1,4 @@
-package benchmarks
+package verdict
 
 import (
 	"cmp"
@@ -16,7 +16,7 @@ import (
 // Every verdict has one of three outcomes, decided on the interval of the
 // ratio of two targets' scores (throughputs; in open loop, inverse p99s):
 // the Hodges–Lehmann interval that inverts the Mann–Whitney rank test
-// the p-value comes from (see ratioInterval). The leader is the redisx
+// the p-value comes from (see RatioInterval). The leader is the redisx
 // target with the highest median score among the cells that did not fail
 // (see score).
 //

@@ -1,23 +1,23 @@
-package benchmarks_test
+package verdict_test
 
 import (
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/redisx-go/kit/benchmarks"
+	"github.com/redisx-go/kit/benchmarks/verdict"
 )
 
 // cell is a synthetic cell of workload "get" whose QPS samples are base
 // plus the offsets (in QPS); QPS is their median, as Run computes it.
-func cell(target string, level, conns int, base float64, offsets ...float64) benchmarks.Cell {
+func cell(target string, level, conns int, base float64, offsets ...float64) verdict.Cell {
 	xs := make([]float64, len(offsets))
 	for i, o := range offsets {
 		xs[i] = base + o
 	}
-	return benchmarks.Cell{
+	return verdict.Cell{
 		Workload: "get", Target: target, Concurrency: level, Conns: conns,
-		QPS: benchmarks.Median(xs), QPSSamples: xs, Samples: len(xs),
+		QPS: verdict.Median(xs), QPSSamples: xs, Samples: len(xs),
 	}
 }
 
@@ -27,7 +27,7 @@ var (
 	noisy = []float64{-20000, 15000, -8000, 4000, -1000, 19000}
 )
 
-func only(t *testing.T, recs []benchmarks.Recommendation) benchmarks.Recommendation {
+func only(t *testing.T, recs []verdict.Recommendation) verdict.Recommendation {
 	t.Helper()
 	if len(recs) != 1 {
 		t.Fatalf("Recommend returned %d verdicts, want 1: %+v", len(recs), recs)
@@ -36,12 +36,12 @@ func only(t *testing.T, recs []benchmarks.Recommendation) benchmarks.Recommendat
 }
 
 func TestVerdictClearWinIsSignificant(t *testing.T) {
-	rec := only(t, benchmarks.Recommend([]benchmarks.Cell{
+	rec := only(t, verdict.Recommend([]verdict.Cell{
 		cell("pool-32", 10, 32, 100_000, tight...),
 		cell("multiplexed-1", 10, 1, 130_000, tight...),
 		cell("pool-8", 10, 8, 90_000, tight...),
 	}, 0.05, 0.05))
-	if rec.Strategy != "multiplexed-1" || rec.Confidence != benchmarks.Significant || rec.RunnerUp != "pool-32" {
+	if rec.Strategy != "multiplexed-1" || rec.Confidence != verdict.Significant || rec.RunnerUp != "pool-32" {
 		t.Fatalf("verdict = %s (%s) over %s; want multiplexed-1 (significant) over pool-32", rec.Strategy, rec.Confidence, rec.RunnerUp)
 	}
 	if rec.PValue >= 0.05 || rec.Margin < 0.29 || rec.Margin > 0.31 {
@@ -55,11 +55,11 @@ func TestVerdictClearWinIsSignificant(t *testing.T) {
 func TestVerdictNoiseIsUndecided(t *testing.T) {
 	// pool-32's median is higher, but the samples overlap: no rank test
 	// can tell them apart, nor put them within 5% of each other.
-	rec := only(t, benchmarks.Recommend([]benchmarks.Cell{
+	rec := only(t, verdict.Recommend([]verdict.Cell{
 		cell("pool-32", 10, 32, 104_000, noisy...),
 		cell("multiplexed-1", 10, 1, 100_000, noisy...),
 	}, 0.05, 0.05))
-	if rec.Confidence != benchmarks.Undecided || rec.Strategy != "" {
+	if rec.Confidence != verdict.Undecided || rec.Strategy != "" {
 		t.Fatalf("verdict %q (%s, p = %v); want undecided, naming no target", rec.Strategy, rec.Confidence, rec.PValue)
 	}
 	if want := []string{"pool-32", "multiplexed-1"}; !slices.Equal(rec.Contenders, want) || rec.RunnerUp != "multiplexed-1" {
@@ -77,11 +77,11 @@ func TestVerdictSmallSignificantDifferenceIsEquivalentAndNamesTheFaster(t *testi
 	// tie-break would pick multiplexed-1 (1 connection), but it is
 	// significantly slower: pool-32 is named, multiplexed-1 offered as
 	// the alternative, with its cost.
-	rec := only(t, benchmarks.Recommend([]benchmarks.Cell{
+	rec := only(t, verdict.Recommend([]verdict.Cell{
 		cell("multiplexed-1", 10, 1, 100_000, tight...),
 		cell("pool-32", 10, 32, 103_000, tight...),
 	}, 0.05, 0.05))
-	if rec.Confidence != benchmarks.Equivalent || rec.Strategy != "pool-32" {
+	if rec.Confidence != verdict.Equivalent || rec.Strategy != "pool-32" {
 		t.Fatalf("verdict %s (%s, margin %v [%v, %v]); want pool-32, equivalent", rec.Strategy, rec.Confidence, rec.Margin, rec.MarginLo, rec.MarginHi)
 	}
 	if rec.PValue >= 0.05 || rec.MarginLo < -0.048 || rec.MarginHi > 0.05 || rec.IntervalLevel != 0.9 {
@@ -95,11 +95,11 @@ func TestVerdictSmallSignificantDifferenceIsEquivalentAndNamesTheFaster(t *testi
 		t.Errorf("Alternative = %q; want %q…, quantified", rec.Alternative, want)
 	}
 	// And with a 2% margin the same samples make a significant win.
-	rec = only(t, benchmarks.Recommend([]benchmarks.Cell{
+	rec = only(t, verdict.Recommend([]verdict.Cell{
 		cell("multiplexed-1", 10, 1, 100_000, tight...),
 		cell("pool-32", 10, 32, 103_000, tight...),
 	}, 0.05, 0.02))
-	if rec.Strategy != "pool-32" || rec.Confidence != benchmarks.Significant {
+	if rec.Strategy != "pool-32" || rec.Confidence != verdict.Significant {
 		t.Errorf("with a 2%% margin: %s (%s); want pool-32 (significant)", rec.Strategy, rec.Confidence)
 	}
 }
@@ -111,25 +111,25 @@ func TestVerdictNeverNamesASignificantlySlowerTarget(t *testing.T) {
 	pool.MaxConns = 8
 	mux1 := synthCell("custom", "multiplexed-1", 1, 1, []float64{25_400, 26_400, 27_400, 28_400, 29_400, 30_300})
 	mux1.MaxConns = 1
-	rec := only(t, benchmarks.Recommend([]benchmarks.Cell{pool, mux1}, 0.05, 0.05))
+	rec := only(t, verdict.Recommend([]verdict.Cell{pool, mux1}, 0.05, 0.05))
 	if rec.Strategy == "multiplexed-1" {
 		t.Errorf("verdict names multiplexed-1 (%s, margin %+.3f [%+.3f, %+.3f], p %.3f), slower than pool-8 in every sample",
 			rec.Confidence, rec.Margin, rec.MarginLo, rec.MarginHi, rec.PValue)
 	}
-	if rec.Confidence != benchmarks.Undecided || rec.Strategy != "" {
+	if rec.Confidence != verdict.Undecided || rec.Strategy != "" {
 		t.Errorf("verdict %q (%s, margin %+.3f [%+.3f, %+.3f]); want undecided: 10%% apart, the interval reaching under 5%%",
 			rec.Strategy, rec.Confidence, rec.Margin, rec.MarginLo, rec.MarginHi)
 	}
 }
 
 func TestVerdictEquivalentPicksFewerConnections(t *testing.T) {
-	rec := only(t, benchmarks.Recommend([]benchmarks.Cell{
+	rec := only(t, verdict.Recommend([]verdict.Cell{
 		cell("pool-100", 100, 100, 100_200, tight...),
 		cell("multiplexed-1", 100, 1, 100_000, tight...),
 		cell("pool-8", 100, 8, 99_900, tight...),
 		cell("pool-32", 100, 32, 60_000, tight...), // clearly slower: not among the equivalent
 	}, 0.05, 0.05))
-	if rec.Strategy != "multiplexed-1" || rec.Confidence != benchmarks.Equivalent {
+	if rec.Strategy != "multiplexed-1" || rec.Confidence != verdict.Equivalent {
 		t.Fatalf("verdict = %s (%s; %s); want multiplexed-1 by tie-break", rec.Strategy, rec.Confidence, rec.TieBreak)
 	}
 	if rec.RunnerUp != "pool-100" || rec.Margin >= 0 || rec.Alternative != "" {
@@ -147,8 +147,8 @@ func TestVerdictEquivalentEqualConnectionsPrefersLowerBound(t *testing.T) {
 	a.MaxConns = 100
 	b := cell("multiplexed-1", 1, 1, 40_000, tight...)
 	b.MaxConns = 1
-	rec := only(t, benchmarks.Recommend([]benchmarks.Cell{a, b}, 0.05, 0.05))
-	if rec.Strategy != "multiplexed-1" || rec.Confidence != benchmarks.Equivalent || rec.Alternative != "" {
+	rec := only(t, verdict.Recommend([]verdict.Cell{a, b}, 0.05, 0.05))
+	if rec.Strategy != "multiplexed-1" || rec.Confidence != verdict.Equivalent || rec.Alternative != "" {
 		t.Fatalf("verdict = %s (%s), alternative %q; want multiplexed-1 (same connections seen, lower bound), no alternative",
 			rec.Strategy, rec.Confidence, rec.Alternative)
 	}
@@ -159,12 +159,12 @@ func TestVerdictNeverRecommendsAPeerOrAFailedCell(t *testing.T) {
 	peer.Peer = true
 	broken := cell("pool-32", 100, 32, 500_000, tight...)
 	broken.Failed, broken.Errors = true, 3
-	rec := only(t, benchmarks.Recommend([]benchmarks.Cell{
+	rec := only(t, verdict.Recommend([]verdict.Cell{
 		peer, broken,
 		cell("multiplexed-1", 100, 1, 200_000, tight...),
 		cell("pool-8", 100, 8, 100_000, tight...),
 	}, 0.05, 0.05))
-	if rec.Strategy != "multiplexed-1" || rec.RunnerUp != "pool-8" || rec.Confidence != benchmarks.Significant {
+	if rec.Strategy != "multiplexed-1" || rec.RunnerUp != "pool-8" || rec.Confidence != verdict.Significant {
 		t.Fatalf("verdict = %s (%s) over %s; want multiplexed-1 (significant) over pool-8", rec.Strategy, rec.Confidence, rec.RunnerUp)
 	}
 	if rec.Peer != "rueidis" || rec.PeerRatio < 0.66 || rec.PeerRatio > 0.67 {
@@ -173,7 +173,7 @@ func TestVerdictNeverRecommendsAPeerOrAFailedCell(t *testing.T) {
 }
 
 func TestCrossoverBracketsTheLevelsWhereTheLeaderChanges(t *testing.T) {
-	var cells []benchmarks.Cell
+	var cells []verdict.Cell
 	for _, l := range []int{1, 4, 10, 100} {
 		mux, pool := 100_000.0, 60_000.0
 		if l >= 10 {
@@ -181,13 +181,13 @@ func TestCrossoverBracketsTheLevelsWhereTheLeaderChanges(t *testing.T) {
 		}
 		cells = append(cells, cell("multiplexed-1", l, 1, mux, tight...), cell("pool-32", l, 32, pool, tight...))
 	}
-	recs := benchmarks.Recommend(cells, 0.05, 0.05)
-	xs := benchmarks.FindCrossovers(recs)
+	recs := verdict.Recommend(cells, 0.05, 0.05)
+	xs := verdict.FindCrossovers(recs)
 	if len(xs) != 1 {
 		t.Fatalf("crossovers = %+v; want one", xs)
 	}
 	x := xs[0]
-	if x.From != "multiplexed-1" || x.To != "pool-32" || x.Below != 4 || x.Above != 10 || x.Confidence != benchmarks.Significant {
+	if x.From != "multiplexed-1" || x.To != "pool-32" || x.Below != 4 || x.Above != 10 || x.Confidence != verdict.Significant {
 		t.Errorf("crossover = %+v; want multiplexed-1 → pool-32 between 4 and 10, significant", x)
 	}
 	if want := "pool-32 overtakes multiplexed-1 between 4 and 10 goroutines"; x.Text != want {
@@ -196,24 +196,24 @@ func TestCrossoverBracketsTheLevelsWhereTheLeaderChanges(t *testing.T) {
 }
 
 func TestCrossoverNeedsSignificantVerdictsOnBothSides(t *testing.T) {
-	recs := []benchmarks.Recommendation{
-		{Workload: "get", Concurrency: 1, Strategy: "pool-8", Confidence: benchmarks.Equivalent},
-		{Workload: "get", Concurrency: 10, Strategy: "multiplexed-1", Confidence: benchmarks.Significant},
-		{Workload: "get", Concurrency: 50, Confidence: benchmarks.Undecided, Contenders: []string{"pool-8", "multiplexed-1"}},
-		{Workload: "get", Concurrency: 100, Strategy: "pool-8", Confidence: benchmarks.Significant},
-		{Workload: "get", Concurrency: 500, Strategy: "multiplexed-1", Confidence: benchmarks.Equivalent},
+	recs := []verdict.Recommendation{
+		{Workload: "get", Concurrency: 1, Strategy: "pool-8", Confidence: verdict.Equivalent},
+		{Workload: "get", Concurrency: 10, Strategy: "multiplexed-1", Confidence: verdict.Significant},
+		{Workload: "get", Concurrency: 50, Confidence: verdict.Undecided, Contenders: []string{"pool-8", "multiplexed-1"}},
+		{Workload: "get", Concurrency: 100, Strategy: "pool-8", Confidence: verdict.Significant},
+		{Workload: "get", Concurrency: 500, Strategy: "multiplexed-1", Confidence: verdict.Equivalent},
 		// Equivalent verdicts never cross, whatever their tie-breaks named.
-		{Workload: "setget", Concurrency: 1, Strategy: "multiplexed-1", Confidence: benchmarks.Equivalent},
-		{Workload: "setget", Concurrency: 10, Strategy: "multiplexed-2", Confidence: benchmarks.Equivalent},
-		{Workload: "setget", Concurrency: 50, Strategy: "multiplexed-1", Confidence: benchmarks.Equivalent},
+		{Workload: "setget", Concurrency: 1, Strategy: "multiplexed-1", Confidence: verdict.Equivalent},
+		{Workload: "setget", Concurrency: 10, Strategy: "multiplexed-2", Confidence: verdict.Equivalent},
+		{Workload: "setget", Concurrency: 50, Strategy: "multiplexed-1", Confidence: verdict.Equivalent},
 	}
-	xs := benchmarks.FindCrossovers(recs)
+	xs := verdict.FindCrossovers(recs)
 	if len(xs) != 1 {
 		t.Fatalf("crossovers = %+v; want one, between the significant verdicts at 10 and 100", xs)
 	}
 	x := xs[0]
 	if x.From != "multiplexed-1" || x.To != "pool-8" || x.Between != [2]int{10, 100} || x.Below != 10 || x.Above != 100 ||
-		x.Confidence != benchmarks.Significant {
+		x.Confidence != verdict.Significant {
 		t.Errorf("crossover = %+v; want multiplexed-1 → pool-8 between [10, 100], significant", x)
 	}
 	if want := "pool-8 overtakes multiplexed-1 between 10 and 100 goroutines (no significant winner at 50)"; x.Text != want {
@@ -227,12 +227,12 @@ func TestVerdictTieNeverGoesToAStaleTargetOverACoherentOne(t *testing.T) {
 	// otherwise prefer. Its reads may be stale up to its TTL.
 	none := cell("near-none", 10, 1, 100_100, tight...)
 	none.Stale = true
-	rec := only(t, benchmarks.Recommend([]benchmarks.Cell{
+	rec := only(t, verdict.Recommend([]verdict.Cell{
 		none,
 		cell("near-multiplexed", 10, 2, 100_000, tight...),
 		cell("near-broadcast", 10, 2, 99_950, tight...),
 	}, 0.05, 0.05))
-	if rec.Strategy != "near-multiplexed" || rec.Confidence != benchmarks.Equivalent {
+	if rec.Strategy != "near-multiplexed" || rec.Confidence != verdict.Equivalent {
 		t.Fatalf("verdict = %s (%s; %s); want near-multiplexed, the coherent target with the best score among the fewest connections", rec.Strategy, rec.Confidence, rec.TieBreak)
 	}
 	if !strings.Contains(rec.TieBreak, "near-none") || !strings.Contains(rec.TieBreak, "stale") {
@@ -242,8 +242,8 @@ func TestVerdictTieNeverGoesToAStaleTargetOverACoherentOne(t *testing.T) {
 	// breaks ties only.
 	none = cell("near-none", 10, 1, 130_000, tight...)
 	none.Stale = true
-	rec = only(t, benchmarks.Recommend([]benchmarks.Cell{none, cell("near-multiplexed", 10, 2, 100_000, tight...)}, 0.05, 0.05))
-	if rec.Strategy != "near-none" || rec.Confidence != benchmarks.Significant {
+	rec = only(t, verdict.Recommend([]verdict.Cell{none, cell("near-multiplexed", 10, 2, 100_000, tight...)}, 0.05, 0.05))
+	if rec.Strategy != "near-none" || rec.Confidence != verdict.Significant {
 		t.Errorf("verdict = %s (%s); want near-none, significant", rec.Strategy, rec.Confidence)
 	}
 }

@@ -1,31 +1,14 @@
-package benchmarks
+package verdict
 
 import (
 	"cmp"
 	"encoding/json"
 	"fmt"
 	"maps"
-	"os"
 	"reflect"
 	"slices"
 	"strings"
 )
-
-// LoadReport reads a report.json written by an earlier run.
-func LoadReport(path string) (*Report, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("benchmarks: read report: %w", err)
-	}
-	var r Report
-	if err := json.Unmarshal(data, &r); err != nil {
-		return nil, fmt.Errorf("benchmarks: %s is not a report: %w", path, err)
-	}
-	if r.Version > ReportVersion {
-		return nil, fmt.Errorf("benchmarks: %s has report version %d; this harness reads up to %d", path, r.Version, ReportVersion)
-	}
-	return &r, nil
-}
 
 // CompareBaseline compares cur with an earlier report, benchstat style,
 // with alpha and margin as in Recommend (0.05 and 0.05).
@@ -74,8 +57,8 @@ func CompareBaseline(base, cur *Report, alpha, margin float64) *BaselineComparis
 		if !ok || o.Samples == 0 || c.Samples == 0 || o.Failed || c.Failed {
 			continue
 		}
-		lo, hi := ratioInterval(c.QPSSamples, o.QPSSamples, alpha)
-		p := compare(o.QPSSamples, c.QPSSamples, alpha)
+		lo, hi := RatioInterval(c.QPSSamples, o.QPSSamples, alpha)
+		p := RankP(o.QPSSamples, c.QPSSamples, alpha)
 		ps = append(ps, p)
 		bc.Cells = append(bc.Cells, Delta{
 			Workload: c.Workload, Target: c.Target, Concurrency: c.Concurrency, Peer: c.Peer,

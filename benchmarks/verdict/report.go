@@ -1,4 +1,4 @@
-package benchmarks
+package verdict
 
 import "time"
 
@@ -110,6 +110,23 @@ type Settings struct {
 	Alpha  float64 `json:"alpha"`
 	Margin float64 `json:"margin"`
 	Seed   int64   `json:"seed"` // of the shuffles of target order
+}
+
+// WorkloadInfo says what a workload of the report was: its name and
+// description and, for the custom workload, each of its parts in the form
+// of its redisx-bench flag (so that a program can run it again).
+type WorkloadInfo struct {
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	Mix         string `json:"mix,omitempty"`
+	Keys        int    `json:"keys,omitempty"`
+	KeyDist     string `json:"key_dist,omitempty"`
+	Value       string `json:"value,omitempty"`
+	Batch       int    `json:"batch,omitempty"`
+	TTL         string `json:"ttl,omitempty"` // a Go duration; "0s": no expiry
+	// Source says where the custom workload's description came from:
+	// "flags" or "profile" (read from a server).
+	Source string `json:"source,omitempty"`
 }
 
 // Cell is one workload × target × concurrency level, measured Samples
