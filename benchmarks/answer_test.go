@@ -7,6 +7,7 @@ import (
 
 	"github.com/redisx-go/kit/benchmarks"
 	"github.com/redisx-go/kit/benchmarks/verdict"
+	"github.com/redisx-go/kit/benchmarks/workload"
 	"github.com/redisx-go/kit/internal/launcher"
 	"github.com/redisx-go/kit/redisx"
 	"github.com/redisx-go/kit/strategy"
@@ -14,7 +15,7 @@ import (
 
 func TestRunAnswersForTheFirstWorkloadAtTheUsersConcurrency(t *testing.T) {
 	srv := launcher.Standalone(t, launcher.Options{})
-	c := benchmarks.DefaultCustom()
+	c := workload.DefaultCustom()
 	c.Keys = 100
 	for _, tc := range []struct {
 		at, want int

@@ -13,6 +13,7 @@ import (
 	"github.com/redisx-go/kit/benchmarks"
 	"github.com/redisx-go/kit/benchmarks/load"
 	"github.com/redisx-go/kit/benchmarks/verdict"
+	"github.com/redisx-go/kit/benchmarks/workload"
 	"github.com/redisx-go/kit/strategy"
 )
 
@@ -470,7 +471,7 @@ func (br *bars) p11(t *testing.T) {
 		set[i] = i%2 == 1
 	}
 	mk := func(tg target) benchmarks.Op {
-		p, err := benchmarks.PipelinerOf(tg.client)
+		p, err := workload.PipelinerOf(tg.client)
 		if err != nil {
 			t.Fatalf("%s: %v", tg.name, err)
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/redisx-go/kit/benchmarks"
 	"github.com/redisx-go/kit/benchmarks/verdict"
 	"github.com/redisx-go/kit/benchmarks/verdict/verdicttest"
+	"github.com/redisx-go/kit/benchmarks/workload"
 	"github.com/redisx-go/kit/internal/launcher"
 	"github.com/redisx-go/kit/strategy"
 )
@@ -33,8 +34,8 @@ import (
 func (br *bars) v1v2(t *testing.T) {
 	srv := launcher.Standalone(t, launcher.Options{})
 	servers := benchmarks.Servers{Standalone: srv.Addr()}
-	i := slices.IndexFunc(benchmarks.DefaultWorkloads(), func(w benchmarks.Workload) bool { return w.Name == "get" })
-	get := benchmarks.DefaultWorkloads()[i]
+	i := slices.IndexFunc(workload.DefaultWorkloads(), func(w benchmarks.Workload) bool { return w.Name == "get" })
+	get := workload.DefaultWorkloads()[i]
 	base := func(name string) benchmarks.Target {
 		tg := benchmarks.StrategyTarget(name, strategy.Multiplexed{})
 		tg.Conns = 8

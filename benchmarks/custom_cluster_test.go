@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redisx-go/kit/benchmarks"
+	"github.com/redisx-go/kit/benchmarks/workload"
 	"github.com/redisx-go/kit/internal/launcher"
 	"github.com/redisx-go/kit/internal/topology"
 	"github.com/redisx-go/kit/redisx"
@@ -18,8 +19,11 @@ import (
 // targets given and fails a cell that failed.
 func runEveryOp(t *testing.T, s benchmarks.Servers, targets ...benchmarks.Target) {
 	t.Helper()
-	c := custom(t, "get:40,set:20,del:10,mget:15,mset:15", "zipf:0.99", "64:80,4096:20", 2000)
-	c.Batch, c.TTL, c.Cluster = 20, time.Minute, s.Cluster != nil
+	c := workload.DefaultCustom()
+	c.Mix = workload.Mix{{Op: "get", Weight: 40}, {Op: "set", Weight: 20}, {Op: "del", Weight: 10}, {Op: "mget", Weight: 15}, {Op: "mset", Weight: 15}}
+	c.KeyDist = workload.KeyDist{Kind: workload.DistZipf, S: 0.99}
+	c.Value = workload.ValueSpec{Sizes: []workload.SizeWeight{{Bytes: 64, Weight: 80}, {Bytes: 4096, Weight: 20}}}
+	c.Keys, c.Batch, c.TTL, c.Cluster = 2000, 20, time.Minute, s.Cluster != nil
 	p := benchmarks.DefaultPlan()
 	p.Levels, p.Duration, p.Warmup, p.Repeats = []int{4}, 50*time.Millisecond, 10*time.Millisecond, 1
 	p.Workloads = []benchmarks.Workload{c.Workload()}
@@ -52,7 +56,7 @@ func TestCustomWorkloadRunsEveryOpOnEveryTarget(t *testing.T) {
 }
 
 func TestCustomWorkloadRunsOnAClusterWithEveryOpAndTarget(t *testing.T) {
-	c := benchmarks.DefaultCustom()
+	c := workload.DefaultCustom()
 	// Keys hashed as a service's are: no hash tag, so over the slots.
 	slots := map[int]bool{}
 	for i := range c.Keys {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/redisx-go/kit/benchmarks/verdict"
+	"github.com/redisx-go/kit/benchmarks/workload"
 	"github.com/redisx-go/kit/localcache"
 	"github.com/redisx-go/kit/redisx"
 )
@@ -32,10 +33,10 @@ func nearAdvice(t Target, c *verdict.Cell) string {
 	if ttl == 0 {
 		ttl = nearTTL
 	}
-	memory := fmt.Sprintf("it may hold up to %s (MaxBytes)", formatBytes(maxBytes))
+	memory := fmt.Sprintf("it may hold up to %s (MaxBytes)", workload.FormatBytes(maxBytes))
 	perWrite := ""
 	if c != nil {
-		memory = fmt.Sprintf("it held %s of the %s it may hold (MaxBytes) at the end of a sample", humanBytes(c.LocalBytes), formatBytes(maxBytes))
+		memory = fmt.Sprintf("it held %s of the %s it may hold (MaxBytes) at the end of a sample", humanBytes(c.LocalBytes), workload.FormatBytes(maxBytes))
 		if c.InvalidationsPerWrite > 0 {
 			perWrite = fmt.Sprintf(" (here %.2f per write)", c.InvalidationsPerWrite)
 		}

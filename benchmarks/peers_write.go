@@ -8,6 +8,7 @@ import (
 	redigo "github.com/gomodule/redigo/redis"
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
+	"github.com/redisx-go/kit/benchmarks/workload"
 )
 
 // Del and MSet of the peers (Deleter and MSetter), for the custom
@@ -17,14 +18,14 @@ import (
 // key in one pipeline.
 
 var (
-	_ Deleter = rueidisClient{}
-	_ MSetter = rueidisClient{}
-	_ Deleter = redigoClient{}
-	_ MSetter = redigoClient{}
-	_ Deleter = goRedisClient{}
-	_ MSetter = goRedisClient{}
-	_ Deleter = goRedisAutoClient{}
-	_ MSetter = goRedisAutoClient{}
+	_ workload.Deleter = rueidisClient{}
+	_ workload.MSetter = rueidisClient{}
+	_ workload.Deleter = redigoClient{}
+	_ workload.MSetter = redigoClient{}
+	_ workload.Deleter = goRedisClient{}
+	_ workload.MSetter = goRedisClient{}
+	_ workload.Deleter = goRedisAutoClient{}
+	_ workload.MSetter = goRedisAutoClient{}
 )
 
 // Del is one DEL per key: a cluster's keys may lie in several slots

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	redigo "github.com/gomodule/redigo/redis"
+	"github.com/redisx-go/kit/benchmarks/workload"
 	"github.com/redisx-go/kit/redisx"
 )
 
@@ -46,7 +47,7 @@ type Profile struct {
 	// number).
 	Cluster bool
 	// Custom is the workload derived (Source "profile").
-	Custom Custom
+	Custom workload.Custom
 	// Sampled is the number of keys SCAN sampled.
 	Sampled int
 	// Notes say what each part of Custom was read from, and what was

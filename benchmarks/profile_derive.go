@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/redisx-go/kit/benchmarks/workload"
 )
 
 // From what a profile read to a Custom: the estimates, and the notes that
@@ -18,11 +20,11 @@ import (
 // profileOpOf maps the commands of INFO commandstats to the op that
 // stands for them.
 var profileOpOf = map[string]string{
-	"get": OpGet, "getex": OpGet,
-	"set": OpSet, "setex": OpSet, "psetex": OpSet, "setnx": OpSet, "getset": OpSet,
-	"del": OpDel, "unlink": OpDel, "getdel": OpDel,
-	"mget": OpMGet,
-	"mset": OpMSet, "msetnx": OpMSet,
+	"get": workload.OpGet, "getex": workload.OpGet,
+	"set": workload.OpSet, "setex": workload.OpSet, "psetex": workload.OpSet, "setnx": workload.OpSet, "getset": workload.OpSet,
+	"del": workload.OpDel, "unlink": workload.OpDel, "getdel": workload.OpDel,
+	"mget": workload.OpMGet,
+	"mset": workload.OpMSet, "msetnx": workload.OpMSet,
 }
 
 func (p *Profile) note(format string, args ...any) {
@@ -31,8 +33,8 @@ func (p *Profile) note(format string, args ...any) {
 
 // derive sets p.Custom from the reads.
 func (p *Profile) derive(stats map[string]string, dbsize, masters int64, policy, allocator string, s keySample) {
-	c := DefaultCustom()
-	c.Source = SourceProfile
+	c := workload.DefaultCustom()
+	c.Source = workload.SourceProfile
 	c.Mix = p.deriveMix(stats, c.Mix)
 
 	var sizes []int
@@ -73,23 +75,23 @@ func (p *Profile) derive(stats map[string]string, dbsize, masters int64, policy,
 	c.Keys = int(min(dbsize*masters, math.MaxInt32))
 	switch {
 	case dbsize == 0:
-		c.Keys = DefaultCustom().Keys
+		c.Keys = workload.DefaultCustom().Keys
 		p.note("-keys %d assumed: the database is empty (DBSIZE 0)", c.Keys)
 	case masters > 1:
 		p.note("-keys %d: DBSIZE %d of this node times the %d masters of its cluster", c.Keys, dbsize, masters)
 	default:
 		p.note("-keys %d: DBSIZE", c.Keys)
 	}
-	if perKey := c.Value.mean() + seedOverhead; float64(c.Keys)*perKey > MaxSeedBytes {
+	if perKey := c.Value.Mean() + workload.SeedOverhead; float64(c.Keys)*perKey > workload.MaxSeedBytes {
 		was := c.Keys
-		c.Keys = int(MaxSeedBytes / perKey)
+		c.Keys = int(workload.MaxSeedBytes / perKey)
 		p.note("-keys %d rather than %d: storing every key before the run would take over %s; the key count matters little to a client's strategy, the skew and the sizes do",
-			c.Keys, was, formatBytes(MaxSeedBytes))
+			c.Keys, was, workload.FormatBytes(workload.MaxSeedBytes))
 	}
 
 	c.TTL = p.deriveTTL(s.keys)
 	c.KeyDist = p.deriveSkew(s.keys, int(min(dbsize*masters, math.MaxInt32)), policy)
-	if c.Mix.has(OpMGet) || c.Mix.has(OpMSet) {
+	if c.Mix.Has(workload.OpMGet) || c.Mix.Has(workload.OpMSet) {
 		p.note("-batch %d assumed: no statistic of the server counts the keys of an MGET or MSET", c.Batch)
 	}
 	p.Custom = c
@@ -97,7 +99,7 @@ func (p *Profile) derive(stats map[string]string, dbsize, masters int64, policy,
 
 // deriveMix turns the calls of commandstats into a mix: each op's share
 // of the calls mapped, in percent (one decimal under 1%).
-func (p *Profile) deriveMix(stats map[string]string, def Mix) Mix {
+func (p *Profile) deriveMix(stats map[string]string, def workload.Mix) workload.Mix {
 	calls := map[string]int64{}
 	var mapped []string
 	type other struct {
@@ -130,9 +132,9 @@ func (p *Profile) deriveMix(stats map[string]string, def Mix) Mix {
 		p.note("-mix %s assumed: INFO commandstats counts no call of get, set, del, mget, mset or their relatives", def)
 		return def
 	}
-	var m Mix
+	var m workload.Mix
 	var dropped []string
-	for _, op := range mixOps {
+	for _, op := range workload.MixOps() {
 		n := calls[op]
 		if n == 0 {
 			continue
@@ -146,7 +148,7 @@ func (p *Profile) deriveMix(stats map[string]string, def Mix) Mix {
 			dropped = append(dropped, fmt.Sprintf("%s (%d calls)", op, n))
 			continue
 		}
-		m = append(m, MixOp{Op: op, Weight: w})
+		m = append(m, workload.MixOp{Op: op, Weight: w})
 	}
 	slices.Sort(mapped)
 	p.note("-mix %s: the calls INFO commandstats counts since the server started or its statistics were reset (%s)", m, strings.Join(mapped, ", "))
@@ -212,7 +214,7 @@ func (p *Profile) deriveTTL(keys []sampledKey) time.Duration {
 	ttl := roundDuration(2 * time.Duration(left[len(left)/2]) * time.Millisecond)
 	ttl = max(ttl, time.Millisecond)
 	p.note("-ttl %s: twice the median time left (PTTL) of the %d of %d sampled keys that expire (time left spreads over a key's life)",
-		formatDuration(ttl), len(left), known)
+		workload.FormatDuration(ttl), len(left), known)
 	return ttl
 }
 
@@ -232,8 +234,8 @@ func roundDuration(d time.Duration) time.Duration {
 
 // deriveSkew fits a Zipf exponent to the LFU counters of the keySample, when
 // the policy keeps them.
-func (p *Profile) deriveSkew(sampled []sampledKey, keys int, policy string) KeyDist {
-	uniform := KeyDist{Kind: DistUniform}
+func (p *Profile) deriveSkew(sampled []sampledKey, keys int, policy string) workload.KeyDist {
+	uniform := workload.KeyDist{Kind: workload.DistUniform}
 	if !strings.Contains(policy, "lfu") {
 		p.note("-key-dist uniform assumed: the server's maxmemory-policy (%s) gives no access counts; with an LFU policy the profile reads them (OBJECT FREQ)", cmp.Or(policy, "unknown"))
 		return uniform
@@ -254,10 +256,10 @@ func (p *Profile) deriveSkew(sampled []sampledKey, keys int, policy string) KeyD
 			len(freqs), s, noise)
 		return uniform
 	}
-	s = min(math.Round(s*100)/100, maxZipf)
+	s = min(math.Round(s*100)/100, workload.MaxZipf)
 	p.note("-key-dist zipf:%v: fitted to the LFU counters (OBJECT FREQ) of the %d sampled keys, %d of them read since written; the counters are logarithmic, rise at random and decay, so the exponent is rough",
 		s, len(freqs), used)
-	return KeyDist{Kind: DistZipf, S: s}
+	return workload.KeyDist{Kind: workload.DistZipf, S: s}
 }
 
 // lfuNoiseExponent is what fitZipf reads from counters of keys accessed
@@ -358,7 +360,7 @@ func fitZipf(freqs []int64, n int) (s float64, used int) {
 		observed[i] = sum / total
 	}
 	best, bestLoss := 0.0, math.Inf(1)
-	for e := 0.0; e <= maxZipf; e += 0.01 {
+	for e := 0.0; e <= workload.MaxZipf; e += 0.01 {
 		all := zipfMass(n, e)
 		var loss float64
 		for i, f := range fractions {
@@ -469,7 +471,7 @@ func jemallocPrevClass(c int) int {
 // the others counted in the nearest kept one), each named by its median
 // to two significant digits, weighted by its share of the keys in
 // percent.
-func sizeBuckets(sizes []int) ValueSpec {
+func sizeBuckets(sizes []int) workload.ValueSpec {
 	groups := map[int][]int{}
 	for _, s := range sizes {
 		g := bits.Len(uint(s))
@@ -487,15 +489,15 @@ func sizeBuckets(sizes []int) ValueSpec {
 		counts[near] += len(groups[g])
 	}
 	slices.Sort(kept)
-	var v ValueSpec
+	var v workload.ValueSpec
 	for _, g := range kept {
 		s := slices.Clone(groups[g])
 		slices.Sort(s)
 		w := max(math.Round(100*float64(counts[g])/float64(len(sizes))), 1)
-		v.Sizes = append(v.Sizes, SizeWeight{Bytes: roundSig2(s[len(s)/2]), Weight: w})
+		v.Sizes = append(v.Sizes, workload.SizeWeight{Bytes: roundSig2(s[len(s)/2]), Weight: w})
 	}
 	if len(v.Sizes) == 1 {
-		return ValueSpec{Min: v.Sizes[0].Bytes, Max: v.Sizes[0].Bytes}
+		return workload.ValueSpec{Min: v.Sizes[0].Bytes, Max: v.Sizes[0].Bytes}
 	}
 	return v
 }

@@ -13,6 +13,7 @@ import (
 
 	redigo "github.com/gomodule/redigo/redis"
 	"github.com/redisx-go/kit/benchmarks"
+	"github.com/redisx-go/kit/benchmarks/workload"
 	"github.com/redisx-go/kit/internal/launcher"
 )
 
@@ -148,7 +149,7 @@ func TestProfileReadsTheWorkloadAndLeavesTheServerUnchanged(t *testing.T) {
 
 	t.Logf("profile: %s\n%s", p.Custom.Flags(), strings.Join(p.Notes, "\n"))
 	c0 := p.Custom
-	if c0.Source != benchmarks.SourceProfile || c0.Keys != 2010 || p.Sampled != 1000 || p.Cluster {
+	if c0.Source != workload.SourceProfile || c0.Keys != 2010 || p.Sampled != 1000 || p.Cluster {
 		t.Errorf("source %q, keys %d, %d sampled, cluster %v; want profile, DBSIZE 2010, 1000 sampled, standalone",
 			c0.Source, c0.Keys, p.Sampled, p.Cluster)
 	}
@@ -162,7 +163,7 @@ func TestProfileReadsTheWorkloadAndLeavesTheServerUnchanged(t *testing.T) {
 	if c0.TTL < time.Hour || c0.TTL > 2*time.Hour {
 		t.Errorf("-ttl %v; want between the hour the keys were given and twice that", c0.TTL)
 	}
-	if d := c0.KeyDist; d.Kind != benchmarks.DistZipf || math.Abs(d.S-1.1) > 0.4 {
+	if d := c0.KeyDist; d.Kind != workload.DistZipf || math.Abs(d.S-1.1) > 0.4 {
 		t.Errorf("-key-dist %s; want zipf near the 1.1 of the traffic", d)
 	}
 	notes := strings.Join(p.Notes, "\n")
@@ -187,7 +188,7 @@ func TestProfileOfUniformAccessSaysUniform(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Custom.KeyDist.Kind != benchmarks.DistUniform {
+	if p.Custom.KeyDist.Kind != workload.DistUniform {
 		t.Errorf("-key-dist %s after uniform traffic; want uniform:\n%s", p.Custom.KeyDist, strings.Join(p.Notes, "\n"))
 	}
 }
@@ -203,7 +204,9 @@ func TestProfileOfAServerWithoutLFUAssumesUniform(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Custom.KeyDist.Kind != benchmarks.DistUniform || !strings.Contains(strings.Join(p.Notes, "\n"), "uniform assumed: the server's maxmemory-policy") {
+	if p.Custom.KeyDist.Kind != workload.DistUniform || !strings.Contains(strings.Join(p.Notes, "\n"), "uniform assumed: the server's maxmemory-policy") {
 		t.Errorf("key dist %s, notes:\n%s\nwant uniform, saying it was assumed", p.Custom.KeyDist, strings.Join(p.Notes, "\n"))
 	}
 }
+
+func within(got, want, tol float64) bool { return math.Abs(got-want) <= tol }

@@ -14,6 +14,7 @@ import (
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/redisx-go/kit/benchmarks/load"
 	"github.com/redisx-go/kit/benchmarks/verdict"
+	"github.com/redisx-go/kit/benchmarks/workload"
 	"github.com/redisx-go/kit/redisx"
 )
 
@@ -223,7 +224,7 @@ func (r *runner) connect(ctx context.Context) error {
 	r.report.Settings.Workloads = run
 	for _, w := range r.plan.Workloads {
 		if slices.Contains(run, w.Name) {
-			r.report.Workloads = append(r.report.Workloads, w.info())
+			r.report.Workloads = append(r.report.Workloads, infoOf(w))
 		}
 	}
 	for _, t := range r.plan.Targets {
@@ -536,4 +537,14 @@ func (r *runner) closeDeployments() {
 	for _, d := range r.allDeployments() {
 		d.close()
 	}
+}
+
+// infoOf is w as the report describes it.
+func infoOf(w Workload) verdict.WorkloadInfo {
+	i := verdict.WorkloadInfo{Name: w.Name, Description: w.Description}
+	if c := w.Custom; c != nil {
+		i.Mix, i.Keys, i.KeyDist, i.Value = c.Mix.String(), c.Keys, c.KeyDist.String(), c.Value.String()
+		i.Batch, i.TTL, i.Source = c.Batch, workload.FormatDuration(c.TTL), c.Source
+	}
+	return i
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redisx-go/kit/benchmarks/workload"
 	"github.com/redisx-go/kit/internal/mux"
 	"github.com/redisx-go/kit/localcache"
 	"github.com/redisx-go/kit/redisx"
@@ -31,7 +32,7 @@ const (
 func DefaultTargets() []Target {
 	near := func(name string, inner strategy.Strategy, mode localcache.Tracking) Target {
 		t := StrategyTarget(name, localcache.Near{Inner: inner, MaxBytes: nearMaxBytes, TTL: nearTTL, Tracking: mode})
-		t.Only = []string{"near", CustomName}
+		t.Only = []string{"near", workload.CustomName}
 		return t
 	}
 	slot := StrategyTarget("slotgrouped", strategy.SlotGrouped{})
@@ -276,7 +277,7 @@ func describe(s strategy.Strategy) description {
 		if ttl == 0 {
 			ttl = nearTTL
 		}
-		query := inner.query + "&near=" + formatBytes(maxBytes) + "&near_ttl=" + formatDuration(ttl)
+		query := inner.query + "&near=" + workload.FormatBytes(maxBytes) + "&near_ttl=" + workload.FormatDuration(ttl)
 		tracking := ""
 		switch v.Tracking {
 		case localcache.TrackKeys:
@@ -296,19 +297,6 @@ func describe(s strategy.Strategy) description {
 	}
 }
 
-// formatBytes writes n as "64MiB", "512KiB" or a plain byte count.
-func formatBytes(n int64) string {
-	switch {
-	case n >= 1<<30 && n%(1<<30) == 0:
-		return strconv.FormatInt(n>>30, 10) + "GiB"
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return strconv.FormatInt(n>>20, 10) + "MiB"
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return strconv.FormatInt(n>>10, 10) + "KiB"
-	}
-	return strconv.FormatInt(n, 10)
-}
-
 // goBytes writes n as a Go constant expression: "64 << 20".
 func goBytes(n int64) string {
 	for _, shift := range []int{30, 20, 10} {
@@ -317,18 +305,6 @@ func goBytes(n int64) string {
 		}
 	}
 	return strconv.FormatInt(n, 10)
-}
-
-// formatDuration writes d without trailing zero units: "1m", "1h30m".
-func formatDuration(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
 }
 
 // goDuration writes d as a Go expression: "time.Minute", "30 * time.Second".

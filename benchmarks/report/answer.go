@@ -7,8 +7,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/redisx-go/kit/benchmarks"
 	"github.com/redisx-go/kit/benchmarks/verdict"
+	"github.com/redisx-go/kit/benchmarks/workload"
 )
 
 // The answer at the top of every report (text, Markdown, HTML), and what
@@ -63,7 +63,7 @@ func renderWorkloadText(r *verdict.Report, name string) string {
 			return w.Description
 		default:
 			from := "given by the flags"
-			if w.Source == benchmarks.SourceProfile {
+			if w.Source == workload.SourceProfile {
 				from = "read from the profiled server"
 			}
 			return fmt.Sprintf("-mix %s -keys %d -key-dist %s -value %s -batch %d -ttl %s (%s)",

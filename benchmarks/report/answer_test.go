@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/redisx-go/kit/benchmarks"
 	"github.com/redisx-go/kit/benchmarks/report"
 	"github.com/redisx-go/kit/benchmarks/verdict"
+	"github.com/redisx-go/kit/benchmarks/workload"
 )
 
 func TestReportsOpenWithTheAnswer(t *testing.T) {
@@ -22,7 +22,7 @@ func TestReportsOpenWithTheAnswer(t *testing.T) {
 		Note: "measured on the harness's own server: replace 127.0.0.1:41001 <b>with</b> your server's address",
 	}
 	r.Workloads = []verdict.WorkloadInfo{{Name: "custom", Mix: "get:90,set:10", Keys: 100, KeyDist: "zipf:0.99", Value: "64",
-		Batch: 10, TTL: "1m", Source: benchmarks.SourceProfile}}
+		Batch: 10, TTL: "1m", Source: workload.SourceProfile}}
 
 	var text bytes.Buffer
 	if err := report.WriteSummary(&text, r); err != nil {

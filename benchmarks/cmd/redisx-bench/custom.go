@@ -11,6 +11,7 @@ import (
 
 	"github.com/redisx-go/kit/benchmarks"
 	"github.com/redisx-go/kit/benchmarks/verdict"
+	"github.com/redisx-go/kit/benchmarks/workload"
 	"github.com/redisx-go/kit/redisx"
 )
 
@@ -26,7 +27,7 @@ func (o *options) hasCustom() bool {
 	if o.profile != "" || slices.ContainsFunc(customFlags, func(f string) bool { return o.set[f] }) {
 		return true
 	}
-	return slices.Contains(o.workloadNames(), benchmarks.CustomName)
+	return slices.Contains(o.workloadNames(), workload.CustomName)
 }
 
 // workloadNames are the names -workloads lists.
@@ -44,8 +45,8 @@ func (o *options) workloadNames() []string {
 // every custom flag given replacing its part; on the cluster when only
 // -cluster names servers, or when the embedded servers run the workload of
 // a profiled cluster node.
-func (o *options) custom() (benchmarks.Custom, error) {
-	c := benchmarks.DefaultCustom()
+func (o *options) custom() (workload.Custom, error) {
+	c := workload.DefaultCustom()
 	if o.profiled != nil {
 		c = o.profiled.Custom
 	}
@@ -190,7 +191,7 @@ var boolFlags = []string{"tls", "peers", "quick", "force", "pin"}
 
 // derivedCommand is the command line args with -profile and the custom
 // flags replaced by c's flags, passwords hidden.
-func derivedCommand(args []string, c benchmarks.Custom) string {
+func derivedCommand(args []string, c workload.Custom) string {
 	var kept []string
 	drop := append([]string{"profile"}, customFlags...)
 	for i := 0; i < len(args); i++ {

@@ -79,6 +79,7 @@ import (
 	"github.com/redisx-go/kit/benchmarks"
 	"github.com/redisx-go/kit/benchmarks/report"
 	"github.com/redisx-go/kit/benchmarks/verdict"
+	"github.com/redisx-go/kit/benchmarks/workload"
 	"github.com/redisx-go/kit/redisx"
 )
 
@@ -116,9 +117,9 @@ type options struct {
 	set                                map[string]bool // flags given explicitly
 
 	// The custom workload (custom.go).
-	mix      benchmarks.Mix
-	keyDist  benchmarks.KeyDist
-	value    benchmarks.ValueSpec
+	mix      workload.Mix
+	keyDist  workload.KeyDist
+	value    workload.ValueSpec
 	profile  string
 	keys     int
 	batch    int
@@ -193,17 +194,17 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
 	var err error
 	if s, ok := o.raw["mix"]; ok {
-		if o.mix, err = benchmarks.ParseMix(s); err != nil {
+		if o.mix, err = workload.ParseMix(s); err != nil {
 			return nil, err
 		}
 	}
 	if s, ok := o.raw["key-dist"]; ok {
-		if o.keyDist, err = benchmarks.ParseKeyDist(s); err != nil {
+		if o.keyDist, err = workload.ParseKeyDist(s); err != nil {
 			return nil, err
 		}
 	}
 	if s, ok := o.raw["value"]; ok {
-		if o.value, err = benchmarks.ParseValue(s); err != nil {
+		if o.value, err = workload.ParseValue(s); err != nil {
 			return nil, err
 		}
 	}
@@ -233,7 +234,7 @@ func (o *options) plan() (benchmarks.Plan, error) {
 			p.Workloads[i].Levels = nil // the user's levels apply to every workload
 		}
 	}
-	names := slices.DeleteFunc(o.workloadNames(), func(n string) bool { return n == benchmarks.CustomName })
+	names := slices.DeleteFunc(o.workloadNames(), func(n string) bool { return n == workload.CustomName })
 	if len(names) > 0 {
 		if err := p.SelectWorkloads(names); err != nil {
 			return p, err

@@ -1,4 +1,4 @@
-package benchmarks_test
+package workload_test
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redisx-go/kit/benchmarks"
+	"github.com/redisx-go/kit/benchmarks/workload"
 	"github.com/redisx-go/kit/redisx"
 )
 
@@ -28,7 +28,7 @@ func newRecorder() *recorder {
 }
 
 func keyIndex(k string) int {
-	const prefix = benchmarks.KeyPrefix + "custom:"
+	const prefix = workload.KeyPrefix + "custom:"
 	if !strings.HasPrefix(k, prefix) {
 		panic("key outside the custom workload's names: " + k)
 	}
@@ -102,7 +102,7 @@ func (r *recorder) MSet(_ context.Context, kv map[string][]byte, _ time.Duration
 func (r *recorder) Close() error { return nil }
 
 // runCustom runs n ops of c on one worker of workers against a recorder.
-func runCustom(t *testing.T, c benchmarks.Custom, worker, workers, n int) *recorder {
+func runCustom(t *testing.T, c workload.Custom, worker, workers, n int) *recorder {
 	t.Helper()
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
@@ -117,17 +117,17 @@ func runCustom(t *testing.T, c benchmarks.Custom, worker, workers, n int) *recor
 	return rec
 }
 
-func custom(t *testing.T, mix, dist, value string, keys int) benchmarks.Custom {
+func custom(t *testing.T, mix, dist, value string, keys int) workload.Custom {
 	t.Helper()
-	c := benchmarks.DefaultCustom()
+	c := workload.DefaultCustom()
 	var err error
-	if c.Mix, err = benchmarks.ParseMix(mix); err != nil {
+	if c.Mix, err = workload.ParseMix(mix); err != nil {
 		t.Fatal(err)
 	}
-	if c.KeyDist, err = benchmarks.ParseKeyDist(dist); err != nil {
+	if c.KeyDist, err = workload.ParseKeyDist(dist); err != nil {
 		t.Fatal(err)
 	}
-	if c.Value, err = benchmarks.ParseValue(value); err != nil {
+	if c.Value, err = workload.ParseValue(value); err != nil {
 		t.Fatal(err)
 	}
 	c.Keys = keys
@@ -155,7 +155,7 @@ func TestCustomOpsFollowTheMix(t *testing.T) {
 
 // keyShares runs n GETs of c and returns the share of the draws each key
 // got.
-func keyShares(t *testing.T, c benchmarks.Custom, n int) []float64 {
+func keyShares(t *testing.T, c workload.Custom, n int) []float64 {
 	rec := runCustom(t, c, 0, 1, n)
 	share := make([]float64, c.Keys)
 	for _, k := range rec.keys {

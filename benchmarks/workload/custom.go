@@ -1,4 +1,4 @@
-package benchmarks
+package workload
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redisx-go/kit/benchmarks/load"
 	"github.com/redisx-go/kit/redisx"
 )
 
@@ -200,7 +201,7 @@ func (cw *customWorker) batch() {
 
 // op returns the custom workload's operation on cl for workers
 // goroutines: each call runs one op of the mix, drawn by weight.
-func (c Custom) op(cl Client, workers int) Op {
+func (c Custom) op(cl Client, workers int) load.Op {
 	ws := make([]*customWorker, workers)
 	for w := range ws {
 		ws[w] = c.newWorker(w, workers)

@@ -1,4 +1,4 @@
-package benchmarks
+package workload
 
 import (
 	"bytes"
@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 
+	"github.com/redisx-go/kit/benchmarks/load"
 	"github.com/redisx-go/kit/internal/topology"
 	"github.com/redisx-go/kit/redisx"
 )
@@ -115,7 +116,7 @@ func getWorkload() Workload {
 		Setup: func(ctx context.Context, c *redisx.Client) error {
 			return seed(ctx, c, keys, value(smallValue))
 		},
-		Op: func(c Client, _ int) Op {
+		Op: func(c Client, _ int) load.Op {
 			return func(ctx context.Context, w, i int) error {
 				v, err := c.Get(ctx, keys[(w*7919+i)%hotKeys])
 				return checkLen(v, err, smallValue)
@@ -128,7 +129,7 @@ func setGetWorkload() Workload {
 	return Workload{
 		Name:        "setget",
 		Description: "each worker SETs a 64 B value under one of its own 16 keys, then GETs it back; one op = the pair",
-		Op: func(c Client, workers int) Op {
+		Op: func(c Client, workers int) load.Op {
 			keys := make([][]string, workers)
 			for w := range keys {
 				keys[w] = keyNames(fmt.Sprintf("setget:%d", w), setgetKeys)
@@ -170,7 +171,7 @@ func mgetWorkload() Workload {
 		Setup: func(ctx context.Context, c *redisx.Client) error {
 			return seed(ctx, c, keys, value(smallValue))
 		},
-		Op: func(c Client, _ int) Op {
+		Op: func(c Client, _ int) load.Op {
 			return func(ctx context.Context, _, _ int) error {
 				vs, err := c.MGet(ctx, keys...)
 				if err != nil {
@@ -200,7 +201,7 @@ func valuesWorkload(op, sizeName string, size int) Workload {
 	}
 	if op == "set" {
 		w.Description = fmt.Sprintf("SET of a %s value under one of 256 keys; one op = one SET", sizeName)
-		w.Op = func(c Client, _ int) Op {
+		w.Op = func(c Client, _ int) load.Op {
 			return func(ctx context.Context, w, i int) error {
 				return c.Set(ctx, keys[(w*7919+i)%valueKeys], v, 0)
 			}
@@ -209,7 +210,7 @@ func valuesWorkload(op, sizeName string, size int) Workload {
 	}
 	w.Description = fmt.Sprintf("GET of a %s value, one of 256 keys; one op = one GET", sizeName)
 	w.Setup = func(ctx context.Context, c *redisx.Client) error { return seed(ctx, c, keys, v) }
-	w.Op = func(c Client, _ int) Op {
+	w.Op = func(c Client, _ int) load.Op {
 		return func(ctx context.Context, w, i int) error {
 			got, err := c.Get(ctx, keys[(w*7919+i)%valueKeys])
 			return checkLen(got, err, size)
@@ -245,7 +246,7 @@ func nearWorkload(writePct int) Workload {
 		Prime: func(ctx context.Context, c Client) error {
 			return readAll(ctx, c, keys)
 		},
-		Op: func(c Client, workers int) Op {
+		Op: func(c Client, workers int) load.Op {
 			type source struct {
 				r *rand.Rand
 				z *rand.Zipf

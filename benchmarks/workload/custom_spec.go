@@ -1,4 +1,4 @@
-package benchmarks
+package workload
 
 import (
 	"errors"
@@ -8,8 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/redisx-go/kit/benchmarks/verdict"
 )
 
 // The user's own workload, as the -mix, -keys, -key-dist, -value, -batch
@@ -33,19 +31,22 @@ const (
 // mixOps are the ops a Mix may name, in the order they are written.
 var mixOps = []string{OpGet, OpSet, OpDel, OpMGet, OpMSet}
 
+// MixOps returns the ops a Mix may name, in the order they are written.
+func MixOps() []string { return slices.Clone(mixOps) }
+
 // Limits of a Custom.
 const (
 	// MaxValueSize is Redis's limit on a string value (proto-max-bulk-len).
 	MaxValueSize = 512 << 20
 	// MaxSeedBytes bounds what a Custom stores before it runs: Keys times
-	// the mean value size plus seedOverhead per key. The key count matters
+	// the mean value size plus SeedOverhead per key. The key count matters
 	// little to a client's strategy; the skew and the sizes do.
 	MaxSeedBytes = 1 << 30
 	// MaxBatch bounds Custom.Batch.
 	MaxBatch = 10_000
-	// seedOverhead is about what Redis spends on a key besides its value
+	// SeedOverhead is about what Redis spends on a key besides its value
 	// (dict entry, object header, the key's own bytes), in bytes.
-	seedOverhead = 64
+	SeedOverhead = 64
 )
 
 // MixOp is one op of a Mix and its weight.
@@ -97,8 +98,8 @@ func (m Mix) String() string {
 	return strings.Join(parts, ",")
 }
 
-// has reports whether m runs op.
-func (m Mix) has(op string) bool {
+// Has reports whether m runs op.
+func (m Mix) Has(op string) bool {
 	return slices.ContainsFunc(m, func(o MixOp) bool { return o.Op == op })
 }
 
@@ -124,9 +125,9 @@ type KeyDist struct {
 	S    float64 // the Zipf exponent (DistZipf only)
 }
 
-// maxZipf is the largest Zipf exponent accepted: at 10 the first key
+// MaxZipf is the largest Zipf exponent accepted: at 10 the first key
 // takes all but 0.1% of the draws already.
-const maxZipf = 10
+const MaxZipf = 10
 
 // ParseKeyDist reads uniform, zipf:S, gaussian or sequential.
 func ParseKeyDist(s string) (KeyDist, error) {
@@ -140,8 +141,8 @@ func ParseKeyDist(s string) (KeyDist, error) {
 		return KeyDist{Kind: kind}, nil
 	case DistZipf:
 		exp, err := strconv.ParseFloat(arg, 64)
-		if !hasArg || err != nil || !(exp > 0 && exp <= maxZipf) {
-			return KeyDist{}, fmt.Errorf("benchmarks: -key-dist %q: want zipf:S with an exponent 0 < S <= %d, such as zipf:0.99", s, maxZipf)
+		if !hasArg || err != nil || !(exp > 0 && exp <= MaxZipf) {
+			return KeyDist{}, fmt.Errorf("benchmarks: -key-dist %q: want zipf:S with an exponent 0 < S <= %d, such as zipf:0.99", s, MaxZipf)
 		}
 		return KeyDist{Kind: DistZipf, S: exp}, nil
 	}
@@ -262,8 +263,8 @@ func (v ValueSpec) String() string {
 	return strconv.Itoa(v.Min) + "-" + strconv.Itoa(v.Max)
 }
 
-// mean is the expected size of a key's value, in bytes.
-func (v ValueSpec) mean() float64 {
+// Mean is the expected size of a key's value, in bytes.
+func (v ValueSpec) Mean() float64 {
 	if len(v.Sizes) == 0 {
 		return float64(v.Min+v.Max) / 2
 	}
@@ -305,7 +306,7 @@ type Custom struct {
 	Batch   int           // keys of an MGET or MSET
 	TTL     time.Duration // of every key written; 0: no expiry
 	// Source says where the description came from: SourceFlags or
-	// SourceProfile (read from a server by ProfileServer).
+	// SourceProfile (read from a server by benchmarks.ProfileServer).
 	Source string
 	// Cluster runs the workload on the cluster rather than the
 	// standalone server.
@@ -337,26 +338,26 @@ func (c Custom) Validate() error {
 	}
 	if c.Batch < 1 || c.Batch > MaxBatch {
 		errs = append(errs, fmt.Errorf("benchmarks: -batch %d: want 1 to %d keys per mget or mset", c.Batch, MaxBatch))
-	} else if (c.Mix.has(OpMGet) || c.Mix.has(OpMSet)) && c.Batch > c.Keys {
+	} else if (c.Mix.Has(OpMGet) || c.Mix.Has(OpMSet)) && c.Batch > c.Keys {
 		errs = append(errs, fmt.Errorf("benchmarks: -batch %d is more than the %d keys (-keys)", c.Batch, c.Keys))
 	}
-	if c.Mix.has(OpMSet) && float64(c.Batch)*float64(c.Value.largest()) > MaxValueSize {
+	if c.Mix.Has(OpMSet) && float64(c.Batch)*float64(c.Value.largest()) > MaxValueSize {
 		errs = append(errs, fmt.Errorf("benchmarks: -batch %d of values up to %d bytes: an MSET over 512 MiB", c.Batch, c.Value.largest()))
 	}
 	if c.TTL < 0 || c.TTL > 0 && c.TTL < time.Millisecond {
 		errs = append(errs, fmt.Errorf("benchmarks: -ttl %v: want 0 (no expiry) or at least 1ms", c.TTL))
 	}
 	if c.Keys > 0 {
-		if seed := float64(c.Keys) * (c.Value.mean() + seedOverhead); seed > MaxSeedBytes {
+		if seed := float64(c.Keys) * (c.Value.Mean() + SeedOverhead); seed > MaxSeedBytes {
 			errs = append(errs, fmt.Errorf("benchmarks: -keys %d of values of %.0f bytes on average would store %s before the run, over the %s limit: lower -keys",
-				c.Keys, c.Value.mean(), formatBytes(int64(seed)), formatBytes(MaxSeedBytes)))
+				c.Keys, c.Value.Mean(), FormatBytes(int64(seed)), FormatBytes(MaxSeedBytes)))
 		}
 	}
 	switch c.KeyDist.Kind {
 	case DistUniform, DistGaussian, DistSequential, "":
 	case DistZipf:
-		if !(c.KeyDist.S > 0 && c.KeyDist.S <= maxZipf) {
-			errs = append(errs, fmt.Errorf("benchmarks: -key-dist zipf:%v: want 0 < S <= %d", c.KeyDist.S, maxZipf))
+		if !(c.KeyDist.S > 0 && c.KeyDist.S <= MaxZipf) {
+			errs = append(errs, fmt.Errorf("benchmarks: -key-dist zipf:%v: want 0 < S <= %d", c.KeyDist.S, MaxZipf))
 		}
 	default:
 		errs = append(errs, fmt.Errorf("benchmarks: unknown key distribution %q", c.KeyDist.Kind))
@@ -367,29 +368,19 @@ func (c Custom) Validate() error {
 // Flags is c as redisx-bench flags, to read, edit and run again.
 func (c Custom) Flags() string {
 	return fmt.Sprintf("-mix %s -keys %d -key-dist %s -value %s -batch %d -ttl %s",
-		c.Mix, c.Keys, c.KeyDist, c.Value, c.Batch, formatDuration(c.TTL))
+		c.Mix, c.Keys, c.KeyDist, c.Value, c.Batch, FormatDuration(c.TTL))
 }
 
 // describe is c in a sentence, for Workload.Description.
 func (c Custom) describe() string {
 	ttl := "no expiry"
 	if c.TTL > 0 {
-		ttl = "ttl " + formatDuration(c.TTL)
+		ttl = "ttl " + FormatDuration(c.TTL)
 	}
 	batch := ""
-	if c.Mix.has(OpMGet) || c.Mix.has(OpMSet) {
+	if c.Mix.Has(OpMGet) || c.Mix.Has(OpMSet) {
 		batch = fmt.Sprintf(", %d keys per mget/mset", c.Batch)
 	}
 	return fmt.Sprintf("the user's workload (from %s): %s over %d keys (%s), values of %s bytes%s, %s; one op = one command",
 		c.Source, c.Mix, c.Keys, c.KeyDist, c.Value, batch, ttl)
-}
-
-// info is w as the report describes it.
-func (w Workload) info() verdict.WorkloadInfo {
-	i := verdict.WorkloadInfo{Name: w.Name, Description: w.Description}
-	if c := w.Custom; c != nil {
-		i.Mix, i.Keys, i.KeyDist, i.Value = c.Mix.String(), c.Keys, c.KeyDist.String(), c.Value.String()
-		i.Batch, i.TTL, i.Source = c.Batch, formatDuration(c.TTL), c.Source
-	}
-	return i
 }
