@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/redisx-go/kit/benchmarks/target"
 	"github.com/redisx-go/kit/benchmarks/verdict"
 	"github.com/redisx-go/kit/redisx"
 )
@@ -56,7 +57,7 @@ func answerURL(raw string, to AnswerAddress) (string, error) {
 		o.TLS = &tls.Config{MinVersion: tls.VersionTLS12}
 	}
 	if to.Sentinel != nil {
-		o.Sentinel = sentinelOf(to.Sentinel)
+		o.Sentinel = target.CloneSentinel(to.Sentinel)
 	}
 	if o.Sentinel != nil && o.Sentinel.Password != "" {
 		o.Sentinel.Password = verdict.PasswordPlaceholder

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/redisx-go/kit/benchmarks"
+	"github.com/redisx-go/kit/benchmarks/target"
 	"github.com/redisx-go/kit/benchmarks/verdict"
 	"github.com/redisx-go/kit/internal/launcher"
 	"github.com/redisx-go/kit/strategy"
@@ -26,8 +27,8 @@ func (br *bars) h2(t *testing.T) {
 	ctx := context.Background()
 	slo, _ := benchmarks.ParseSLO("p99=2ms")
 	targets := []benchmarks.Target{
-		benchmarks.StrategyTarget("multiplexed-1", strategy.Multiplexed{Conns: 1}),
-		benchmarks.StrategyTarget("pool-1", strategy.Pool{Size: 1}),
+		target.StrategyTarget("multiplexed-1", strategy.Multiplexed{Conns: 1}),
+		target.StrategyTarget("pool-1", strategy.Pool{Size: 1}),
 	}
 	plan := func(tg ...benchmarks.Target) benchmarks.Plan {
 		p := benchmarks.DefaultPlan()

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redisx-go/kit/benchmarks"
+	"github.com/redisx-go/kit/benchmarks/target"
 	"github.com/redisx-go/kit/benchmarks/verdict"
 	"github.com/redisx-go/kit/benchmarks/verdict/verdicttest"
 	"github.com/redisx-go/kit/benchmarks/workload"
@@ -37,7 +38,7 @@ func (br *bars) v1v2(t *testing.T) {
 	i := slices.IndexFunc(workload.DefaultWorkloads(), func(w benchmarks.Workload) bool { return w.Name == "get" })
 	get := workload.DefaultWorkloads()[i]
 	base := func(name string) benchmarks.Target {
-		tg := benchmarks.StrategyTarget(name, strategy.Multiplexed{})
+		tg := target.StrategyTarget(name, strategy.Multiplexed{})
 		tg.Conns = 8
 		return tg
 	}
@@ -127,7 +128,7 @@ func (br *bars) record(t *testing.T, id, what string, met bool, bar string) {
 // operation counted. It claims 1 connection (Target.Conns), fewer than
 // its twin's 8, so that a tie-break would prefer it.
 func slowed(name string, every int64) benchmarks.Target {
-	tg := benchmarks.StrategyTarget(name, strategy.Multiplexed{})
+	tg := target.StrategyTarget(name, strategy.Multiplexed{})
 	tg.Conns = 1
 	open := tg.Open
 	tg.Open = func(ctx context.Context, env benchmarks.Env) (benchmarks.Client, error) {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redisx-go/kit/benchmarks"
+	"github.com/redisx-go/kit/benchmarks/target"
 	"github.com/redisx-go/kit/benchmarks/workload"
 	"github.com/redisx-go/kit/internal/launcher"
 	"github.com/redisx-go/kit/internal/topology"
@@ -49,10 +50,10 @@ func runEveryOp(t *testing.T, s benchmarks.Servers, targets ...benchmarks.Target
 func TestCustomWorkloadRunsEveryOpOnEveryTarget(t *testing.T) {
 	srv := launcher.Standalone(t, launcher.Options{})
 	runEveryOp(t, benchmarks.Servers{Standalone: srv.Addr()},
-		benchmarks.StrategyTarget("multiplexed", strategy.Multiplexed{}),
-		benchmarks.StrategyTarget("pool-8", strategy.Pool{Size: 8}),
-		benchmarks.RueidisTarget(), benchmarks.RedigoPoolTarget(8), benchmarks.GoRedisTarget(),
-		benchmarks.GoRedisAutoPipelineTarget())
+		target.StrategyTarget("multiplexed", strategy.Multiplexed{}),
+		target.StrategyTarget("pool-8", strategy.Pool{Size: 8}),
+		target.RueidisTarget(), target.RedigoPoolTarget(8), target.GoRedisTarget(),
+		target.GoRedisAutoPipelineTarget())
 }
 
 func TestCustomWorkloadRunsOnAClusterWithEveryOpAndTarget(t *testing.T) {
@@ -67,10 +68,10 @@ func TestCustomWorkloadRunsOnAClusterWithEveryOpAndTarget(t *testing.T) {
 	}
 
 	runEveryOp(t, benchmarks.Servers{Cluster: clusterSeeds(t)},
-		benchmarks.StrategyTarget("multiplexed", strategy.Multiplexed{}),
-		benchmarks.StrategyTarget("pool-8", strategy.Pool{Size: 8}),
-		benchmarks.StrategyTarget("slotgrouped", strategy.SlotGrouped{}),
-		benchmarks.RueidisTarget(), benchmarks.GoRedisTarget(), benchmarks.GoRedisAutoPipelineTarget())
+		target.StrategyTarget("multiplexed", strategy.Multiplexed{}),
+		target.StrategyTarget("pool-8", strategy.Pool{Size: 8}),
+		target.StrategyTarget("slotgrouped", strategy.SlotGrouped{}),
+		target.RueidisTarget(), target.GoRedisTarget(), target.GoRedisAutoPipelineTarget())
 }
 
 func TestProfileOfAClusterNodeCountsEveryMaster(t *testing.T) {

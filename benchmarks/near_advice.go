@@ -3,6 +3,7 @@ package benchmarks
 import (
 	"fmt"
 
+	"github.com/redisx-go/kit/benchmarks/target"
 	"github.com/redisx-go/kit/benchmarks/verdict"
 	"github.com/redisx-go/kit/benchmarks/workload"
 	"github.com/redisx-go/kit/localcache"
@@ -31,7 +32,7 @@ func nearAdvice(t Target, c *verdict.Cell) string {
 		maxBytes = 64 << 20
 	}
 	if ttl == 0 {
-		ttl = nearTTL
+		ttl = target.NearTTL
 	}
 	memory := fmt.Sprintf("it may hold up to %s (MaxBytes)", workload.FormatBytes(maxBytes))
 	perWrite := ""

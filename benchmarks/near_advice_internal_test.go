@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/redisx-go/kit/benchmarks/target"
 	"github.com/redisx-go/kit/benchmarks/verdict"
 )
 
@@ -18,7 +19,7 @@ func TestNearAdviceSaysModeMemoryAndStaleness(t *testing.T) {
 		"multiplexed":      nil,
 	}
 	cell := &verdict.Cell{LocalBytes: 3 << 19, InvalidationsPerWrite: 0.9}
-	for _, tg := range DefaultTargets() {
+	for _, tg := range target.DefaultTargets() {
 		parts, ok := want[tg.Name]
 		if !ok {
 			continue

@@ -13,6 +13,7 @@ import (
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/redisx-go/kit/benchmarks/load"
+	"github.com/redisx-go/kit/benchmarks/target"
 	"github.com/redisx-go/kit/benchmarks/verdict"
 	"github.com/redisx-go/kit/benchmarks/workload"
 	"github.com/redisx-go/kit/redisx"
@@ -306,7 +307,7 @@ func (r *runner) open(ctx context.Context, t Target, d *deployment) opened {
 	d = r.deploymentOf(t, d)
 	s := d.servers
 	env := Env{
-		Addrs: d.addrs, Cluster: d.cluster, Sentinel: sentinelOf(s.Sentinel),
+		Addrs: d.addrs, Cluster: d.cluster, Sentinel: target.CloneSentinel(s.Sentinel),
 		Username: s.Username, Password: s.Password, TLS: s.TLS, DB: s.DB,
 		ClientName: prefix + clientNameChars.ReplaceAllString(t.Name, "_"),
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/redisx-go/kit/benchmarks"
+	"github.com/redisx-go/kit/benchmarks/target"
 	"github.com/redisx-go/kit/benchmarks/verdict"
 	"github.com/redisx-go/kit/internal/faultproxy"
 	"github.com/redisx-go/kit/internal/launcher"
@@ -50,8 +51,8 @@ func TestSLOHoldsWhereItSaysOnRealServers(t *testing.T) {
 	defer func() { _ = proxy.Close() }()
 	proxy.Delay(faultproxy.Upstream, 3*time.Millisecond)
 
-	plain := benchmarks.StrategyTarget("pool-4", strategy.Pool{Size: 4})
-	slow := benchmarks.StrategyTarget("pool-4-delayed", strategy.Pool{Size: 4})
+	plain := target.StrategyTarget("pool-4", strategy.Pool{Size: 4})
+	slow := target.StrategyTarget("pool-4-delayed", strategy.Pool{Size: 4})
 	open := slow.Open
 	slow.Open = func(ctx context.Context, env benchmarks.Env) (benchmarks.Client, error) {
 		env.Addrs = []string{proxy.Addr()}

@@ -78,6 +78,7 @@ import (
 
 	"github.com/redisx-go/kit/benchmarks"
 	"github.com/redisx-go/kit/benchmarks/report"
+	"github.com/redisx-go/kit/benchmarks/target"
 	"github.com/redisx-go/kit/benchmarks/verdict"
 	"github.com/redisx-go/kit/benchmarks/workload"
 	"github.com/redisx-go/kit/redisx"
@@ -259,7 +260,7 @@ func (o *options) plan() (benchmarks.Plan, error) {
 		if !ok || name == "" || raw == "" {
 			return p, fmt.Errorf("-target %q: want NAME=URL", redact(t))
 		}
-		tg, err := benchmarks.URLTarget(name, raw)
+		tg, err := target.URLTarget(name, raw)
 		if err != nil {
 			return p, err
 		}

@@ -1,4 +1,4 @@
-package benchmarks
+package target
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	redigo "github.com/gomodule/redigo/redis"
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
+	"github.com/redisx-go/kit/benchmarks/workload"
 	"github.com/redisx-go/kit/redisx"
 )
 
@@ -23,7 +24,7 @@ func RueidisTarget() Target {
 	return Target{
 		Name: "rueidis",
 		Peer: true,
-		Open: func(_ context.Context, env Env) (Client, error) {
+		Open: func(_ context.Context, env Env) (workload.Client, error) {
 			o := rueidis.ClientOption{
 				InitAddress: env.Addrs,
 				Username:    env.Username,
@@ -98,7 +99,7 @@ func RedigoPoolTarget(n int) Target {
 		Conns:    n,
 		Peer:     true,
 		Topology: StandaloneOnly,
-		Open: func(ctx context.Context, env Env) (Client, error) {
+		Open: func(ctx context.Context, env Env) (workload.Client, error) {
 			if env.Cluster {
 				return nil, errors.New("redigo: no cluster support")
 			}
@@ -176,7 +177,7 @@ func GoRedisTarget() Target {
 	return Target{
 		Name: "go-redis",
 		Peer: true,
-		Open: func(ctx context.Context, env Env) (Client, error) {
+		Open: func(ctx context.Context, env Env) (workload.Client, error) {
 			rdb, err := openGoRedis(ctx, env)
 			if err != nil {
 				return nil, err
@@ -195,7 +196,7 @@ func GoRedisAutoPipelineTarget() Target {
 	return Target{
 		Name: "goredis-autopipeline",
 		Peer: true,
-		Open: func(ctx context.Context, env Env) (Client, error) {
+		Open: func(ctx context.Context, env Env) (workload.Client, error) {
 			rdb, err := openGoRedis(ctx, env)
 			if err != nil {
 				return nil, err

@@ -1,4 +1,4 @@
-package benchmarks
+package target
 
 import (
 	"cmp"
@@ -16,10 +16,11 @@ import (
 	"github.com/redisx-go/kit/strategy"
 )
 
-// nearMaxBytes and nearTTL configure the near-cache targets.
+// NearMaxBytes and NearTTL configure the near-cache targets of
+// DefaultTargets.
 const (
-	nearMaxBytes = 64 << 20
-	nearTTL      = time.Minute
+	NearMaxBytes = 64 << 20
+	NearTTL      = time.Minute
 )
 
 // DefaultTargets are the configurations of the default plan: the redisx
@@ -31,7 +32,7 @@ const (
 // rueidis, redigo-pool-100, go-redis and goredis-autopipeline.
 func DefaultTargets() []Target {
 	near := func(name string, inner strategy.Strategy, mode localcache.Tracking) Target {
-		t := StrategyTarget(name, localcache.Near{Inner: inner, MaxBytes: nearMaxBytes, TTL: nearTTL, Tracking: mode})
+		t := StrategyTarget(name, localcache.Near{Inner: inner, MaxBytes: NearMaxBytes, TTL: NearTTL, Tracking: mode})
 		t.Only = []string{"near", workload.CustomName}
 		return t
 	}
@@ -68,8 +69,8 @@ func StrategyTarget(name string, s strategy.Strategy) Target {
 		Go:       d.goExpr,
 		Isolated: isNear(s),
 		Stale:    isUntracked(s),
-		Open: func(ctx context.Context, env Env) (Client, error) {
-			return openRedisx(ctx, env.options(s))
+		Open: func(ctx context.Context, env Env) (workload.Client, error) {
+			return openRedisx(ctx, env.Options(s))
 		},
 	}
 }
@@ -120,8 +121,8 @@ func URLTarget(name, rawURL string) (Target, error) {
 		Go:       d.goExpr,
 		Isolated: isNear(o.Strategy),
 		Stale:    isUntracked(o.Strategy),
-		Open: func(ctx context.Context, env Env) (Client, error) {
-			opts := env.options(o.Strategy)
+		Open: func(ctx context.Context, env Env) (workload.Client, error) {
+			opts := env.Options(o.Strategy)
 			if opts.Password == "" {
 				opts.Username, opts.Password = o.Username, o.Password
 			}
@@ -134,13 +135,13 @@ func URLTarget(name, rawURL string) (Target, error) {
 			opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout = o.DialTimeout, o.ReadTimeout, o.WriteTimeout
 			opts.ReadFrom = o.ReadFrom
 			if o.Sentinel != nil {
-				opts.Sentinel = sentinelOf(o.Sentinel)
+				opts.Sentinel = CloneSentinel(o.Sentinel)
 			}
 			return openRedisx(ctx, opts)
 		},
 	}
 	if u.Host != "" {
-		t.Servers = &Servers{Username: o.Username, Password: o.Password, TLS: o.TLS, DB: o.DB, Sentinel: sentinelOf(o.Sentinel)}
+		t.Servers = &Servers{Username: o.Username, Password: o.Password, TLS: o.TLS, DB: o.DB, Sentinel: CloneSentinel(o.Sentinel)}
 		switch {
 		case o.Sentinel != nil: // the master: asked of the sentinels when the run starts
 		case len(o.Addrs) > 1:
@@ -153,7 +154,7 @@ func URLTarget(name, rawURL string) (Target, error) {
 }
 
 // openRedisx opens a redisx client as a Client (never a typed nil).
-func openRedisx(ctx context.Context, o redisx.Options) (Client, error) {
+func openRedisx(ctx context.Context, o redisx.Options) (workload.Client, error) {
 	c, err := redisx.New(ctx, o)
 	if err != nil {
 		return nil, err
@@ -161,8 +162,8 @@ func openRedisx(ctx context.Context, o redisx.Options) (Client, error) {
 	return c, nil
 }
 
-// options are the redisx options that connect s to env.
-func (env Env) options(s strategy.Strategy) redisx.Options {
+// Options are the redisx options that connect s to env.
+func (env Env) Options(s strategy.Strategy) redisx.Options {
 	return redisx.Options{
 		Addrs:      env.Addrs,
 		Strategy:   s,
@@ -171,7 +172,7 @@ func (env Env) options(s strategy.Strategy) redisx.Options {
 		DB:         env.DB,
 		TLS:        env.TLS,
 		ClientName: env.ClientName,
-		Sentinel:   sentinelOf(env.Sentinel),
+		Sentinel:   CloneSentinel(env.Sentinel),
 	}
 }
 
@@ -272,10 +273,10 @@ func describe(s strategy.Strategy) description {
 		}
 		maxBytes, ttl := v.MaxBytes, v.TTL
 		if maxBytes == 0 {
-			maxBytes = nearMaxBytes
+			maxBytes = NearMaxBytes
 		}
 		if ttl == 0 {
-			ttl = nearTTL
+			ttl = NearTTL
 		}
 		query := inner.query + "&near=" + workload.FormatBytes(maxBytes) + "&near_ttl=" + workload.FormatDuration(ttl)
 		tracking := ""

@@ -1,11 +1,11 @@
-package benchmarks_test
+package target_test
 
 import (
 	"go/parser"
 	"strings"
 	"testing"
 
-	"github.com/redisx-go/kit/benchmarks"
+	"github.com/redisx-go/kit/benchmarks/target"
 	"github.com/redisx-go/kit/localcache"
 	"github.com/redisx-go/kit/redisx"
 	"github.com/redisx-go/kit/strategy"
@@ -28,7 +28,7 @@ func TestDefaultTargetsDescribeThemselves(t *testing.T) {
 		"go-redis":             {"", ""},
 		"goredis-autopipeline": {"", ""},
 	}
-	ts := benchmarks.DefaultTargets()
+	ts := target.DefaultTargets()
 	if len(ts) != len(want) {
 		t.Errorf("%d default targets; want %d", len(ts), len(want))
 	}
@@ -58,7 +58,7 @@ func TestStrategyTargetSnippets(t *testing.T) {
 		// A field no URL parameter expresses: no URL, and %#v as the Go.
 		{strategy.Pool{Size: 4, HealthCheckPeriod: 1e9}, "", "strategy.Pool{Size:4, MinIdle:0, MaxIdleTime:0, MaxLifetime:0, HealthCheckPeriod:1000000000}"},
 	} {
-		tg := benchmarks.StrategyTarget("x", tc.s)
+		tg := target.StrategyTarget("x", tc.s)
 		if tg.URL != tc.url || tg.Go != tc.src {
 			t.Errorf("%#v: URL %q, Go %q; want %q, %q", tc.s, tg.URL, tg.Go, tc.url, tc.src)
 		}
@@ -72,7 +72,7 @@ func TestStrategyTargetSnippets(t *testing.T) {
 // default target's URL back into the same strategy, slotgrouped and near
 // included: a URL the report prints must configure what it names.
 func TestDefaultTargetURLsParse(t *testing.T) {
-	for _, tg := range benchmarks.DefaultTargets() {
+	for _, tg := range target.DefaultTargets() {
 		if tg.Peer {
 			continue
 		}
@@ -81,7 +81,7 @@ func TestDefaultTargetURLsParse(t *testing.T) {
 			if err != nil {
 				t.Fatalf("ParseURL(%q): %v", tg.URL, err)
 			}
-			if got := benchmarks.StrategyTarget("x", o.Strategy).Go; got != tg.Go {
+			if got := target.StrategyTarget("x", o.Strategy).Go; got != tg.Go {
 				t.Errorf("ParseURL(%q) = %s; want %s", tg.URL, got, tg.Go)
 			}
 		})
@@ -89,7 +89,7 @@ func TestDefaultTargetURLsParse(t *testing.T) {
 }
 
 func TestURLTargetHidesEveryPassword(t *testing.T) {
-	tg, err := benchmarks.URLTarget("s", "redis-sentinel://u:secret1@127.0.0.1:26379/m?sentinel_password=secret2&read_from=replica")
+	tg, err := target.URLTarget("s", "redis-sentinel://u:secret1@127.0.0.1:26379/m?sentinel_password=secret2&read_from=replica")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +105,7 @@ func TestURLTargetHidesEveryPassword(t *testing.T) {
 // default targets or by URL, is marked Stale (a tie never goes to it over
 // a coherent target); the tracking ones and the rest are not.
 func TestNearNoneTargetsAreStale(t *testing.T) {
-	for _, tg := range benchmarks.DefaultTargets() {
+	for _, tg := range target.DefaultTargets() {
 		if want := tg.Name == "near-none"; tg.Stale != want {
 			t.Errorf("%s: Stale = %v; want %v", tg.Name, tg.Stale, want)
 		}
@@ -116,7 +116,7 @@ func TestNearNoneTargetsAreStale(t *testing.T) {
 		"redis://?near=1MiB":                         false,
 		"redis://?strategy=pool&size=8":              false,
 	} {
-		tg, err := benchmarks.URLTarget("u", raw)
+		tg, err := target.URLTarget("u", raw)
 		if err != nil {
 			t.Fatal(err)
 		}
