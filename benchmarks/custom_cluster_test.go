@@ -12,7 +12,6 @@ import (
 	"github.com/redisx-go/kit/benchmarks/workload"
 	"github.com/redisx-go/kit/internal/launcher"
 	"github.com/redisx-go/kit/internal/topology"
-	"github.com/redisx-go/kit/redisx"
 	"github.com/redisx-go/kit/strategy"
 )
 
@@ -72,44 +71,4 @@ func TestCustomWorkloadRunsOnAClusterWithEveryOpAndTarget(t *testing.T) {
 		target.StrategyTarget("pool-8", strategy.Pool{Size: 8}),
 		target.StrategyTarget("slotgrouped", strategy.SlotGrouped{}),
 		target.RueidisTarget(), target.GoRedisTarget(), target.GoRedisAutoPipelineTarget())
-}
-
-func TestProfileOfAClusterNodeCountsEveryMaster(t *testing.T) {
-	ctx := context.Background()
-	seeds := clusterSeeds(t)
-	c, err := redisx.New(ctx, redisx.Options{Addrs: seeds})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() }) // after the keys are deleted
-	kv := map[string][]byte{}
-	for i := range 3000 {
-		size := 64
-		if i%5 == 0 {
-			size = 4096
-		}
-		kv["app:profiled:"+strconv.Itoa(i)] = []byte(strings.Repeat("v", size))
-	}
-	if err := c.MSet(ctx, kv, 0); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		keys := make([]string, 0, len(kv))
-		for k := range kv {
-			keys = append(keys, k)
-		}
-		if _, err := c.Del(ctx, keys...); err != nil {
-			t.Error(err)
-		}
-	})
-	p, err := benchmarks.ProfileServer(ctx, seeds[0], benchmarks.ProfileOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	v := p.Custom.Value
-	if !p.Cluster || !within(float64(p.Custom.Keys), 3000, 300) || len(v.Sizes) != 2 ||
-		!within(float64(v.Sizes[0].Bytes), 64, 64*0.15) || !within(float64(v.Sizes[1].Bytes), 4096, 4096*0.15) {
-		t.Errorf("cluster %v, -keys %d, -value %s; want a cluster node, about 3000 keys over 3 masters, about 64:80,4096:20\n%s",
-			p.Cluster, p.Custom.Keys, v, strings.Join(p.Notes, "\n"))
-	}
 }

@@ -306,7 +306,7 @@ type Custom struct {
 	Batch   int           // keys of an MGET or MSET
 	TTL     time.Duration // of every key written; 0: no expiry
 	// Source says where the description came from: SourceFlags or
-	// SourceProfile (read from a server by benchmarks.ProfileServer).
+	// SourceProfile (read from a server by profile.Read).
 	Source string
 	// Cluster runs the workload on the cluster rather than the
 	// standalone server.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/redisx-go/kit/benchmarks"
+	"github.com/redisx-go/kit/benchmarks/profile"
 	"github.com/redisx-go/kit/benchmarks/verdict"
 	"github.com/redisx-go/kit/benchmarks/workload"
 	"github.com/redisx-go/kit/redisx"
@@ -165,7 +166,7 @@ func (o *options) runProfile(ctx context.Context, args []string, stderr io.Write
 		}
 	}
 	fmt.Fprintf(stderr, "profiling %s (read-only: INFO, DBSIZE, SCAN, TYPE, PTTL, MEMORY USAGE, OBJECT FREQ)\n", addr)
-	p, err := benchmarks.ProfileServer(ctx, o.profile, benchmarks.ProfileOptions{Username: o.user, Password: o.password})
+	p, err := profile.Read(ctx, o.profile, profile.Options{Username: o.user, Password: o.password})
 	if err != nil {
 		fmt.Fprintln(stderr, "redisx-bench:", err)
 		if ctx.Err() != nil {

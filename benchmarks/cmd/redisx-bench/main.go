@@ -77,6 +77,7 @@ import (
 	"time"
 
 	"github.com/redisx-go/kit/benchmarks"
+	"github.com/redisx-go/kit/benchmarks/profile"
 	"github.com/redisx-go/kit/benchmarks/report"
 	"github.com/redisx-go/kit/benchmarks/target"
 	"github.com/redisx-go/kit/benchmarks/verdict"
@@ -126,8 +127,8 @@ type options struct {
 	batch    int
 	at       int
 	ttl      time.Duration
-	profiled *benchmarks.Profile // read from -profile
-	raw      map[string]string   // -mix, -key-dist and -value as given
+	profiled *profile.Profile  // read from -profile
+	raw      map[string]string // -mix, -key-dist and -value as given
 }
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {

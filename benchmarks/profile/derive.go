@@ -1,4 +1,4 @@
-package benchmarks
+package profile
 
 import (
 	"cmp"
@@ -54,7 +54,7 @@ func (p *Profile) derive(stats map[string]string, dbsize, masters int64, policy,
 		how += " (cut short by the time limit)"
 	}
 	if s.own > 0 {
-		how += fmt.Sprintf(", %d under %s left out", s.own, KeyPrefix)
+		how += fmt.Sprintf(", %d under %s left out", s.own, workload.KeyPrefix)
 	}
 	if len(sizes) > 0 {
 		c.Value = sizeBuckets(sizes)

@@ -1,4 +1,4 @@
-package benchmarks
+package profile
 
 import (
 	"context"
@@ -14,11 +14,8 @@ import (
 	"github.com/redisx-go/kit/redisx"
 )
 
-// ProfileServer reads a server's traffic, read-only, as a custom
-// workload: the -profile flag of redisx-bench.
-
-// ProfileOptions bound what ProfileServer reads. The zero value is good.
-type ProfileOptions struct {
+// Options bound what Read reads. The zero value is good.
+type Options struct {
 	// SampleKeys is the most keys sampled with SCAN (zero: 1000).
 	SampleKeys int
 	// Timeout bounds the sample: SCAN stops when it is spent, with the
@@ -29,7 +26,7 @@ type ProfileOptions struct {
 	Username, Password string
 }
 
-// Profile is a server's traffic, read by ProfileServer.
+// Profile is a server's traffic, read by Read.
 type Profile struct {
 	// Addr is the host:port profiled; Username, Password (whether it has
 	// one), DB and TLS how it was reached: the answer's URL for it keeps
@@ -55,7 +52,7 @@ type Profile struct {
 	Notes []string
 }
 
-// profileCommands are the only commands ProfileServer sends, past the
+// profileCommands are the only commands Read sends, past the
 // connection's AUTH and SELECT: reads that change nothing, and that do not
 // even count as an access to a key (TYPE, PTTL, MEMORY USAGE and OBJECT
 // FREQ look keys up without touching their LRU clock or LFU counter; a
@@ -112,7 +109,7 @@ func (r readOnlyConn) info(section string) (map[string]string, error) {
 	return m, nil
 }
 
-// ProfileServer reads the traffic of the server at rawURL
+// Read reads the traffic of the server at rawURL
 // (redis://[user:password@]host:port[/db], rediss:// for TLS) and derives
 // a custom workload from it, without writing anything to it:
 //
@@ -133,12 +130,12 @@ func (r readOnlyConn) info(section string) (map[string]string, error) {
 //     counters (logarithmic, so a rough one); otherwise uniform, and a
 //     note says it was assumed.
 //
-// The batch of mget/mset is not in any statistic: DefaultCustom's is kept
-// and a note says so. The connection is plain: no client name, nothing
-// but AUTH and SELECT before the reads (profileCommands). Keys under
-// KeyPrefix are left out of the sample. The sample stops at
-// o.SampleKeys keys, at o.Timeout, or when SCAN has seen every key.
-func ProfileServer(ctx context.Context, rawURL string, o ProfileOptions) (*Profile, error) {
+// The batch of mget/mset is not in any statistic: workload.DefaultCustom's
+// is kept and a note says so. The connection is plain: no client name,
+// nothing but AUTH and SELECT before the reads (profileCommands). Keys
+// under workload.KeyPrefix are left out of the sample. The sample stops
+// at o.SampleKeys keys, at o.Timeout, or when SCAN has seen every key.
+func Read(ctx context.Context, rawURL string, o Options) (*Profile, error) {
 	if !strings.Contains(rawURL, "://") {
 		rawURL = "redis://" + rawURL
 	}
@@ -185,7 +182,7 @@ func ProfileServer(ctx context.Context, rawURL string, o ProfileOptions) (*Profi
 }
 
 // read runs the profile's reads on c and derives p.Custom.
-func (p *Profile) read(c readOnlyConn, o ProfileOptions) error {
+func (p *Profile) read(c readOnlyConn, o Options) error {
 	server, err := c.info("server")
 	if err != nil {
 		return err
@@ -245,7 +242,7 @@ type sampledKey struct {
 // keySample is the SCAN sample of a profile.
 type keySample struct {
 	keys    []sampledKey
-	own     int  // keys under KeyPrefix, left out
+	own     int  // keys under workload.KeyPrefix, left out
 	partial bool // stopped by the time limit before SampleKeys
 	done    bool // SCAN saw every key
 }
@@ -253,7 +250,7 @@ type keySample struct {
 // sampleKeys scans up to o.SampleKeys keys (COUNT 100 a call) within
 // o.Timeout and reads TYPE, PTTL, MEMORY USAGE (and OBJECT FREQ with lfu)
 // of each, one pipeline per SCAN reply.
-func sampleKeys(c readOnlyConn, o ProfileOptions, lfu bool) (keySample, error) {
+func sampleKeys(c readOnlyConn, o Options, lfu bool) (keySample, error) {
 	var s keySample
 	deadline := time.Now().Add(o.Timeout)
 	cursor := "0"
@@ -276,7 +273,7 @@ func sampleKeys(c readOnlyConn, o ProfileOptions, lfu bool) (keySample, error) {
 		var batch []string
 		for _, k := range names {
 			switch {
-			case strings.HasPrefix(k, KeyPrefix):
+			case strings.HasPrefix(k, workload.KeyPrefix):
 				s.own++
 			case len(s.keys)+len(batch) < o.SampleKeys:
 				batch = append(batch, k)

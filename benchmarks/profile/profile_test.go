@@ -1,4 +1,4 @@
-package benchmarks_test
+package profile_test
 
 import (
 	"context"
@@ -12,9 +12,10 @@ import (
 	"time"
 
 	redigo "github.com/gomodule/redigo/redis"
-	"github.com/redisx-go/kit/benchmarks"
+	"github.com/redisx-go/kit/benchmarks/profile"
 	"github.com/redisx-go/kit/benchmarks/workload"
 	"github.com/redisx-go/kit/internal/launcher"
+	"github.com/redisx-go/kit/redisx"
 )
 
 // serverState is what a profile must leave as it was: the calls of every
@@ -127,9 +128,9 @@ func TestProfileReadsTheWorkloadAndLeavesTheServerUnchanged(t *testing.T) {
 	seedProfiled(t, c, func() int { return int(z.Uint64()) })
 
 	before := readState(t, c)
-	p, err := benchmarks.ProfileServer(ctx, "redis://"+srv.Addr(), benchmarks.ProfileOptions{})
+	p, err := profile.Read(ctx, "redis://"+srv.Addr(), profile.Options{})
 	if err != nil {
-		t.Fatalf("ProfileServer: %v", err)
+		t.Fatalf("Read: %v", err)
 	}
 	after := readState(t, c)
 
@@ -184,7 +185,7 @@ func TestProfileOfUniformAccessSaysUniform(t *testing.T) {
 	srv, c := lfuServer(t)
 	r := rand.New(rand.NewPCG(1, 2))
 	seedProfiled(t, c, func() int { return r.IntN(2000) })
-	p, err := benchmarks.ProfileServer(context.Background(), srv.Addr(), benchmarks.ProfileOptions{})
+	p, err := profile.Read(context.Background(), srv.Addr(), profile.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +201,7 @@ func TestProfileOfAServerWithoutLFUAssumesUniform(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srv.CLI(ctx, "DEL", "a", "b")
-	p, err := benchmarks.ProfileServer(ctx, srv.Addr(), benchmarks.ProfileOptions{})
+	p, err := profile.Read(ctx, srv.Addr(), profile.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,3 +211,43 @@ func TestProfileOfAServerWithoutLFUAssumesUniform(t *testing.T) {
 }
 
 func within(got, want, tol float64) bool { return math.Abs(got-want) <= tol }
+
+func TestProfileOfAClusterNodeCountsEveryMaster(t *testing.T) {
+	ctx := context.Background()
+	seeds := launcher.ClusterForTest(t, launcher.ClusterOptions{Masters: 3}).Addrs()
+	c, err := redisx.New(ctx, redisx.Options{Addrs: seeds})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() }) // after the keys are deleted
+	kv := map[string][]byte{}
+	for i := range 3000 {
+		size := 64
+		if i%5 == 0 {
+			size = 4096
+		}
+		kv["app:profiled:"+strconv.Itoa(i)] = []byte(strings.Repeat("v", size))
+	}
+	if err := c.MSet(ctx, kv, 0); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		keys := make([]string, 0, len(kv))
+		for k := range kv {
+			keys = append(keys, k)
+		}
+		if _, err := c.Del(ctx, keys...); err != nil {
+			t.Error(err)
+		}
+	})
+	p, err := profile.Read(ctx, seeds[0], profile.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := p.Custom.Value
+	if !p.Cluster || !within(float64(p.Custom.Keys), 3000, 300) || len(v.Sizes) != 2 ||
+		!within(float64(v.Sizes[0].Bytes), 64, 64*0.15) || !within(float64(v.Sizes[1].Bytes), 4096, 4096*0.15) {
+		t.Errorf("cluster %v, -keys %d, -value %s; want a cluster node, about 3000 keys over 3 masters, about 64:80,4096:20\n%s",
+			p.Cluster, p.Custom.Keys, v, strings.Join(p.Notes, "\n"))
+	}
+}
