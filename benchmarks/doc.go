@@ -29,8 +29,9 @@
 // and allocations per operation.
 //
 // [verdict.Recommend] turns cells into verdicts, each with one of three
-// outcomes decided on the interval of the ratio of two targets' throughputs (the
-// Hodges–Lehmann interval: the Mann–Whitney rank test inverted). A win
+// outcomes decided on the interval of the ratio of two targets'
+// throughputs (the Hodges–Lehmann interval: the Mann–Whitney rank test
+// inverted). A win
 // (significant): the fastest redisx target beats every other with p <
 // alpha and the lower end of the interval reaches 1 + Margin (5%): a
 // margin the samples support, not one of the medians alone. Equivalent:
@@ -52,8 +53,8 @@
 // the verdicts that can be. With fewer than [verdict.MinRepeats] samples
 // nothing can be significant, and Run warns. Peers are measured for
 // comparison and never recommended. [verdict.FindCrossovers] brackets the
-// levels between two significant verdicts that name different targets: equivalent and
-// undecided verdicts never cross.
+// levels between two significant verdicts that name different targets:
+// equivalent and undecided verdicts never cross.
 // [verdict.CompareBaseline] compares a run with an earlier report, cell by
 // cell: it says when the two were not measured like with like (machine, loop,
 // durations, repeats, workloads, or peers whose speed changed: the

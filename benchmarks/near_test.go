@@ -223,7 +223,7 @@ func openP6(tb testing.TB) (near, plain *redisx.Client, key string) {
 }
 
 // zipfOp is bar P10's operation on c, as the harness's near/wN workload
-// (workloads.go): a key drawn from a Zipf distribution (s = 1.1 over
+// (workload/fixed.go): a key drawn from a Zipf distribution (s = 1.1 over
 // zipfKeys keys), SET with probability writePct%, else GET (which must
 // return 64 bytes). Each of workers workers draws from its own source.
 func zipfOp(c *redisx.Client, workers, writePct int) benchmarks.Op {

@@ -13,9 +13,9 @@ import (
 	"github.com/redisx-go/kit/redisx"
 )
 
-// The peers: the clients redisx is measured against. They are imported
-// here, in the benchmarks package only; the library packages never import
-// them (deps_test.go at the module root checks it).
+// The peers: the clients redisx is measured against. Of the harness, this
+// package alone imports rueidis and go-redis; the library packages never
+// import them (deps_test.go at the module root checks both).
 
 // RueidisTarget is rueidis with its default options (through Sentinel,
 // its SentinelOption; on a cluster, its MGet helper: one MGET per slot,

@@ -11,7 +11,7 @@ import (
 )
 
 // The statistics behind verdicts and baseline comparisons, beyond the
-// median and the rank test of cell.go: the interval of a ratio of two
+// median and the rank test of stats.go: the interval of a ratio of two
 // targets' throughputs, a multiple-comparison correction, and the least
 // number of samples that can ever be significant.
 
