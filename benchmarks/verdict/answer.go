@@ -32,9 +32,9 @@ type Answer struct {
 	Alternative         string   `json:"alternative,omitempty"`
 	Samples             int      `json:"samples,omitempty"`
 	// URL configures Strategy for the servers measured, or the address
-	// benchmarks.Retarget gave: their user name, if any, and PasswordPlaceholder in
-	// place of their password, if they have one; the DB and TLS measured.
-	// Empty when no URL expresses the strategy.
+	// benchmarks.Retarget gave: their user name, if any, and
+	// PasswordPlaceholder in place of their password, if they have one;
+	// the DB and TLS measured. Empty when no URL expresses the strategy.
 	URL string `json:"url"`
 	// Note says what to change in URL before using it, such as the
 	// address of the embedded server measured.
