@@ -21,7 +21,8 @@ type Report struct {
 	Settings Settings `json:"settings"`
 
 	// Answer is the one configuration for the user's workload at the
-	// user's concurrency (Plan.At); nil when that cell has no verdict.
+	// user's concurrency (benchmarks.Plan.At); nil when that cell has no
+	// verdict.
 	Answer *Answer `json:"answer,omitempty"`
 	// Workloads says what each workload run was.
 	Workloads []WorkloadInfo `json:"workloads,omitempty"`
@@ -73,8 +74,8 @@ type Machine struct {
 	Standalone string   `json:"standalone,omitempty"`
 	Cluster    []string `json:"cluster,omitempty"`
 	// Sentinel is "MASTER@sentinel,sentinel…" when the standalone server
-	// was measured through Redis Sentinel (Servers.Sentinel): Standalone is
-	// then the master they named at the start.
+	// was measured through Redis Sentinel (target.Servers.Sentinel):
+	// Standalone is then the master they named at the start.
 	Sentinel string `json:"sentinel,omitempty"`
 	// TargetServers are, by target name, the servers of the targets that
 	// measured servers of their own (a -target URL with a host) rather
@@ -194,8 +195,8 @@ type Cell struct {
 	// InvalidationsPerWrite is how many keys the near-cache's
 	// invalidation messages named per write of the workload
 	// (Stats.InvalidationsReceived over the ops that write, see
-	// Workload.Writes): what its tracking mode costs the server and the
-	// process. Near-cache targets on workloads that write only.
+	// workload.Workload.Writes): what its tracking mode costs the server
+	// and the process. Near-cache targets on workloads that write only.
 	InvalidationsPerWrite float64 `json:"invalidations_per_write,omitempty"`
 	// LocalBytes is the most a near-cache target held at the end of any
 	// of the cell's samples (Stats.LocalBytes).
@@ -268,7 +269,7 @@ type Recommendation struct {
 	Alternative string `json:"alternative,omitempty"`
 	// Samples is the fewest samples of the targets compared (of the
 	// contenders, when undecided); Looks the times the sequential
-	// sampling looked at them (see Plan.MaxRepeats; 0 when not recorded).
+	// sampling looked at them (see Sampling; 0 when not recorded).
 	Samples int `json:"samples,omitempty"`
 	Looks   int `json:"looks,omitempty"`
 	// URL configures the named target through redisx.ParseURL; Go is the

@@ -8,8 +8,8 @@ import (
 )
 
 // Recommend returns, for every workload and level of cells, the redisx
-// target to use, the samples looked at once (Run looks at them several
-// times: see Plan.MaxRepeats). Peers are compared with but never
+// target to use, the samples looked at once (benchmarks.Run looks at them
+// several times: see Sampling). Peers are compared with but never
 // recommended: the recommendation is a configuration of this library,
 // and its Peer and PeerRatio say how it fares against the fastest peer.
 //
@@ -52,7 +52,7 @@ import (
 // IntervalLevel is the interval's level: 1-alpha, or 1-2·alpha for an
 // equivalent verdict.
 //
-// URL and Go are left empty; Run fills them from the targets.
+// URL and Go are left empty; benchmarks.Run fills them from the targets.
 func Recommend(cells []Cell, alpha, margin float64) []Recommendation {
 	return recommend(cells, singleLook(alpha, margin))
 }

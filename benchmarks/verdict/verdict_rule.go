@@ -21,11 +21,11 @@ type rule struct {
 	// and the other is named as the alternative).
 	alpha float64
 	// look is the significance level of one look of the sequential
-	// sampling (alpha over the looks planned; see Plan.MaxRepeats): the
+	// sampling (alpha over the looks planned; see Sampling): the
 	// win and the equivalence are tested at it.
 	look   float64
 	margin float64
-	// repeats are the samples of a look (Plan.Repeats), to say how many
+	// repeats are the samples of a look (Sampling.Repeats), to say how many
 	// an undecided verdict would need; 0: the cells' own count.
 	repeats int
 }
