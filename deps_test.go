@@ -67,3 +67,38 @@ func TestInternalImportsNoFacade(t *testing.T) {
 		}
 	}
 }
+
+// TestHarnessLayout keeps the harness's packages in their places: none of
+// benchmarks' sub-packages imports benchmarks (the CLI aside, which sits
+// above it), not even in tests; of the harness's code, benchmarks/target
+// alone imports the peers rueidis and go-redis; and benchmarks/verdict
+// does no I/O (no file, network or system call package of its own).
+func TestHarnessLayout(t *testing.T) {
+	const harness = "github.com/redisx-go/kit/benchmarks"
+	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}} {{join .Imports \" \"}} | {{join .TestImports \" \"}} {{join .XTestImports \" \"}}", "./benchmarks/...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	for line := range strings.Lines(string(out)) {
+		code, tests, _ := strings.Cut(line, "|")
+		f := strings.Fields(code)
+		if len(f) == 0 {
+			continue
+		}
+		pkg := f[0]
+		sub := strings.HasPrefix(pkg, harness+"/") && !within(pkg, harness+"/cmd")
+		for _, imp := range f[1:] {
+			switch {
+			case pkg != harness+"/target" && (within(imp, "github.com/redis/rueidis") || within(imp, "github.com/redis/go-redis/v9")):
+				t.Errorf("%s imports the peer %s: only benchmarks/target may", pkg, imp)
+			case pkg == harness+"/verdict" && (imp == "os" || imp == "syscall" || within(imp, "net") || within(imp, "io/fs") || within(imp, "github.com/redisx-go/kit/redisx")):
+				t.Errorf("benchmarks/verdict imports %s: it does no I/O", imp)
+			}
+		}
+		for _, imp := range append(f[1:], strings.Fields(tests)...) {
+			if sub && imp == harness {
+				t.Errorf("%s imports benchmarks: a sub-package never imports the package above it", pkg)
+			}
+		}
+	}
+}

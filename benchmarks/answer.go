@@ -5,71 +5,33 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/redisx-go/kit/benchmarks/target"
+	"github.com/redisx-go/kit/benchmarks/verdict"
 	"github.com/redisx-go/kit/redisx"
 )
 
-// The one answer of a run: the configuration for the user's workload at
-// the user's concurrency (Plan.At), with its verdict and a URL for the
+// The one answer of a run (verdict.Answer), its URL pointed at the
 // user's own server.
 
-// PasswordPlaceholder stands for the password in an Answer's URL: the
-// harness never writes a password into a report, nor drops it silently.
-const PasswordPlaceholder = "PASSWORD"
-
-// Answer is the configuration to use for one workload at one concurrency
-// level: the verdict of that cell (see Recommendation) and a URL that
-// redisx.ParseURL reads, pointed at the user's server.
-type Answer struct {
-	Workload    string `json:"workload"`
-	Concurrency int    `json:"concurrency"`
-	// Strategy is the target's name, empty when the verdict is undecided;
-	// Confidence Significant, Equivalent or Undecided; the others as in
-	// its Recommendation.
-	Strategy            string   `json:"strategy"`
-	Confidence          string   `json:"confidence"`
-	Margin              float64  `json:"margin"`
-	MarginLo            float64  `json:"margin_lo"`
-	MarginHi            float64  `json:"margin_hi"`
-	IntervalLevel       float64  `json:"interval_level,omitempty"`
-	PValue              float64  `json:"p_value"`
-	RunnerUp            string   `json:"runner_up"`
-	TieBreak            string   `json:"tie_break,omitempty"`
-	Contenders          []string `json:"contenders,omitempty"`
-	SuggestedMaxRepeats int      `json:"suggested_max_repeats,omitempty"`
-	Alternative         string   `json:"alternative,omitempty"`
-	Samples             int      `json:"samples,omitempty"`
-	// URL configures Strategy for the servers measured, or the address
-	// Retarget gave: their user name, if any, and PasswordPlaceholder in
-	// place of their password, if they have one; the DB and TLS measured.
-	// Empty when no URL expresses the strategy.
-	URL string `json:"url"`
-	// Note says what to change in URL before using it, such as the
-	// address of the embedded server measured.
-	Note string `json:"note,omitempty"`
-	// Near is the Recommendation's: for a near-cache, its tracking mode,
-	// memory and staleness.
-	Near string `json:"near,omitempty"`
-}
-
-// AnswerAddress is the server an Answer's URL points at.
+// AnswerAddress is the server an answer's URL points at (see Retarget).
 type AnswerAddress struct {
 	// Addrs are host:port: the first is the URL's host, the others its
 	// addr= seeds.
 	Addrs    []string
 	Username string
 	// Password says the server needs one: the URL holds
-	// PasswordPlaceholder in its place.
+	// verdict.PasswordPlaceholder in its place.
 	Password bool
 	DB       int
 	TLS      bool
 	// Sentinel, when set, names the sentinels the URL goes through
 	// (a redis-sentinel URL; Addrs are then ignored): a password of
-	// theirs is PasswordPlaceholder in the URL too.
+	// theirs is verdict.PasswordPlaceholder in the URL too.
 	Sentinel *redisx.SentinelOptions
 }
 
 // Retarget points a's URL at to, keeping its strategy, and sets its Note.
-func (a *Answer) Retarget(to AnswerAddress, note string) error {
+func Retarget(a *verdict.Answer, to AnswerAddress, note string) error {
 	if a.URL != "" {
 		u, err := answerURL(a.URL, to)
 		if err != nil {
@@ -89,33 +51,22 @@ func answerURL(raw string, to AnswerAddress) (string, error) {
 	}
 	o.Addrs, o.Username, o.Password, o.DB, o.TLS = to.Addrs, to.Username, "", to.DB, nil
 	if to.Password {
-		o.Password = PasswordPlaceholder
+		o.Password = verdict.PasswordPlaceholder
 	}
 	if to.TLS {
 		o.TLS = &tls.Config{MinVersion: tls.VersionTLS12}
 	}
 	if to.Sentinel != nil {
-		o.Sentinel = sentinelOf(to.Sentinel)
+		o.Sentinel = target.CloneSentinel(to.Sentinel)
 	}
 	if o.Sentinel != nil && o.Sentinel.Password != "" {
-		o.Sentinel.Password = PasswordPlaceholder
+		o.Sentinel.Password = verdict.PasswordPlaceholder
 	}
 	u, err := redisx.FormatURL(o)
 	if err != nil {
 		return "", fmt.Errorf("benchmarks: answer URL: %w", err)
 	}
 	return u, nil
-}
-
-// answerOf is the answer of the verdict rec, its URL rec's.
-func answerOf(rec *Recommendation) *Answer {
-	return &Answer{
-		Workload: rec.Workload, Concurrency: rec.Concurrency, Strategy: rec.Strategy, Confidence: rec.Confidence,
-		Margin: rec.Margin, MarginLo: rec.MarginLo, MarginHi: rec.MarginHi, IntervalLevel: rec.IntervalLevel,
-		PValue: rec.PValue, RunnerUp: rec.RunnerUp, TieBreak: rec.TieBreak, Contenders: rec.Contenders,
-		SuggestedMaxRepeats: rec.SuggestedMaxRepeats, Alternative: rec.Alternative, Samples: rec.Samples, URL: rec.URL,
-		Near: rec.Near,
-	}
 }
 
 // prepareAnswer picks the workload of the answer: the plan's first that
@@ -144,10 +95,10 @@ func (r *runner) prepareAnswer() {
 // highest level with a verdict), its URL pointed at the servers measured;
 // nil when that cell has no verdict. An undecided verdict is an answer
 // too: it names no configuration.
-func (r *runner) answer() *Answer {
-	var rec *Recommendation
+func (r *runner) answer() *verdict.Answer {
+	var rec *verdict.Recommendation
 	for i, c := range r.report.Recommendations {
-		if c.Workload != r.answerWorkload || c.Strategy == "" && c.Confidence != Undecided {
+		if c.Workload != r.answerWorkload || c.Strategy == "" && c.Confidence != verdict.Undecided {
 			continue
 		}
 		if c.Concurrency == r.plan.At || r.plan.At == 0 && (rec == nil || c.Concurrency > rec.Concurrency) {
@@ -160,7 +111,7 @@ func (r *runner) answer() *Answer {
 		}
 		return nil
 	}
-	a := answerOf(rec)
+	a := verdict.AnswerOf(rec)
 	if rec.Strategy == "" {
 		return a
 	}

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/redisx-go/kit/benchmarks"
+	"github.com/redisx-go/kit/benchmarks/verdict"
+	"github.com/redisx-go/kit/benchmarks/workload"
 	"github.com/redisx-go/kit/internal/launcher"
 	"github.com/redisx-go/kit/redisx"
 	"github.com/redisx-go/kit/strategy"
@@ -13,7 +15,7 @@ import (
 
 func TestRunAnswersForTheFirstWorkloadAtTheUsersConcurrency(t *testing.T) {
 	srv := launcher.Standalone(t, launcher.Options{})
-	c := benchmarks.DefaultCustom()
+	c := workload.DefaultCustom()
 	c.Keys = 100
 	for _, tc := range []struct {
 		at, want int
@@ -34,7 +36,7 @@ func TestRunAnswersForTheFirstWorkloadAtTheUsersConcurrency(t *testing.T) {
 		if a == nil {
 			t.Fatalf("-at %d: no answer\n%s", tc.at, progress.String())
 		}
-		var rec *benchmarks.Recommendation
+		var rec *verdict.Recommendation
 		for i, r := range rep.Recommendations {
 			if r.Workload == "custom" && r.Concurrency == tc.want {
 				rec = &rep.Recommendations[i]
@@ -57,21 +59,21 @@ func TestRunAnswersForTheFirstWorkloadAtTheUsersConcurrency(t *testing.T) {
 }
 
 func TestAnswerRetargetKeepsTheUserAndHidesThePassword(t *testing.T) {
-	a := &benchmarks.Answer{URL: "redis://127.0.0.1:41001?strategy=pool&size=32"}
+	a := &verdict.Answer{URL: "redis://127.0.0.1:41001?strategy=pool&size=32"}
 	to := benchmarks.AnswerAddress{Addrs: []string{"cache.internal:6380"}, Username: "alice", Password: true, DB: 2, TLS: true}
-	if err := a.Retarget(to, "note"); err != nil {
+	if err := benchmarks.Retarget(a, to, "note"); err != nil {
 		t.Fatal(err)
 	}
 	if want := "rediss://alice:PASSWORD@cache.internal:6380/2?strategy=pool&size=32"; a.URL != want || a.Note != "note" {
 		t.Errorf("Retarget: URL %q, note %q; want %q", a.URL, a.Note, want)
 	}
 	o, err := redisx.ParseURL(a.URL)
-	if err != nil || o.Username != "alice" || o.Password != benchmarks.PasswordPlaceholder || o.Strategy != (strategy.Pool{Size: 32}) {
+	if err != nil || o.Username != "alice" || o.Password != verdict.PasswordPlaceholder || o.Strategy != (strategy.Pool{Size: 32}) {
 		t.Errorf("ParseURL(%q) = %+v, %v; want alice, the placeholder and Pool{Size: 32}", a.URL, o, err)
 	}
 	// No password: no placeholder; a user alone is kept.
-	a = &benchmarks.Answer{URL: "redis://127.0.0.1:41001?strategy=multiplexed"}
-	if err := a.Retarget(benchmarks.AnswerAddress{Addrs: []string{"h:1", "h:2"}, Username: "bob"}, ""); err != nil {
+	a = &verdict.Answer{URL: "redis://127.0.0.1:41001?strategy=multiplexed"}
+	if err := benchmarks.Retarget(a, benchmarks.AnswerAddress{Addrs: []string{"h:1", "h:2"}, Username: "bob"}, ""); err != nil {
 		t.Fatal(err)
 	}
 	if want := "redis://bob:@h:1?strategy=multiplexed&addr=h:2"; a.URL != want {

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redisx-go/kit/benchmarks"
+	"github.com/redisx-go/kit/benchmarks/verdict"
 	"github.com/redisx-go/kit/internal/launcher"
 	"github.com/redisx-go/kit/localcache"
 	"github.com/redisx-go/kit/redisx"
@@ -61,7 +61,7 @@ func (br *bars) n1(t *testing.T) {
 			}
 		}
 	}
-	med := func(xs []float64) float64 { return benchmarks.Median(xs) }
+	med := func(xs []float64) float64 { return verdict.Median(xs) }
 	for _, c := range configs {
 		t.Logf("%-21s server output per write median %7.1f B (rounds %s), writer %8.0f SET/s (rounds %s)",
 			c.name, med(bytes[c.name]), fmtNs(bytes[c.name]), med(rates[c.name]), fmtQPS(rates[c.name]))

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/redisx-go/kit/benchmarks"
+	"github.com/redisx-go/kit/benchmarks/verdict"
 	"github.com/redisx-go/kit/internal/launcher"
 )
 
@@ -18,7 +19,7 @@ import (
 func (br *bars) h3(t *testing.T) {
 	srv := launcher.Standalone(t, launcher.Options{})
 	servers := benchmarks.Servers{Standalone: srv.Addr()}
-	run := func(workers int, rate float64) benchmarks.Cell {
+	run := func(workers int, rate float64) verdict.Cell {
 		p := tinyPlan("get")
 		p.Targets = p.Targets[:1] // multiplexed
 		p.Levels = []int{workers}
@@ -39,11 +40,11 @@ func (br *bars) h3(t *testing.T) {
 		late[10_000] = append(late[10_000], run(1, 10_000).LatenessP99ms)
 		late[50_000] = append(late[50_000], run(10, 50_000).LatenessP99ms)
 	}
-	c50, o50 := benchmarks.Median(closed), benchmarks.Median(open)
+	c50, o50 := verdict.Median(closed), verdict.Median(open)
 	t.Logf("H3 p50: closed loop ×1 %.1f µs, open loop at 2000/s ×1 %.1f µs; rounds closed %v, open %v", c50*1e3, o50*1e3, closed, open)
 	br.bar(t, "H3", c50/o50, 0.5, "closed p50 ×1 / open-loop p50 at 2000/s ×1 (open ≤ 2x closed)")
 	for _, rate := range []float64{2000, 10_000, 50_000} {
-		l := benchmarks.Median(late[rate])
+		l := verdict.Median(late[rate])
 		t.Logf("H3 lateness p99 at %v/s: median %.1f µs; rounds %v ms", rate, l*1e3, late[rate])
 		br.bar(t, "H3", 0.050/max(l, 1e-6), 1.0, fmt.Sprintf("50 µs / send lateness p99 at %v/s (lateness ≤ 50 µs)", rate))
 	}

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/redisx-go/kit/benchmarks"
+	"github.com/redisx-go/kit/benchmarks/target"
+	"github.com/redisx-go/kit/benchmarks/verdict"
 	"github.com/redisx-go/kit/internal/launcher"
 	"github.com/redisx-go/kit/strategy"
 )
@@ -25,8 +27,8 @@ func (br *bars) h2(t *testing.T) {
 	ctx := context.Background()
 	slo, _ := benchmarks.ParseSLO("p99=2ms")
 	targets := []benchmarks.Target{
-		benchmarks.StrategyTarget("multiplexed-1", strategy.Multiplexed{Conns: 1}),
-		benchmarks.StrategyTarget("pool-1", strategy.Pool{Size: 1}),
+		target.StrategyTarget("multiplexed-1", strategy.Multiplexed{Conns: 1}),
+		target.StrategyTarget("pool-1", strategy.Pool{Size: 1}),
 	}
 	plan := func(tg ...benchmarks.Target) benchmarks.Plan {
 		p := benchmarks.DefaultPlan()
@@ -45,7 +47,7 @@ func (br *bars) h2(t *testing.T) {
 	}
 	// openLoop runs tg open loop at rate, samples of d, and returns its
 	// cell and whether it held the bound.
-	openLoop := func(tg benchmarks.Target, rate float64, d time.Duration, repeats int) (benchmarks.Cell, bool) {
+	openLoop := func(tg benchmarks.Target, rate float64, d time.Duration, repeats int) (verdict.Cell, bool) {
 		q := plan(tg)
 		q.Rate, q.Duration, q.Repeats = rate, d, repeats
 		if d > q.Warmup*4 {

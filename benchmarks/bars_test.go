@@ -11,6 +11,10 @@ import (
 	"time"
 
 	"github.com/redisx-go/kit/benchmarks"
+	"github.com/redisx-go/kit/benchmarks/load"
+	"github.com/redisx-go/kit/benchmarks/target"
+	"github.com/redisx-go/kit/benchmarks/verdict"
+	"github.com/redisx-go/kit/benchmarks/workload"
 	"github.com/redisx-go/kit/strategy"
 )
 
@@ -73,7 +77,7 @@ type bars struct {
 }
 
 // get is the op of the GET comparisons: a GET of one of the benchmark keys.
-func (br *bars) get(tg target) benchmarks.Op {
+func (br *bars) get(tg suiteTarget) benchmarks.Op {
 	return func(ctx context.Context, w, i int) error {
 		_, err := tg.get(ctx, br.keys[(w*7919+i)%benchKeys])
 		return err
@@ -87,7 +91,7 @@ type median struct{ qps, p50 float64 }
 // compareOp runs the targets in alternating rounds at each level, each
 // running the op mk builds for it, and returns the medians per target and
 // level. An error fails t.
-func (br *bars) compareOp(t *testing.T, what string, levels []int, mk func(tg target) benchmarks.Op, ts []target) map[string]map[int]median {
+func (br *bars) compareOp(t *testing.T, what string, levels []int, mk func(tg suiteTarget) benchmarks.Op, ts []suiteTarget) map[string]map[int]median {
 	med := map[string]map[int]median{}
 	for _, g := range levels {
 		qps := make([][]float64, len(ts))
@@ -95,7 +99,7 @@ func (br *bars) compareOp(t *testing.T, what string, levels []int, mk func(tg ta
 		for r := 0; r < br.rounds; r++ {
 			for i, tg := range ts {
 				op, lat := timed(g, mk(tg))
-				res, err := benchmarks.ClosedLoop(context.Background(), g, br.d, op)
+				res, err := load.ClosedLoop(context.Background(), g, br.d, op)
 				if res.Errors > 0 {
 					t.Fatalf("%s %s at %d goroutines: %d errors, first: %v", what, tg.name, g, res.Errors, err)
 				}
@@ -107,7 +111,7 @@ func (br *bars) compareOp(t *testing.T, what string, levels []int, mk func(tg ta
 			if med[tg.name] == nil {
 				med[tg.name] = map[int]median{}
 			}
-			m := median{benchmarks.Median(qps[i]), benchmarks.Median(p50[i])}
+			m := median{verdict.Median(qps[i]), verdict.Median(p50[i])}
 			med[tg.name][g] = m
 			t.Logf("%s %-16s goroutines=%-5d median %8.0f ops/s, p50 %6.1f µs  rounds %s", what, tg.name, g, m.qps, m.p50*1e6, fmtQPS(qps[i]))
 		}
@@ -118,8 +122,8 @@ func (br *bars) compareOp(t *testing.T, what string, levels []int, mk func(tg ta
 // compare is compareOp for GETs of the benchmark keys, returning QPS. It
 // opens the targets, seeds the keys through the first and closes them
 // all before it returns.
-func (br *bars) compare(t *testing.T, levels []int, open ...func() target) map[string]map[int]float64 {
-	ts := make([]target, len(open))
+func (br *bars) compare(t *testing.T, levels []int, open ...func() suiteTarget) map[string]map[int]float64 {
+	ts := make([]suiteTarget, len(open))
 	for i, o := range open {
 		ts[i] = o()
 		defer ts[i].close()
@@ -158,9 +162,9 @@ func (br *bars) aside(id string, ratio float64, what string) {
 func (br *bars) p1p4(t *testing.T) {
 	sweep := []int{10, 50, 100, 500, 1000}
 	m := br.compare(t, sweep,
-		func() target { return openRedisx(t, "multiplexed", strategy.Multiplexed{}, 0) },
-		func() target { return openRedisx(t, "multiplexed-1", strategy.Multiplexed{Conns: 1}, 1) },
-		func() target { return openRueidis(t) })
+		func() suiteTarget { return openRedisx(t, "multiplexed", strategy.Multiplexed{}, 0) },
+		func() suiteTarget { return openRedisx(t, "multiplexed-1", strategy.Multiplexed{Conns: 1}, 1) },
+		func() suiteTarget { return openRueidis(t) })
 	for _, g := range []int{100, 1000} {
 		want := map[int]float64{100: 3.0, 1000: 1.7}[g] // P1 as raised by the adaptive default (DESIGN.md §6.5, P1+)
 		br.bar(t, "P1", m["multiplexed"][g]/m["rueidis"][g], want, fmt.Sprintf("multiplexed / rueidis GET at %d goroutines", g))
@@ -179,9 +183,9 @@ func (br *bars) p1p4(t *testing.T) {
 func (br *bars) peers(t *testing.T) {
 	levels := []int{1, 10, 100, 1000}
 	m := br.compare(t, levels,
-		func() target { return openRedisx(t, "multiplexed", strategy.Multiplexed{}, 0) },
-		func() target { return openGoRedisAutoPipeline(t) },
-		func() target { return openRueidis(t) })
+		func() suiteTarget { return openRedisx(t, "multiplexed", strategy.Multiplexed{}, 0) },
+		func() suiteTarget { return openGoRedisAutoPipeline(t) },
+		func() suiteTarget { return openRueidis(t) })
 	for _, g := range levels {
 		for _, peer := range []string{"goredis-autopipeline", "rueidis"} {
 			br.aside("Peers", m["multiplexed"][g]/m[peer][g], fmt.Sprintf("multiplexed / %s GET at %d goroutines", peer, g))
@@ -193,8 +197,8 @@ func (br *bars) peers(t *testing.T) {
 func (br *bars) p2(t *testing.T) {
 	for _, n := range []int{8, 32, 100} {
 		m := br.compare(t, []int{10, 100, 1000},
-			func() target { return openRedisx(t, fmt.Sprintf("pool-%d", n), strategy.Pool{Size: n}, n) },
-			func() target { return openRedigoPool(t, n) })
+			func() suiteTarget { return openRedisx(t, fmt.Sprintf("pool-%d", n), strategy.Pool{Size: n}, n) },
+			func() suiteTarget { return openRedigoPool(t, n) })
 		for _, g := range []int{10, 100, 1000} {
 			br.bar(t, "P2", m[fmt.Sprintf("pool-%d", n)][g]/m[fmt.Sprintf("redigo-pool-%d", n)][g], 1.0,
 				fmt.Sprintf("pool-%d / redigo-pool-%d GET at %d goroutines", n, n, g))
@@ -209,8 +213,8 @@ func (br *bars) p3(t *testing.T) {
 		s    strategy.Strategy
 	}{{"multiplexed", strategy.Multiplexed{}}, {"pool-32", strategy.Pool{Size: 32}}} {
 		m := br.compare(t, []int{10, 1000},
-			func() target { return openRedisx(t, "facade-"+s.name, s.s, 0) },
-			func() target { return openDirect(t, "direct-"+s.name, s.s) })
+			func() suiteTarget { return openRedisx(t, "facade-"+s.name, s.s, 0) },
+			func() suiteTarget { return openDirect(t, "direct-"+s.name, s.s) })
 		for _, g := range []int{10, 1000} {
 			br.bar(t, "P3", m["facade-"+s.name][g]/m["direct-"+s.name][g], 0.95,
 				fmt.Sprintf("facade / direct %s GET at %d goroutines", s.name, g))
@@ -261,13 +265,13 @@ func (br *bars) p6(t *testing.T) {
 		refs = append(refs, m.computeScaling)
 		allocs = max(allocs, m.hitAllocs)
 	}
-	hit, par, get := benchmarks.Median(hits), benchmarks.Median(pars), benchmarks.Median(gets)
+	hit, par, get := verdict.Median(hits), verdict.Median(pars), verdict.Median(gets)
 	t.Logf("near-cache AppendGet hit median %.1f ns/op (%d allocs; rounds %s), on %d goroutines %.1f ns/op (rounds %s); Redis GET median %.0f ns/op",
 		hit, allocs, fmtNs(hits), runtime.GOMAXPROCS(0), par, fmtNs(pars), get)
 	// Not a bar: how far the machine let pure computation scale in the
 	// same rounds, to tell a shared hit path from a shared machine.
 	t.Logf("reference: a pure-computation loop on %d goroutines / on one: median %.2fx (rounds %s)",
-		runtime.GOMAXPROCS(0), benchmarks.Median(refs), fmtNs(refs))
+		runtime.GOMAXPROCS(0), verdict.Median(refs), fmtNs(refs))
 	verdict := map[bool]string{true: "met", false: "MISSED"}
 	br.report = append(br.report, fmt.Sprintf("P6  %-58s %.1f ns (bar <= 50 ns) %s", "near-cache hit through AppendGet, one goroutine", hit, verdict[hit <= 50]))
 	if hit > 50 {
@@ -286,7 +290,7 @@ func (br *bars) p6(t *testing.T) {
 // Multiplexed{Conns: 1}, the one connection of the Lettuce model, runs
 // beside them, as an aside.
 func (br *bars) p8(t *testing.T) {
-	ts := []target{
+	ts := []suiteTarget{
 		openRedisx(t, "multiplexed", strategy.Multiplexed{}, 0),
 		openRedisx(t, "multiplexed-1", strategy.Multiplexed{Conns: 1}, 1),
 		openRedisx(t, "pool-8", strategy.Pool{Size: 8}, 8),
@@ -297,14 +301,14 @@ func (br *bars) p8(t *testing.T) {
 	}
 	seed(t, ts[0])
 	v := make([]byte, valueBytes)
-	set := func(tg target) benchmarks.Op {
+	set := func(tg suiteTarget) benchmarks.Op {
 		return func(ctx context.Context, w, i int) error {
 			return tg.set(ctx, br.keys[(w*7919+i)%benchKeys], v)
 		}
 	}
 	for _, op := range []struct {
 		name string
-		mk   func(target) benchmarks.Op
+		mk   func(suiteTarget) benchmarks.Op
 	}{{"GET", br.get}, {"SET", set}} {
 		m := br.compareOp(t, op.name, []int{1, 4}, op.mk, ts)
 		for _, g := range []int{1, 4} {
@@ -331,7 +335,7 @@ func (br *bars) p9(t *testing.T) {
 	redisxNames := []string{"multiplexed", "multiplexed-4", "pool-32"}
 	peers := []string{"rueidis", "redigo-pool-100", "go-redis"}
 	gr, _ := openGoRedis(t)
-	ts := []target{
+	ts := []suiteTarget{
 		openRedisx(t, "multiplexed", strategy.Multiplexed{}, 0),
 		openRedisx(t, "multiplexed-4", strategy.Multiplexed{Conns: 4}, 4),
 		openRedisx(t, "pool-32", strategy.Pool{Size: 32}, 32),
@@ -353,12 +357,12 @@ func (br *bars) p9(t *testing.T) {
 		}
 		ops := []struct {
 			name string
-			mk   func(target) benchmarks.Op
+			mk   func(suiteTarget) benchmarks.Op
 		}{
-			{"SET", func(tg target) benchmarks.Op {
+			{"SET", func(tg suiteTarget) benchmarks.Op {
 				return func(ctx context.Context, w, i int) error { return tg.set(ctx, vkeys[(w*31+i)%len(vkeys)], v) }
 			}},
-			{"GET", func(tg target) benchmarks.Op {
+			{"GET", func(tg suiteTarget) benchmarks.Op {
 				return func(ctx context.Context, w, i int) error {
 					_, err := tg.get(ctx, vkeys[(w*31+i)%len(vkeys)])
 					return err
@@ -397,8 +401,8 @@ func (br *bars) p10(t *testing.T) {
 	}{{10, 1.0}, {1, 1.5}} {
 		plain, near, ratio := measureP10(t, w.pct, br.rounds, br.d)
 		t.Logf("zipf %d%% writes, 100 goroutines: multiplexed median %.0f ops/s (rounds %s), near-multiplexed %.0f ops/s (rounds %s), hit ratio %.3f",
-			w.pct, benchmarks.Median(plain), fmtQPS(plain), benchmarks.Median(near), fmtQPS(near), ratio)
-		br.bar(t, "P10", benchmarks.Median(near)/benchmarks.Median(plain), w.want,
+			w.pct, verdict.Median(plain), fmtQPS(plain), verdict.Median(near), fmtQPS(near), ratio)
+		br.bar(t, "P10", verdict.Median(near)/verdict.Median(plain), w.want,
 			fmt.Sprintf("near / multiplexed, Zipf %d%% writes, 100 goroutines", w.pct))
 	}
 }
@@ -418,7 +422,7 @@ func timed(workers int, op benchmarks.Op) (benchmarks.Op, func() float64) {
 		for _, l := range lat {
 			all = append(all, l...)
 		}
-		return benchmarks.Median(all)
+		return verdict.Median(all)
 	}
 }
 
@@ -452,11 +456,11 @@ func envInt(name string, def int) int {
 // client builds its batch its own way on every op, as a service would.
 func (br *bars) p11(t *testing.T) {
 	const n = 100
-	ts := []target{
+	ts := []suiteTarget{
 		openRedisx(t, "multiplexed", strategy.Multiplexed{}, 0),
 		openRedisx(t, "multiplexed-1", strategy.Multiplexed{Conns: 1}, 1),
 		openRueidis(t),
-		clientTarget("go-redis", 0, openPeer(t, benchmarks.GoRedisTarget(), []string{serverAddr(t)}, false)),
+		clientTarget("go-redis", 0, openPeer(t, target.GoRedisTarget(), []string{serverAddr(t)}, false)),
 	}
 	for _, tg := range ts {
 		defer tg.close()
@@ -467,8 +471,8 @@ func (br *bars) p11(t *testing.T) {
 	for i := range set {
 		set[i] = i%2 == 1
 	}
-	mk := func(tg target) benchmarks.Op {
-		p, err := benchmarks.PipelinerOf(tg.client)
+	mk := func(tg suiteTarget) benchmarks.Op {
+		p, err := workload.PipelinerOf(tg.client)
 		if err != nil {
 			t.Fatalf("%s: %v", tg.name, err)
 		}

@@ -9,6 +9,10 @@ import (
 	"time"
 
 	"github.com/redisx-go/kit/benchmarks"
+	"github.com/redisx-go/kit/benchmarks/target"
+	"github.com/redisx-go/kit/benchmarks/verdict"
+	"github.com/redisx-go/kit/benchmarks/verdict/verdicttest"
+	"github.com/redisx-go/kit/benchmarks/workload"
 	"github.com/redisx-go/kit/internal/launcher"
 	"github.com/redisx-go/kit/strategy"
 )
@@ -31,10 +35,10 @@ import (
 func (br *bars) v1v2(t *testing.T) {
 	srv := launcher.Standalone(t, launcher.Options{})
 	servers := benchmarks.Servers{Standalone: srv.Addr()}
-	i := slices.IndexFunc(benchmarks.DefaultWorkloads(), func(w benchmarks.Workload) bool { return w.Name == "get" })
-	get := benchmarks.DefaultWorkloads()[i]
+	i := slices.IndexFunc(workload.DefaultWorkloads(), func(w benchmarks.Workload) bool { return w.Name == "get" })
+	get := workload.DefaultWorkloads()[i]
 	base := func(name string) benchmarks.Target {
-		tg := benchmarks.StrategyTarget(name, strategy.Multiplexed{})
+		tg := target.StrategyTarget(name, strategy.Multiplexed{})
 		tg.Conns = 8
 		return tg
 	}
@@ -58,7 +62,7 @@ func (br *bars) v1v2(t *testing.T) {
 		}
 		p.Workloads = append(p.Workloads, w)
 	}
-	out := map[string]*outcomes{}
+	out := map[string]*verdicttest.Outcomes{}
 	crossovers := 0
 	for run := range 2 * br.rounds {
 		p.Seed = int64(run + 1)
@@ -67,27 +71,27 @@ func (br *bars) v1v2(t *testing.T) {
 			t.Fatalf("run %d: %v", run+1, err)
 		}
 		for _, rec := range rep.Recommendations {
-			var cells []benchmarks.Cell
+			var cells []verdict.Cell
 			for _, c := range rep.Cells {
 				if c.Workload == rec.Workload && c.Concurrency == rec.Concurrency {
 					cells = append(cells, c)
 				}
 			}
-			namesNoSlower(t, rec, cells) // V1
+			verdicttest.NamesNoSlower(t, rec, cells) // V1
 			if out[rec.Workload] == nil {
-				out[rec.Workload] = &outcomes{}
+				out[rec.Workload] = &verdicttest.Outcomes{}
 			}
-			out[rec.Workload].add(rec, cells)
+			out[rec.Workload].Add(rec, cells)
 			t.Logf("run %d %s at %d: %s %q, %+.1f%% [%+.1f%%, %+.1f%%], %d samples", run+1, rec.Workload, rec.Concurrency, rec.Confidence,
 				rec.Strategy, 100*rec.Margin, 100*rec.MarginLo, 100*rec.MarginHi, rec.Samples)
 		}
-		for _, x := range benchmarks.FindCrossovers(rep.Recommendations) {
+		for _, x := range verdict.FindCrossovers(rep.Recommendations) {
 			if x.Workload == "v2/twins" {
 				crossovers++
 			}
 		}
 		if a := rep.Answer; a != nil { // V1: the answer is its cell's verdict
-			k := slices.IndexFunc(rep.Recommendations, func(r benchmarks.Recommendation) bool {
+			k := slices.IndexFunc(rep.Recommendations, func(r verdict.Recommendation) bool {
 				return r.Workload == a.Workload && r.Concurrency == a.Concurrency
 			})
 			if k < 0 || rep.Recommendations[k].Strategy != a.Strategy || rep.Recommendations[k].Confidence != a.Confidence {
@@ -95,17 +99,16 @@ func (br *bars) v1v2(t *testing.T) {
 			}
 		}
 	}
-	rate := func(o *outcomes, k int) float64 { return float64(k) / float64(max(o.n, 1)) }
 	twins, ten, two := out["v2/twins"], out["v2/ten"], out["v2/two"]
 	for name, o := range out {
 		t.Logf("%s: %v", name, o)
 	}
-	br.record(t, "V2", fmt.Sprintf("twins: significant in %d of %d cells, %d crossovers", twins.significant, twins.n, crossovers),
-		rate(twins, twins.significant) <= 0.05 && crossovers == 0, "<= 5%, none")
-	br.record(t, "V2", fmt.Sprintf("10%% slower named in %d of %d cells (faster won %d)", ten.named["slow-10"], ten.n, ten.named["fast-10"]),
-		ten.named["slow-10"] == 0, "never")
-	br.record(t, "V2", fmt.Sprintf("2%% apart: significant in %d of %d cells (equivalent %d)", two.significant, two.n, two.equivalent),
-		rate(two, two.significant) <= 0.05, "<= 5%")
+	br.record(t, "V2", fmt.Sprintf("twins: significant in %d of %d cells, %d crossovers", twins.Significant, twins.N, crossovers),
+		twins.Rate(twins.Significant) <= 0.05 && crossovers == 0, "<= 5%, none")
+	br.record(t, "V2", fmt.Sprintf("10%% slower named in %d of %d cells (faster won %d)", ten.Named["slow-10"], ten.N, ten.Named["fast-10"]),
+		ten.Named["slow-10"] == 0, "never")
+	br.record(t, "V2", fmt.Sprintf("2%% apart: significant in %d of %d cells (equivalent %d)", two.Significant, two.N, two.Equivalent),
+		two.Rate(two.Significant) <= 0.05, "<= 5%")
 }
 
 // record records a bar that is a count rather than a ratio, and fails t
@@ -125,7 +128,7 @@ func (br *bars) record(t *testing.T, id, what string, met bool, bar string) {
 // operation counted. It claims 1 connection (Target.Conns), fewer than
 // its twin's 8, so that a tie-break would prefer it.
 func slowed(name string, every int64) benchmarks.Target {
-	tg := benchmarks.StrategyTarget(name, strategy.Multiplexed{})
+	tg := target.StrategyTarget(name, strategy.Multiplexed{})
 	tg.Conns = 1
 	open := tg.Open
 	tg.Open = func(ctx context.Context, env benchmarks.Env) (benchmarks.Client, error) {

@@ -1,18 +1,17 @@
 package benchmarks
 
 import (
-	"math"
 	"runtime"
-	"slices"
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
-	"golang.org/x/perf/benchmath"
+	"github.com/redisx-go/kit/benchmarks/load"
+	"github.com/redisx-go/kit/benchmarks/verdict"
 )
 
 // sample is one measured run of a target at a level.
 type sample struct {
-	load
+	load.Outcome
 	qps          float64
 	cpu          time.Duration // user + system time of the process
 	mallocs      uint64
@@ -29,7 +28,7 @@ type sample struct {
 
 // cellAcc accumulates the samples of one cell.
 type cellAcc struct {
-	cell Cell
+	cell verdict.Cell
 	hist *hdr.Histogram
 	late *hdr.Histogram // open loop only
 	cpu  time.Duration
@@ -44,8 +43,8 @@ type cellAcc struct {
 
 func newCellAcc(w Workload, t Target, level int, rate float64) *cellAcc {
 	return &cellAcc{
-		cell:   Cell{Workload: w.Name, Target: t.Name, Concurrency: level, Peer: t.Peer, Stale: t.Stale, MaxConns: t.Conns, Rate: rate},
-		hist:   newHistogram(),
+		cell:   verdict.Cell{Workload: w.Name, Target: t.Name, Concurrency: level, Peer: t.Peer, Stale: t.Stale, MaxConns: t.Conns, Rate: rate},
+		hist:   load.NewHistogram(),
 		writes: w.Writes,
 	}
 }
@@ -56,11 +55,11 @@ func (a *cellAcc) add(s sample, h *hdr.Histogram) {
 	c.QPSSamples = append(c.QPSSamples, s.qps)
 	c.P99Samples = append(c.P99Samples, float64(h.ValueAtQuantile(99))/1e6)
 	c.Samples++
-	c.Ops += s.ops
-	c.Errors += s.errs
-	c.Unsent += s.behind
-	if s.first != nil && c.FirstError == "" {
-		c.FirstError = s.first.Error()
+	c.Ops += s.Ops
+	c.Errors += s.Errs
+	c.Unsent += s.Behind
+	if s.First != nil && c.FirstError == "" {
+		c.FirstError = s.First.Error()
 	}
 	c.Conns = max(c.Conns, s.conns)
 	c.Lanes = max(c.Lanes, s.lanes)
@@ -68,7 +67,7 @@ func (a *cellAcc) add(s sample, h *hdr.Histogram) {
 	a.hist.Merge(h)
 	if s.late != nil {
 		if a.late == nil {
-			a.late = newHistogram()
+			a.late = load.NewHistogram()
 		}
 		a.late.Merge(s.late)
 	}
@@ -90,10 +89,10 @@ func (a *cellAcc) fail(err error) {
 }
 
 // finish computes the cell's statistics.
-func (a *cellAcc) finish() Cell {
+func (a *cellAcc) finish() verdict.Cell {
 	c := a.cell
 	c.Failed = c.Failed || c.Errors > 0
-	c.QPS, c.QPSLow, c.QPSHigh = summarize(c.QPSSamples)
+	c.QPS, c.QPSLow, c.QPSHigh = verdict.Summarize(c.QPSSamples)
 	ms := func(q float64) float64 { return float64(a.hist.ValueAtQuantile(q)) / 1e6 }
 	c.P50ms, c.P90ms, c.P99ms, c.P999ms = ms(50), ms(90), ms(99), ms(99.9)
 	c.MaxMs = float64(a.hist.Max()) / 1e6
@@ -113,42 +112,6 @@ func (a *cellAcc) finish() Cell {
 		}
 	}
 	return c
-}
-
-// thresholds are benchmath's: Compare panics without them.
-func thresholds(alpha float64) *benchmath.Thresholds {
-	return &benchmath.Thresholds{CompareAlpha: alpha}
-}
-
-// summarize returns the median of xs and its 95% confidence interval
-// (benchmath, no distributional assumption). With too few samples for an
-// interval (fewer than 6), the interval is the samples' range.
-func summarize(xs []float64) (median, lo, hi float64) {
-	if len(xs) == 0 {
-		return 0, 0, 0
-	}
-	s := benchmath.NewSample(slices.Clone(xs), thresholds(0.05)) // NewSample sorts in place
-	sum := benchmath.AssumeNothing.Summary(s, 0.95)
-	lo, hi = sum.Lo, sum.Hi
-	if math.IsInf(lo, 0) || math.IsNaN(lo) {
-		lo = s.Values[0]
-	}
-	if math.IsInf(hi, 0) || math.IsNaN(hi) {
-		hi = s.Values[len(s.Values)-1]
-	}
-	return sum.Center, lo, hi
-}
-
-// compare returns the Mann-Whitney U p-value of the hypothesis that a and
-// b come from the same distribution; 1 when either is empty.
-func compare(a, b []float64, alpha float64) float64 {
-	if len(a) == 0 || len(b) == 0 {
-		return 1
-	}
-	t := thresholds(alpha)
-	sa := benchmath.NewSample(slices.Clone(a), t)
-	sb := benchmath.NewSample(slices.Clone(b), t)
-	return benchmath.AssumeNothing.Compare(sa, sb).P
 }
 
 // usage is what the process spent: CPU time and heap allocations.

@@ -11,6 +11,9 @@ import (
 
 	redigo "github.com/gomodule/redigo/redis"
 	"github.com/redisx-go/kit/benchmarks"
+	"github.com/redisx-go/kit/benchmarks/load"
+	"github.com/redisx-go/kit/benchmarks/target"
+	"github.com/redisx-go/kit/benchmarks/verdict"
 	"github.com/redisx-go/kit/internal/topology"
 	"github.com/redisx-go/kit/redisx"
 	"github.com/redisx-go/kit/strategy"
@@ -61,10 +64,10 @@ func seedCluster(tb testing.TB, keys []string) {
 }
 
 // clusterTarget is one client configuration on the cluster: GET and SET
-// (target), one cross-slot MGET that checks every value it reads, and the
+// (suiteTarget), one cross-slot MGET that checks every value it reads, and the
 // connections it holds per master.
 type clusterTarget struct {
-	target
+	suiteTarget
 	mget         func(ctx context.Context, keys []string) error
 	connsPerNode func(tb testing.TB) float64
 }
@@ -92,7 +95,7 @@ func openClusterRedisx(tb testing.TB, name string, s strategy.Strategy) clusterT
 		tb.Fatalf("%s: %v", name, err)
 	}
 	return clusterTarget{
-		target: target{
+		suiteTarget: suiteTarget{
 			name: name, get: c.Get,
 			set:   func(ctx context.Context, k string, v []byte) error { return c.Set(ctx, k, v, 0) },
 			close: func() { c.Close() },
@@ -142,7 +145,7 @@ func openClusterPeer(tb testing.TB, t benchmarks.Target) clusterTarget {
 	conns := connCounter(tb)
 	c := openPeer(tb, t, clusterSeeds(tb), true)
 	return clusterTarget{
-		target: clientTarget(t.Name, 0, c),
+		suiteTarget: clientTarget(t.Name, 0, c),
 		mget: func(ctx context.Context, keys []string) error {
 			vs, err := c.MGet(ctx, keys...)
 			if err != nil {
@@ -155,15 +158,15 @@ func openClusterPeer(tb testing.TB, t benchmarks.Target) clusterTarget {
 }
 
 func openClusterRueidis(tb testing.TB) clusterTarget {
-	return openClusterPeer(tb, benchmarks.RueidisTarget())
+	return openClusterPeer(tb, target.RueidisTarget())
 }
 
 func openClusterGoRedis(tb testing.TB) clusterTarget {
-	return openClusterPeer(tb, benchmarks.GoRedisTarget())
+	return openClusterPeer(tb, target.GoRedisTarget())
 }
 
 func openClusterGoRedisAutoPipeline(tb testing.TB) clusterTarget {
-	return openClusterPeer(tb, benchmarks.GoRedisAutoPipelineTarget())
+	return openClusterPeer(tb, target.GoRedisAutoPipelineTarget())
 }
 
 // clusterMasters returns the addresses of the masters serving slots, as
@@ -295,7 +298,7 @@ func alternateRounds(t *testing.T, what string, rounds int, d time.Duration, lev
 		samples := make([][]float64, len(ops))
 		for r := 0; r < rounds; r++ {
 			for i, op := range ops {
-				res, err := benchmarks.ClosedLoop(context.Background(), g, d, op)
+				res, err := load.ClosedLoop(context.Background(), g, d, op)
 				if res.Errors > 0 {
 					t.Fatalf("%s %s at %d goroutines: %d errors, first: %v", what, names[i], g, res.Errors, err)
 				}
@@ -306,7 +309,7 @@ func alternateRounds(t *testing.T, what string, rounds int, d time.Duration, lev
 			if med[name] == nil {
 				med[name] = map[int]float64{}
 			}
-			med[name][g] = benchmarks.Median(samples[i])
+			med[name][g] = verdict.Median(samples[i])
 			rs := make([]string, len(samples[i]))
 			for j, x := range samples[i] {
 				rs[j] = strconv.FormatFloat(x, 'f', 0, 64)

@@ -4,23 +4,25 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+
+	"github.com/redisx-go/kit/benchmarks/verdict"
 )
 
 // conclude computes the verdicts, crossovers and SLO winners, the URL
 // and Go snippet of every recommendation, and the answer.
 func (r *runner) conclude() {
 	rep := r.report
-	rep.Recommendations = recommend(rep.Cells, r.plan.rule())
+	rep.Recommendations = r.plan.sampling().Recommend(rep.Cells)
 	for i := range rep.Recommendations {
 		rec := &rep.Recommendations[i]
 		rec.Looks = r.looks[levelKey{rec.Workload, rec.Concurrency}]
 	}
-	rep.Crossovers = FindCrossovers(rep.Recommendations)
+	rep.Crossovers = verdict.FindCrossovers(rep.Recommendations)
 	if rep.Recommendations == nil {
-		rep.Recommendations = []Recommendation{}
+		rep.Recommendations = []verdict.Recommendation{}
 	}
 	if rep.Crossovers == nil {
-		rep.Crossovers = []Crossover{}
+		rep.Crossovers = []verdict.Crossover{}
 	}
 	peers := map[string]bool{}
 	targets := map[string]Target{}
@@ -28,7 +30,7 @@ func (r *runner) conclude() {
 		peers[t.Name] = t.Peer
 		targets[t.Name] = t
 	}
-	markSLOWinners(rep.SLO, peers)
+	verdict.MarkSLOWinners(rep.SLO, peers)
 	r.warnLateOpenLoop()
 	cluster := map[string]bool{}
 	for _, w := range r.plan.Workloads {
@@ -51,7 +53,7 @@ func (r *runner) conclude() {
 		if t.Go != "" {
 			rec.Go = fmt.Sprintf("redisx.Options{Addrs: %s, Strategy: %s}", goStrings(addrs), t.Go)
 		}
-		rec.Near = nearAdvice(t, rep.cell(rec.Workload, rec.Strategy, rec.Concurrency))
+		rec.Near = nearAdvice(t, cellOf(rep, rec.Workload, rec.Strategy, rec.Concurrency))
 	}
 	rep.Answer = r.answer()
 }

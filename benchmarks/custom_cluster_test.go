@@ -8,9 +8,10 @@ import (
 	"time"
 
 	"github.com/redisx-go/kit/benchmarks"
+	"github.com/redisx-go/kit/benchmarks/target"
+	"github.com/redisx-go/kit/benchmarks/workload"
 	"github.com/redisx-go/kit/internal/launcher"
 	"github.com/redisx-go/kit/internal/topology"
-	"github.com/redisx-go/kit/redisx"
 	"github.com/redisx-go/kit/strategy"
 )
 
@@ -18,8 +19,11 @@ import (
 // targets given and fails a cell that failed.
 func runEveryOp(t *testing.T, s benchmarks.Servers, targets ...benchmarks.Target) {
 	t.Helper()
-	c := custom(t, "get:40,set:20,del:10,mget:15,mset:15", "zipf:0.99", "64:80,4096:20", 2000)
-	c.Batch, c.TTL, c.Cluster = 20, time.Minute, s.Cluster != nil
+	c := workload.DefaultCustom()
+	c.Mix = workload.Mix{{Op: "get", Weight: 40}, {Op: "set", Weight: 20}, {Op: "del", Weight: 10}, {Op: "mget", Weight: 15}, {Op: "mset", Weight: 15}}
+	c.KeyDist = workload.KeyDist{Kind: workload.DistZipf, S: 0.99}
+	c.Value = workload.ValueSpec{Sizes: []workload.SizeWeight{{Bytes: 64, Weight: 80}, {Bytes: 4096, Weight: 20}}}
+	c.Keys, c.Batch, c.TTL, c.Cluster = 2000, 20, time.Minute, s.Cluster != nil
 	p := benchmarks.DefaultPlan()
 	p.Levels, p.Duration, p.Warmup, p.Repeats = []int{4}, 50*time.Millisecond, 10*time.Millisecond, 1
 	p.Workloads = []benchmarks.Workload{c.Workload()}
@@ -45,14 +49,14 @@ func runEveryOp(t *testing.T, s benchmarks.Servers, targets ...benchmarks.Target
 func TestCustomWorkloadRunsEveryOpOnEveryTarget(t *testing.T) {
 	srv := launcher.Standalone(t, launcher.Options{})
 	runEveryOp(t, benchmarks.Servers{Standalone: srv.Addr()},
-		benchmarks.StrategyTarget("multiplexed", strategy.Multiplexed{}),
-		benchmarks.StrategyTarget("pool-8", strategy.Pool{Size: 8}),
-		benchmarks.RueidisTarget(), benchmarks.RedigoPoolTarget(8), benchmarks.GoRedisTarget(),
-		benchmarks.GoRedisAutoPipelineTarget())
+		target.StrategyTarget("multiplexed", strategy.Multiplexed{}),
+		target.StrategyTarget("pool-8", strategy.Pool{Size: 8}),
+		target.RueidisTarget(), target.RedigoPoolTarget(8), target.GoRedisTarget(),
+		target.GoRedisAutoPipelineTarget())
 }
 
 func TestCustomWorkloadRunsOnAClusterWithEveryOpAndTarget(t *testing.T) {
-	c := benchmarks.DefaultCustom()
+	c := workload.DefaultCustom()
 	// Keys hashed as a service's are: no hash tag, so over the slots.
 	slots := map[int]bool{}
 	for i := range c.Keys {
@@ -63,48 +67,8 @@ func TestCustomWorkloadRunsOnAClusterWithEveryOpAndTarget(t *testing.T) {
 	}
 
 	runEveryOp(t, benchmarks.Servers{Cluster: clusterSeeds(t)},
-		benchmarks.StrategyTarget("multiplexed", strategy.Multiplexed{}),
-		benchmarks.StrategyTarget("pool-8", strategy.Pool{Size: 8}),
-		benchmarks.StrategyTarget("slotgrouped", strategy.SlotGrouped{}),
-		benchmarks.RueidisTarget(), benchmarks.GoRedisTarget(), benchmarks.GoRedisAutoPipelineTarget())
-}
-
-func TestProfileOfAClusterNodeCountsEveryMaster(t *testing.T) {
-	ctx := context.Background()
-	seeds := clusterSeeds(t)
-	c, err := redisx.New(ctx, redisx.Options{Addrs: seeds})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() }) // after the keys are deleted
-	kv := map[string][]byte{}
-	for i := range 3000 {
-		size := 64
-		if i%5 == 0 {
-			size = 4096
-		}
-		kv["app:profiled:"+strconv.Itoa(i)] = []byte(strings.Repeat("v", size))
-	}
-	if err := c.MSet(ctx, kv, 0); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		keys := make([]string, 0, len(kv))
-		for k := range kv {
-			keys = append(keys, k)
-		}
-		if _, err := c.Del(ctx, keys...); err != nil {
-			t.Error(err)
-		}
-	})
-	p, err := benchmarks.ProfileServer(ctx, seeds[0], benchmarks.ProfileOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	v := p.Custom.Value
-	if !p.Cluster || !within(float64(p.Custom.Keys), 3000, 300) || len(v.Sizes) != 2 ||
-		!within(float64(v.Sizes[0].Bytes), 64, 64*0.15) || !within(float64(v.Sizes[1].Bytes), 4096, 4096*0.15) {
-		t.Errorf("cluster %v, -keys %d, -value %s; want a cluster node, about 3000 keys over 3 masters, about 64:80,4096:20\n%s",
-			p.Cluster, p.Custom.Keys, v, strings.Join(p.Notes, "\n"))
-	}
+		target.StrategyTarget("multiplexed", strategy.Multiplexed{}),
+		target.StrategyTarget("pool-8", strategy.Pool{Size: 8}),
+		target.StrategyTarget("slotgrouped", strategy.SlotGrouped{}),
+		target.RueidisTarget(), target.GoRedisTarget(), target.GoRedisAutoPipelineTarget())
 }

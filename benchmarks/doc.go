@@ -18,18 +18,20 @@
 // yielding the CPU, and sends the request itself — and every latency is
 // measured from the request's intended send time (no coordinated
 // omission). An open-loop cell reports the client's own send lateness
-// (Cell.LatenessP99ms), and its verdict compares the samples' p99
+// (verdict.Cell.LatenessP99ms), and its verdict compares the samples' p99
 // latencies, not QPS: every target is offered the same rate. Latencies
-// go to one HDR histogram per worker, merged per cell. Each [Cell] reports the median QPS with its 95% confidence
-// interval and its samples, p50/p90/p99/p99.9/max, errors (a cell with
+// go to one HDR histogram per worker, merged per cell. Each
+// [verdict.Cell] reports the median QPS with its 95% confidence interval
+// and its samples, p50/p90/p99/p99.9/max, errors (a cell with
 // errors has failed and never wins), the connections the server held
 // (counted by client name with CLIENT LIST after each sample, never
 // during one, summed over a cluster's masters), and the client's CPU time
 // and allocations per operation.
 //
-// [Recommend] turns cells into verdicts, each with one of three outcomes
-// decided on the interval of the ratio of two targets' throughputs (the
-// Hodges–Lehmann interval: the Mann–Whitney rank test inverted). A win
+// [verdict.Recommend] turns cells into verdicts, each with one of three
+// outcomes decided on the interval of the ratio of two targets'
+// throughputs (the Hodges–Lehmann interval: the Mann–Whitney rank test
+// inverted). A win
 // (significant): the fastest redisx target beats every other with p <
 // alpha and the lower end of the interval reaches 1 + Margin (5%): a
 // margin the samples support, not one of the medians alone. Equivalent:
@@ -48,13 +50,13 @@
 // over the number of looks (a Bonferroni split, so that looking again
 // does not inflate the false decisions), and a verdict more samples are
 // unlikely to decide is left undecided at once, which keeps the time for
-// the verdicts that can be. With fewer than [MinRepeats] samples nothing
-// can be significant, and Run warns. Peers are measured for comparison
-// and never recommended. [FindCrossovers] brackets the levels between
-// two significant verdicts that name different targets: equivalent and
-// undecided verdicts never cross.
-// [CompareBaseline] compares a run with an earlier report, cell by cell:
-// it says when the two were not measured like with like (machine, loop,
+// the verdicts that can be. With fewer than [verdict.MinRepeats] samples
+// nothing can be significant, and Run warns. Peers are measured for
+// comparison and never recommended. [verdict.FindCrossovers] brackets the
+// levels between two significant verdicts that name different targets:
+// equivalent and undecided verdicts never cross.
+// [verdict.CompareBaseline] compares a run with an earlier report, cell by
+// cell: it says when the two were not measured like with like (machine, loop,
 // durations, repeats, workloads, or peers whose speed changed: the
 // machine's did), and a change is significant when its
 // p-value, corrected for the number of cells by Benjamini–Hochberg, is
@@ -85,34 +87,36 @@
 // each probe's percentile, interval and operations, and warns when the
 // client's send lateness exceeded a tenth of the bound.
 //
-// Your own configuration is a target ([StrategyTarget] over any strategy
-// value, [URLTarget] over a redis:// URL — which, with a host, measures
-// that server, so that two servers compare in one run — or any Open
-// function) and your own workload is an operation over a [Client] (see
-// the example of Run), or a [Custom].
+// Your own configuration is a target ([target.StrategyTarget] over any
+// strategy value, [target.URLTarget] over a redis:// URL — which, with a
+// host, measures that server, so that two servers compare in one run — or
+// any Open function) and your own workload is an operation over a
+// [Client] (see the example of Run), or a [workload.Custom].
 //
 // # Your workload, and one answer
 //
-// A [Custom] describes a workload in memtier_benchmark's terms — a [Mix] of
-// get, set, del, mget and mset, a key space, a [KeyDist] (uniform, zipf:S,
-// gaussian, sequential), value sizes ([ValueSpec]: one, a range, or sizes
-// by weight), the keys of an MGET or MSET and a TTL — and [Custom.Workload]
-// makes it the workload "custom": every key is stored before the run with a
-// size of its own (a GET checks it; a miss after a del or an expiry is no
-// error), and key names are hashed as a service's are, so that a cluster
-// spreads them over its slots and a batch spans several. [ProfileServer]
-// reads one from a server, read-only: the mix from INFO commandstats, the
-// key space from DBSIZE, value sizes and the TTL from MEMORY USAGE and PTTL
-// of a SCAN sample, the skew from the LFU counters where the server's
-// policy keeps them; [Profile].Notes say what was estimated, ignored or
-// assumed, and [Custom.Flags] writes it as the flags of redisx-bench.
+// A [workload.Custom] describes a workload in memtier_benchmark's terms —
+// a [workload.Mix] of get, set, del, mget and mset, a key space, a
+// [workload.KeyDist] (uniform, zipf:S, gaussian, sequential), value sizes
+// ([workload.ValueSpec]: one, a range, or sizes by weight), the keys of an
+// MGET or MSET and a TTL — and [workload.Custom.Workload] makes it the
+// workload "custom": every key is stored before the run with a size of
+// its own (a GET checks it; a miss after a del or an expiry is no error),
+// and key names are hashed as a service's are, so that a cluster spreads
+// them over its slots and a batch spans several. profile.Read reads one
+// from a server, read-only: the mix from INFO commandstats, the key space
+// from DBSIZE, value sizes and the TTL from MEMORY USAGE and PTTL of a
+// SCAN sample, the skew from the LFU counters where the server's policy
+// keeps them; its Profile's Notes say what was estimated, ignored or
+// assumed, and [workload.Custom.Flags] writes it as the flags of
+// redisx-bench.
 //
 // [Report].Answer names one configuration: the verdict of the plan's first
 // workload (put the user's first) at Plan.At, its highest level by default
 // (At is added to its levels when they miss it), with a URL for the user's
-// server that keeps the user name and holds [PasswordPlaceholder] for the
-// password. Report.Workloads says what each workload was. The reports open
-// with the answer.
+// server that keeps the user name and holds [verdict.PasswordPlaceholder]
+// for the password. Report.Workloads says what each workload was. The
+// reports open with the answer.
 //
 // On a server of yours, every key written starts with [KeyPrefix] and is
 // deleted at the end, and Run refuses a database holding other keys
@@ -130,6 +134,14 @@
 // instead. Benchmark names follow benchstat's key=value form, e.g.
 // BenchmarkGet/strategy=multiplexed-1/goroutines=1000.
 //
-// Peers are imported only here and in this package's tests; the library
-// packages never import them.
+// # Its packages
+//
+// This package plans and runs; each other job has a package of its own,
+// none of which imports this one: [load] offers an operation to workers,
+// closed or open loop; [workload] is what they do; [target] opens the
+// configurations measured, the peers among them (rueidis and go-redis are
+// imported there alone; the library packages never import them);
+// [verdict] holds the report's data and decides, with no I/O; profile
+// reads a server's traffic as a custom workload; report renders a
+// report.
 package benchmarks

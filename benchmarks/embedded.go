@@ -14,7 +14,7 @@ type Embedded struct {
 	// Servers are the embedded deployments, ready for Run.
 	Servers Servers
 	// Pinned is set when every server runs on a CPU of its own (the
-	// last), PinNote says which or why not: the copy on Machine.
+	// last), PinNote says which or why not: the copy on verdict.Machine.
 	Pinned  bool
 	PinNote string
 

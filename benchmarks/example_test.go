@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redisx-go/kit/benchmarks"
+	"github.com/redisx-go/kit/benchmarks/target"
 	"github.com/redisx-go/kit/redisx"
 	"github.com/redisx-go/kit/strategy"
 )
@@ -28,8 +29,8 @@ func ExampleRun() {
 	p.Levels = []int{1, 8}
 	p.Duration, p.Warmup = 50*time.Millisecond, 10*time.Millisecond
 	p.Targets = nil
-	p.AddTarget(benchmarks.StrategyTarget("multiplexed", strategy.Multiplexed{}))
-	p.AddTarget(benchmarks.StrategyTarget("pool-8", strategy.Pool{Size: 8}))
+	p.AddTarget(target.StrategyTarget("multiplexed", strategy.Multiplexed{}))
+	p.AddTarget(target.StrategyTarget("pool-8", strategy.Pool{Size: 8}))
 
 	// Keys live under KeyPrefix: the harness deletes them at the end.
 	sessions := make([]string, 100)

@@ -21,7 +21,7 @@ const (
 
 func benchKey(i int) string { return fmt.Sprintf("bench:key:%d", i) }
 
-func seed(b testing.TB, t target) []string {
+func seed(b testing.TB, t suiteTarget) []string {
 	keys := make([]string, benchKeys)
 	v := make([]byte, valueBytes)
 	for i := range keys {

@@ -3,16 +3,19 @@ package benchmarks
 import (
 	"fmt"
 
+	"github.com/redisx-go/kit/benchmarks/target"
+	"github.com/redisx-go/kit/benchmarks/verdict"
+	"github.com/redisx-go/kit/benchmarks/workload"
 	"github.com/redisx-go/kit/localcache"
 	"github.com/redisx-go/kit/redisx"
 )
 
 // nearAdvice is what a recommendation of a near-cache target must say
-// beside its speed (Recommendation.Near): its tracking mode, the memory
+// beside its speed (verdict.Recommendation.Near): its tracking mode, the memory
 // it held in cell c and may hold, and the staleness another client's
 // write can show — an invalidation's delay, or the TTL with TrackNone.
 // Empty when the target is not a near-cache its URL describes.
-func nearAdvice(t Target, c *Cell) string {
+func nearAdvice(t Target, c *verdict.Cell) string {
 	if t.URL == "" {
 		return ""
 	}
@@ -29,12 +32,12 @@ func nearAdvice(t Target, c *Cell) string {
 		maxBytes = 64 << 20
 	}
 	if ttl == 0 {
-		ttl = nearTTL
+		ttl = target.NearTTL
 	}
-	memory := fmt.Sprintf("it may hold up to %s (MaxBytes)", formatBytes(maxBytes))
+	memory := fmt.Sprintf("it may hold up to %s (MaxBytes)", workload.FormatBytes(maxBytes))
 	perWrite := ""
 	if c != nil {
-		memory = fmt.Sprintf("it held %s of the %s it may hold (MaxBytes) at the end of a sample", humanBytes(c.LocalBytes), formatBytes(maxBytes))
+		memory = fmt.Sprintf("it held %s of the %s it may hold (MaxBytes) at the end of a sample", humanBytes(c.LocalBytes), workload.FormatBytes(maxBytes))
 		if c.InvalidationsPerWrite > 0 {
 			perWrite = fmt.Sprintf(" (here %.2f per write)", c.InvalidationsPerWrite)
 		}
@@ -61,8 +64,8 @@ func humanBytes(n int64) string {
 	return fmt.Sprintf("%d B", n)
 }
 
-// cell returns the cell of target at workload and level, or nil.
-func (r *Report) cell(workload, target string, level int) *Cell {
+// cellOf returns the cell of r of target at workload and level, or nil.
+func cellOf(r *Report, workload, target string, level int) *verdict.Cell {
 	for i, c := range r.Cells {
 		if c.Workload == workload && c.Target == target && c.Concurrency == level {
 			return &r.Cells[i]

@@ -3,6 +3,9 @@ package benchmarks
 import (
 	"strings"
 	"testing"
+
+	"github.com/redisx-go/kit/benchmarks/target"
+	"github.com/redisx-go/kit/benchmarks/verdict"
 )
 
 // TestNearAdviceSaysModeMemoryAndStaleness: a near-cache target's
@@ -15,8 +18,8 @@ func TestNearAdviceSaysModeMemoryAndStaleness(t *testing.T) {
 		"near-none":        {"without tracking (TrackNone)", "up to its TTL, 1m0s", "1.5 MiB of the 64MiB"},
 		"multiplexed":      nil,
 	}
-	cell := &Cell{LocalBytes: 3 << 19, InvalidationsPerWrite: 0.9}
-	for _, tg := range DefaultTargets() {
+	cell := &verdict.Cell{LocalBytes: 3 << 19, InvalidationsPerWrite: 0.9}
+	for _, tg := range target.DefaultTargets() {
 		parts, ok := want[tg.Name]
 		if !ok {
 			continue

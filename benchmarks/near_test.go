@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redisx-go/kit/benchmarks"
+	"github.com/redisx-go/kit/benchmarks/load"
 	"github.com/redisx-go/kit/localcache"
 	"github.com/redisx-go/kit/redisx"
 	"github.com/redisx-go/kit/strategy"
@@ -222,7 +223,7 @@ func openP6(tb testing.TB) (near, plain *redisx.Client, key string) {
 }
 
 // zipfOp is bar P10's operation on c, as the harness's near/wN workload
-// (workloads.go): a key drawn from a Zipf distribution (s = 1.1 over
+// (workload/fixed.go): a key drawn from a Zipf distribution (s = 1.1 over
 // zipfKeys keys), SET with probability writePct%, else GET (which must
 // return 64 bytes). Each of workers workers draws from its own source.
 func zipfOp(c *redisx.Client, workers, writePct int) benchmarks.Op {
@@ -264,7 +265,7 @@ func measureP10(tb testing.TB, writePct, rounds int, d time.Duration) (plain, ne
 	seedZipf(tb, seeder)
 	seeder.Close()
 	run := func(c *redisx.Client, d time.Duration) float64 {
-		res, err := benchmarks.ClosedLoop(ctx, goroutines, d, zipfOp(c, goroutines, writePct))
+		res, err := load.ClosedLoop(ctx, goroutines, d, zipfOp(c, goroutines, writePct))
 		if res.Errors > 0 {
 			tb.Fatalf("Zipf %d%% writes: %d errors, first: %v", writePct, res.Errors, err)
 		}

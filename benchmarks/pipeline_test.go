@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/redisx-go/kit/benchmarks"
+	"github.com/redisx-go/kit/benchmarks/target"
 	"github.com/redisx-go/kit/internal/launcher"
 )
 
@@ -16,7 +17,7 @@ func TestPipelineWorkloadsRunOnEveryClient(t *testing.T) {
 	srv := launcher.Standalone(t, launcher.Options{})
 	p := tinyPlan("pipeline")
 	p.Levels = []int{4}
-	p.Targets = append(p.Targets, benchmarks.RueidisTarget(), benchmarks.GoRedisTarget())
+	p.Targets = append(p.Targets, target.RueidisTarget(), target.GoRedisTarget())
 	var progress strings.Builder
 	rep, err := benchmarks.Run(context.Background(), p, benchmarks.Servers{Standalone: srv.Addr()}, &progress)
 	if err != nil {

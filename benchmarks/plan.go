@@ -1,182 +1,51 @@
 package benchmarks
 
 import (
-	"context"
-	"crypto/tls"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/redisx-go/kit/redisx"
+	"github.com/redisx-go/kit/benchmarks/load"
+	"github.com/redisx-go/kit/benchmarks/target"
+	"github.com/redisx-go/kit/benchmarks/workload"
 )
 
-// KeyPrefix starts every key the harness writes. Run refuses a database
-// holding keys outside it (unless Servers.Force) and deletes the keys
-// under it when it ends. A workload of your own must use it too.
-const KeyPrefix = "redisx-bench:"
+// KeyPrefix starts every key the harness writes (see workload.KeyPrefix).
+const KeyPrefix = workload.KeyPrefix
+
+// Client is an opened target: what a workload's operations call (see
+// workload.Client).
+type Client = workload.Client
+
+// Op is one operation of a workload (see load.Op).
+type Op = load.Op
+
+// Workload is what the targets are measured doing (see
+// workload.Workload).
+type Workload = workload.Workload
+
+// Env is what a target connects to (see target.Env).
+type Env = target.Env
+
+// Target is one client configuration under measurement (see
+// target.Target).
+type Target = target.Target
+
+// Servers are the deployments a run measures, and how to reach them (see
+// target.Servers).
+type Servers = target.Servers
+
+// Topologies of a Target.
+const (
+	AnyTopology    = target.AnyTopology
+	StandaloneOnly = target.StandaloneOnly
+	ClusterOnly    = target.ClusterOnly
+)
 
 // DefaultLevels are the concurrency levels (goroutines) of the default
 // plan.
 var DefaultLevels = []int{1, 10, 50, 100, 500, 1000}
-
-// Client is an opened target: what a workload's operations call.
-// *redisx.Client implements it; the peers are adapted to it. A Client
-// that also has a Stats() redisx.Stats method reports its near-cache
-// hit ratio. Implementations must be safe for concurrent use.
-type Client interface {
-	Get(ctx context.Context, key string) ([]byte, error)
-	Set(ctx context.Context, key string, value []byte, ttl time.Duration) error
-	// Get and MGet report a missing key as redisx.ErrNotFound and nil.
-	// MGet returns one value per key, in order, nil where a key is
-	// missing. On a cluster the keys may lie in different slots. The
-	// custom workload's del and mset ops also need Deleter and MSetter.
-	MGet(ctx context.Context, keys ...string) ([][]byte, error)
-	Close() error
-}
-
-var _ Client = (*redisx.Client)(nil)
-
-// Env is what a target connects to: the servers of one workload and the
-// shared connection settings.
-type Env struct {
-	// Addrs are the standalone server (one address) or the cluster's
-	// seeds.
-	Addrs   []string
-	Cluster bool
-	// Sentinel, when set, names the sentinels of the standalone server
-	// Addrs[0] is the master of (at the start of the run): a target that
-	// can should connect through them and follow their failovers.
-	Sentinel *redisx.SentinelOptions
-
-	Username string
-	Password string
-	TLS      *tls.Config
-	DB       int
-	// ClientName must be set (CLIENT SETNAME) on every connection the
-	// target opens: the harness counts the target's connections by it
-	// (CLIENT LIST on every server, or every master of a cluster).
-	// A target that does not set it reports 0 connections.
-	ClientName string
-}
-
-// Topology says which deployments a target can measure.
-type Topology int
-
-// Topologies of a Target.
-const (
-	AnyTopology    Topology = iota // standalone servers and clusters
-	StandaloneOnly                 // no cluster support (redigo's Pool)
-	ClusterOnly                    // meaningful on a cluster only (SlotGrouped)
-)
-
-// Target is one client configuration under measurement.
-type Target struct {
-	// Name identifies the target in cells and verdicts ("pool-32").
-	Name string
-	// Open connects to env; the caller closes the Client.
-	Open func(ctx context.Context, env Env) (Client, error)
-	// Conns is the number of connections it may open per server, for
-	// the record (0: not fixed). Ties are broken by the connections
-	// measured on the server, not by this.
-	Conns int
-	// Peer marks a client that is not redisx (rueidis, redigo, go-redis):
-	// measured for comparison, never recommended.
-	Peer bool
-	// Stale marks a target whose reads may be stale up to a TTL: a
-	// near-cache without tracking (localcache.TrackNone), which another
-	// client's write reaches only when the entry expires. A tie among
-	// equivalent targets never goes to it over a coherent one (see
-	// Recommend). StrategyTarget and URLTarget set it.
-	Stale    bool
-	Topology Topology
-	// Only, when set, names the workload families the target runs in
-	// ("near"); nil: every family.
-	Only []string
-	// Isolated targets are open only while they are measured: opened
-	// for each sample, primed (Workload.Prime), warmed up (discarded)
-	// and closed after it, so
-	// that nothing of theirs weighs on the other targets' samples. A
-	// near-cache is: while it is open, the server tracks the keys it read
-	// and sends it an invalidation for each write another target makes
-	// to them. StrategyTarget and URLTarget set it for localcache.Near.
-	Isolated bool
-	// URL configures the target through redisx.ParseURL; its host is
-	// replaced by the measured server's in recommendations. Go is the
-	// strategy as a Go expression ("strategy.Pool{Size: 32}"). Both are
-	// empty for a peer.
-	URL string
-	Go  string
-	// Servers, when set, are the servers the target measures instead of
-	// the run's: a deployment of its own, checked for foreign keys
-	// (unless the run's Servers.Force), seeded by each workload's Setup,
-	// its connections counted and its keys deleted there, reached with
-	// these Servers' credentials, TLS and database. Standalone names a
-	// server, or a node of a cluster (INFO says so), which then stands
-	// for the cluster; Cluster names a cluster's seeds. The target runs
-	// the workloads of its deployment's kind only. Force is ignored.
-	// URLTarget sets it from a URL with a host; nil: the run's servers.
-	Servers *Servers
-}
-
-// runsIn reports whether t applies to w on the deployment w needs.
-func (t Target) runsIn(w Workload) bool {
-	switch {
-	case t.Topology == StandaloneOnly && w.Cluster, t.Topology == ClusterOnly && !w.Cluster:
-		return false
-	case t.Only != nil && !slices.Contains(t.Only, w.Family()):
-		return false
-	}
-	return w.Targets == nil || slices.Contains(w.Targets, t.Name)
-}
-
-// Op is one operation of a workload; worker is the index of the
-// goroutine running it and i counts that worker's operations.
-type Op func(ctx context.Context, worker, i int) error
-
-// Workload is what the targets are measured doing.
-type Workload struct {
-	// Name is "family" or "family/variant" ("get", "values/set-32KiB").
-	Name string
-	// Description says what one operation is, for the reports.
-	Description string
-	// Cluster makes the workload run on the cluster; otherwise it runs
-	// on the standalone server. It is skipped when that is missing.
-	Cluster bool
-	// Levels, when set, replaces the plan's levels for this workload.
-	Levels []int
-	// Targets, when set, names the targets it runs (those of the plan
-	// that apply); nil: every target that applies. Plan.AddTarget adds
-	// new targets to these lists.
-	Targets []string
-	// Setup stores the data the operations read, through the harness's
-	// own client; it runs once before the workload's cells. Nil: none.
-	// Keys must start with KeyPrefix.
-	Setup func(ctx context.Context, c *redisx.Client) error
-	// Op returns the operation on c for a run of workers goroutines.
-	// It is called for every target and level, so per-worker state
-	// (a random source, a key list) can be allocated here for workers.
-	Op func(c Client, workers int) Op
-	// Prime, when set, brings an isolated target (see Target.Isolated),
-	// opened afresh for each sample, to the state of a client that has
-	// run the workload for long, before its warm-up: the near workloads
-	// read every key once, so that a near-cache holds what a long-lived
-	// one would. Nil: the warm-up alone.
-	Prime func(ctx context.Context, c Client) error
-	// Custom, when set, is the user's workload this one was made from
-	// (Custom.Workload): the report lists its parts.
-	Custom *Custom
-	// Writes is the share of the ops that write (0.01: 1%): a near-cache
-	// target's invalidations received are reported per write
-	// (Cell.InvalidationsPerWrite). Zero: not reported.
-	Writes float64
-}
-
-// Family is the part of the name before the first "/".
-func (w Workload) Family() string {
-	f, _, _ := strings.Cut(w.Name, "/")
-	return f
-}
 
 // Plan is what a run measures: every workload at each of its levels on
 // every target that applies.
@@ -186,7 +55,7 @@ type Plan struct {
 	Workloads []Workload
 	// Duration is the length of one sample; Warmup runs each target at
 	// each level before its samples, discarded. Repeats is the number of
-	// samples per cell: at least MinRepeats of the look's alpha (5 at
+	// samples per cell: at least verdict.MinRepeats of the look's alpha (5 at
 	// 0.05 over three looks) for a verdict to be significant, 6 for a 95%
 	// interval of the median.
 	Duration time.Duration
@@ -197,7 +66,7 @@ type Plan struct {
 	// (the targets it could not tell apart), and again, up to MaxRepeats;
 	// each round ends with a look at the samples, which stops when it
 	// decides. Every look tests at Alpha over the number of looks (a
-	// Bonferroni split: see sequential.go), so more looks cost every look
+	// Bonferroni split: see verdict.Sampling), so more looks cost every look
 	// some power. Zero: three looks (3 × Repeats, 18 by default), which
 	// narrow an undecided pair's interval by about 1.4x at the last look,
 	// against a single look at Alpha; at most Repeats: one look. The
@@ -209,7 +78,7 @@ type Plan struct {
 	// flight each), and each latency is measured from the request's
 	// intended send time, so it includes any wait behind a slow reply —
 	// and the client's own lateness in sending, reported per cell
-	// (Cell.LatenessP99ms): a saturated client machine shows up as
+	// (verdict.Cell.LatenessP99ms): a saturated client machine shows up as
 	// latency. Zero: closed loop.
 	Rate float64
 	// SLO, when set, also searches, for every workload and target, the
@@ -244,8 +113,8 @@ type Plan struct {
 func DefaultPlan() Plan {
 	return Plan{
 		Levels:     slices.Clone(DefaultLevels),
-		Targets:    DefaultTargets(),
-		Workloads:  DefaultWorkloads(),
+		Targets:    target.DefaultTargets(),
+		Workloads:  workload.DefaultWorkloads(),
 		Duration:   defaultDuration,
 		Warmup:     defaultDuration / 2,
 		Repeats:    defaultRepeats,
@@ -367,7 +236,7 @@ func (p Plan) LevelsOf(w Workload) []int {
 func (p Plan) targetsOf(w Workload) []Target {
 	var ts []Target
 	for _, t := range p.Targets {
-		if t.runsIn(w) {
+		if t.RunsIn(w) {
 			ts = append(ts, t)
 		}
 	}

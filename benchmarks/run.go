@@ -12,6 +12,10 @@ import (
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/redisx-go/kit/benchmarks/load"
+	"github.com/redisx-go/kit/benchmarks/target"
+	"github.com/redisx-go/kit/benchmarks/verdict"
+	"github.com/redisx-go/kit/benchmarks/workload"
 	"github.com/redisx-go/kit/redisx"
 )
 
@@ -57,9 +61,9 @@ func Run(ctx context.Context, p Plan, s Servers, progress io.Writer) (*Report, e
 		looks:   map[levelKey]int{},
 	}
 	r.report = &Report{
-		Version: ReportVersion,
+		Version: verdict.ReportVersion,
 		Started: time.Now().UTC(),
-		Machine: Machine{
+		Machine: verdict.Machine{
 			GOMAXPROCS: runtime.GOMAXPROCS(0),
 			CPUs:       runtime.NumCPU(),
 			GoVersion:  runtime.Version(),
@@ -70,14 +74,14 @@ func Run(ctx context.Context, p Plan, s Servers, progress io.Writer) (*Report, e
 			Cluster:    s.Cluster,
 			Sentinel:   sentinelName(s.Sentinel),
 		},
-		Settings: Settings{
+		Settings: verdict.Settings{
 			Levels: p.Levels, Duration: p.Duration, Warmup: p.Warmup, Repeats: p.Repeats,
-			MaxRepeats: p.MaxRepeats, Looks: p.looks(), LookAlpha: p.rule().look,
+			MaxRepeats: p.MaxRepeats, Looks: p.sampling().Looks(), LookAlpha: p.sampling().LookAlpha(),
 			Mode: "closed", Rate: p.Rate, Alpha: p.Alpha, Margin: p.Margin, Seed: p.Seed,
 		},
-		Cells:           []Cell{},
-		Recommendations: []Recommendation{},
-		Crossovers:      []Crossover{},
+		Cells:           []verdict.Cell{},
+		Recommendations: []verdict.Recommendation{},
+		Crossovers:      []verdict.Crossover{},
 	}
 	if p.Rate > 0 {
 		r.report.Settings.Mode = "open"
@@ -85,7 +89,7 @@ func Run(ctx context.Context, p Plan, s Servers, progress io.Writer) (*Report, e
 	if p.SLO != nil {
 		r.report.Settings.SLO = p.SLO.String()
 	}
-	if w := p.powerWarning(); w != "" {
+	if w := p.sampling().PowerWarning(); w != "" {
 		r.report.Warnings = append(r.report.Warnings, w)
 		fmt.Fprintln(r.out, "warning:", w)
 	}
@@ -152,7 +156,7 @@ type runner struct {
 
 	hists      []*hdr.Histogram // one per worker, reused
 	sampleHist *hdr.Histogram
-	late       lateHists // the open loop's send lateness
+	late       load.LateHists // the open loop's send lateness
 
 	opened   int // targets opened so far, for unique client names
 	total    int // samples planned
@@ -221,7 +225,7 @@ func (r *runner) connect(ctx context.Context) error {
 	r.report.Settings.Workloads = run
 	for _, w := range r.plan.Workloads {
 		if slices.Contains(run, w.Name) {
-			r.report.Workloads = append(r.report.Workloads, w.info())
+			r.report.Workloads = append(r.report.Workloads, infoOf(w))
 		}
 	}
 	for _, t := range r.plan.Targets {
@@ -258,9 +262,9 @@ func (r *runner) runAll(ctx context.Context) error {
 	}
 	fmt.Fprintf(r.out, "plan: %d cells × (%d samples of %v + a %v warm-up), %s: about %v\n",
 		est.Cells, r.plan.Repeats, r.plan.Duration, r.plan.Warmup, mode, est.Duration.Round(time.Second))
-	if k := r.plan.looks(); k > 1 {
+	if k := r.plan.sampling().Looks(); k > 1 {
 		fmt.Fprintf(r.out, "undecided verdicts: their contenders up to %d samples, %d looks at p < %.3g each (alpha %v over %d looks): at most %v more\n",
-			r.plan.MaxRepeats, k, r.plan.rule().look, r.plan.Alpha, k, est.MoreAtMost.Round(time.Second))
+			r.plan.MaxRepeats, k, r.plan.sampling().LookAlpha(), r.plan.Alpha, k, est.MoreAtMost.Round(time.Second))
 		r.moreBudget, r.moreLeft = est.MoreAtMost, est.MoreAtMost
 	}
 	if r.plan.SLO != nil {
@@ -303,7 +307,7 @@ func (r *runner) open(ctx context.Context, t Target, d *deployment) opened {
 	d = r.deploymentOf(t, d)
 	s := d.servers
 	env := Env{
-		Addrs: d.addrs, Cluster: d.cluster, Sentinel: sentinelOf(s.Sentinel),
+		Addrs: d.addrs, Cluster: d.cluster, Sentinel: target.CloneSentinel(s.Sentinel),
 		Username: s.Username, Password: s.Password, TLS: s.TLS, DB: s.DB,
 		ClientName: prefix + clientNameChars.ReplaceAllString(t.Name, "_"),
 	}
@@ -416,7 +420,7 @@ func (r *runner) shuffled(idx []int) []int {
 // workerHists returns n reset histograms, one per worker.
 func (r *runner) workerHists(n int) []*hdr.Histogram {
 	for len(r.hists) < n {
-		r.hists = append(r.hists, newHistogram())
+		r.hists = append(r.hists, load.NewHistogram())
 	}
 	for _, h := range r.hists[:n] {
 		h.Reset()
@@ -440,19 +444,19 @@ func (r *runner) measure(ctx context.Context, d *deployment, o opened, op Op, le
 		before = st.Stats()
 	}
 	u0 := readUsage()
-	var l load
+	var l load.Outcome
 	if rate > 0 {
-		l = openLoop(ctx, level, dur, rate, op, hists, r.late.workers(level))
+		l = load.Open(ctx, level, dur, rate, op, hists, r.late.Workers(level))
 	} else {
-		l = closedLoop(ctx, level, dur, op, hists)
+		l = load.Closed(ctx, level, dur, op, hists)
 	}
 	u := readUsage().since(u0)
-	s := sample{load: l, cpu: u.cpu, mallocs: u.mallocs, bytes: u.bytes}
+	s := sample{Outcome: l, cpu: u.cpu, mallocs: u.mallocs, bytes: u.bytes}
 	if rate > 0 {
-		s.late = r.late.merged(level)
+		s.late = r.late.Merged(level)
 	}
-	if l.elapsed > 0 {
-		s.qps = float64(l.ops) / l.elapsed.Seconds()
+	if l.Elapsed > 0 {
+		s.qps = float64(l.Ops) / l.Elapsed.Seconds()
 	}
 	if conns && ctx.Err() == nil {
 		s.conns, _ = d.clients(o.prefix)
@@ -465,7 +469,7 @@ func (r *runner) measure(ctx context.Context, d *deployment, o opened, op Op, le
 		s.lanes = after.Lanes
 	}
 	if r.sampleHist == nil {
-		r.sampleHist = newHistogram()
+		r.sampleHist = load.NewHistogram()
 	}
 	r.sampleHist.Reset()
 	for _, h := range hists {
@@ -534,4 +538,14 @@ func (r *runner) closeDeployments() {
 	for _, d := range r.allDeployments() {
 		d.close()
 	}
+}
+
+// infoOf is w as the report describes it.
+func infoOf(w Workload) verdict.WorkloadInfo {
+	i := verdict.WorkloadInfo{Name: w.Name, Description: w.Description}
+	if c := w.Custom; c != nil {
+		i.Mix, i.Keys, i.KeyDist, i.Value = c.Mix.String(), c.Keys, c.KeyDist.String(), c.Value.String()
+		i.Batch, i.TTL, i.Source = c.Batch, workload.FormatDuration(c.TTL), c.Source
+	}
+	return i
 }

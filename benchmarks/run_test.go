@@ -12,6 +12,8 @@ import (
 
 	redigo "github.com/gomodule/redigo/redis"
 	"github.com/redisx-go/kit/benchmarks"
+	"github.com/redisx-go/kit/benchmarks/target"
+	"github.com/redisx-go/kit/benchmarks/verdict"
 	"github.com/redisx-go/kit/internal/launcher"
 	"github.com/redisx-go/kit/strategy"
 )
@@ -23,8 +25,8 @@ func tinyPlan(workloads ...string) benchmarks.Plan {
 	// Two samples and no sequential sampling: a run of fixed size.
 	p.Duration, p.Warmup, p.Repeats, p.MaxRepeats = 30*time.Millisecond, 10*time.Millisecond, 2, 2
 	p.Targets = []benchmarks.Target{
-		benchmarks.StrategyTarget("multiplexed", strategy.Multiplexed{}),
-		benchmarks.StrategyTarget("pool-4", strategy.Pool{Size: 4}),
+		target.StrategyTarget("multiplexed", strategy.Multiplexed{}),
+		target.StrategyTarget("pool-4", strategy.Pool{Size: 4}),
 	}
 	if err := p.SelectWorkloads(workloads); err != nil {
 		panic(err)
@@ -52,7 +54,7 @@ func TestRunMeasuresEveryCellAndCleansUp(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Run: %v\n%s", err, progress.String())
 	}
-	if rep.Partial || rep.Version != benchmarks.ReportVersion || rep.Machine.RedisVersion == "" || rep.Machine.GOMAXPROCS == 0 {
+	if rep.Partial || rep.Version != verdict.ReportVersion || rep.Machine.RedisVersion == "" || rep.Machine.GOMAXPROCS == 0 {
 		t.Errorf("report header: partial %v, version %d, machine %+v", rep.Partial, rep.Version, rep.Machine)
 	}
 	if _, err := os.Stat("/proc/cpuinfo"); err == nil && rep.Machine.CPUModel == "" {
@@ -97,7 +99,7 @@ func TestRunMeasuresEveryCellAndCleansUp(t *testing.T) {
 	for _, r := range rep.Recommendations {
 		// Two samples can never reach p < 0.05, nor an interval: undecided
 		// by construction, naming no target.
-		if r.Confidence != benchmarks.Undecided || r.Strategy != "" || r.URL != "" || r.Go != "" || len(r.Contenders) != 2 {
+		if r.Confidence != verdict.Undecided || r.Strategy != "" || r.URL != "" || r.Go != "" || len(r.Contenders) != 2 {
 			t.Errorf("verdict %+v: want undecided between both targets with 2 samples, no URL", r)
 		}
 	}
@@ -113,7 +115,7 @@ func TestRunSamplesAnUndecidedVerdictsContendersAgain(t *testing.T) {
 	srv := launcher.Standalone(t, launcher.Options{})
 	p := tinyPlan("get")
 	p.Levels, p.Repeats, p.MaxRepeats = []int{1}, 2, 6 // three looks, at 2, 4 and 6 samples
-	peer := benchmarks.StrategyTarget("peer", strategy.Pool{Size: 4})
+	peer := target.StrategyTarget("peer", strategy.Pool{Size: 4})
 	peer.Peer = true
 	p.Targets = append(p.Targets, peer)
 	var progress strings.Builder
@@ -155,7 +157,7 @@ func TestRunNamesTheOnlyTargetWithItsURL(t *testing.T) {
 		t.Fatalf("recommendations = %+v; want one", rep.Recommendations)
 	}
 	r := rep.Recommendations[0]
-	if r.Strategy != "pool-4" || r.Confidence != benchmarks.Significant || r.RunnerUp != "" {
+	if r.Strategy != "pool-4" || r.Confidence != verdict.Significant || r.RunnerUp != "" {
 		t.Errorf("verdict %+v; want pool-4, the only target", r)
 	}
 	if !strings.HasPrefix(r.URL, "redis://"+srv.Addr()+"?strategy=pool") || !strings.Contains(r.Go, srv.Addr()) {
@@ -330,7 +332,7 @@ func TestRunOpensIsolatedTargetsForTheirOwnSamplesOnly(t *testing.T) {
 	}
 	p.Targets = []benchmarks.Target{
 		watch(p.Targets[0], false),
-		watch(benchmarks.StrategyTarget("isolated", strategy.Multiplexed{}), true),
+		watch(target.StrategyTarget("isolated", strategy.Multiplexed{}), true),
 	}
 	var primes atomic.Int64
 	p.Workloads[0].Prime = func(ctx context.Context, c benchmarks.Client) error {
@@ -361,12 +363,12 @@ func TestRunOpensIsolatedTargetsForTheirOwnSamplesOnly(t *testing.T) {
 }
 
 func TestNearTargetsAreIsolated(t *testing.T) {
-	for _, tg := range benchmarks.DefaultTargets() {
+	for _, tg := range target.DefaultTargets() {
 		if want := strings.HasPrefix(tg.Name, "near-"); tg.Isolated != want {
 			t.Errorf("%s: Isolated = %v; want %v", tg.Name, tg.Isolated, want)
 		}
 	}
-	u, err := benchmarks.URLTarget("mine", "redis://127.0.0.1:6379?strategy=pool&size=4&near=1MiB")
+	u, err := target.URLTarget("mine", "redis://127.0.0.1:6379?strategy=pool&size=4&near=1MiB")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -430,11 +432,11 @@ func TestRunCountsConnectionsOutsideTheSamples(t *testing.T) {
 
 func TestRunTargetWithItsOwnServerMeasuresIt(t *testing.T) {
 	here, there := launcher.Standalone(t, launcher.Options{}), launcher.Standalone(t, launcher.Options{})
-	mine, err := benchmarks.URLTarget("there", "redis://"+there.Addr()+"?strategy=pool&size=2")
+	mine, err := target.URLTarget("there", "redis://"+there.Addr()+"?strategy=pool&size=2")
 	if err != nil {
 		t.Fatal(err)
 	}
-	conf, err := benchmarks.URLTarget("conf", "redis://?strategy=pool&size=3") // no host: the run's server
+	conf, err := target.URLTarget("conf", "redis://?strategy=pool&size=3") // no host: the run's server
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,17 +47,6 @@ func resolveSentinel(ctx context.Context, s *Servers) error {
 	return nil
 }
 
-// sentinelOf returns a copy of o, nil for nil: an Env's own, that a
-// target's Open may keep without sharing the run's.
-func sentinelOf(o *redisx.SentinelOptions) *redisx.SentinelOptions {
-	if o == nil {
-		return nil
-	}
-	c := *o
-	c.Addrs = append([]string(nil), o.Addrs...)
-	return &c
-}
-
 // sentinelName is o as the -sentinel flag writes it,
 // "MASTER@host:port,host:port"; "" for nil.
 func sentinelName(o *redisx.SentinelOptions) string {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redisx-go/kit/benchmarks"
+	"github.com/redisx-go/kit/benchmarks/target"
 	"github.com/redisx-go/kit/internal/launcher"
 	"github.com/redisx-go/kit/redisx"
 )
@@ -41,14 +42,14 @@ func TestRunThroughSentinel(t *testing.T) {
 		t.Fatal(err)
 	}
 	sentinels := strings.Join(g.SentinelAddrs(), ",")
-	replica, err := benchmarks.URLTarget("replica", "redis-sentinel://"+sentinels+"/"+g.Name()+"?read_from=replica")
+	replica, err := target.URLTarget("replica", "redis-sentinel://"+sentinels+"/"+g.Name()+"?read_from=replica")
 	if err != nil {
 		t.Fatal(err)
 	}
 	p := tinyPlan("get")
 	p.Levels = []int{2}
-	p.Targets = append(p.Targets, benchmarks.RueidisTarget(), benchmarks.GoRedisTarget(), benchmarks.GoRedisAutoPipelineTarget(),
-		benchmarks.RedigoPoolTarget(4), replica)
+	p.Targets = append(p.Targets, target.RueidisTarget(), target.GoRedisTarget(), target.GoRedisAutoPipelineTarget(),
+		target.RedigoPoolTarget(4), replica)
 
 	replicaGets := func() (n int) {
 		for _, s := range g.Nodes() {

@@ -6,78 +6,17 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/redisx-go/kit/benchmarks/verdict"
 )
 
-// Sequential sampling: a verdict still undecided after a cell's samples
-// gets more of them, for its contenders only, in rounds of Plan.Repeats,
-// up to Plan.MaxRepeats; each round ends with a look at every sample so
-// far, and the first look that decides stops the sampling.
-//
-// Looking again at data that grow inflates the chance of a false
-// decision: five looks at the 5% level each are wrong about 14% of the
-// time, not 5% (Armitage, McPherson & Rowe, "Repeated significance tests
-// on accumulating data", J. R. Statist. Soc. A 132, 1969). So each look
-// tests at alpha divided by the number of looks planned — a Bonferroni
-// split, by the union bound valid whatever the dependence between looks
-// and whatever the samples' distribution. Pocock's group-sequential
-// boundaries ("Group sequential methods in the design and analysis of
-// clinical trials", Biometrika 64, 1977) spend a little more of alpha per
-// look (0.0221 for three looks against 0.0167), but assume normal
-// statistics with independent increments, which rank tests of six
-// samples are not. With an even split, every look has the same level:
-// the verdict of the final samples at that level is the verdict the
-// sampling stopped at, so Recommend's rule, given the look's level,
-// reproduces it.
+// Sequential sampling (see verdict.Sampling): a verdict still undecided
+// after a cell's samples gets more of them, for its contenders only, in
+// rounds of Plan.Repeats, up to Plan.MaxRepeats.
 
-// looks is the most looks of a plan whose cells take repeats samples at
-// a time up to maxRepeats.
-func looks(repeats, maxRepeats int) int {
-	if repeats <= 0 || maxRepeats <= repeats {
-		return 1
-	}
-	return 1 + (maxRepeats-repeats+repeats-1)/repeats
-}
-
-// looks is the most looks of p's verdicts.
-func (p Plan) looks() int { return looks(p.Repeats, p.MaxRepeats) }
-
-// rule is the verdict rule of p: Alpha split evenly over its looks.
-func (p Plan) rule() rule {
-	return rule{alpha: p.Alpha, look: p.Alpha / float64(p.looks()), margin: p.Margin, repeats: p.Repeats}
-}
-
-// nextLook returns the verdict of one workload and level (cells) under
-// p's rule, and the targets that are to get more samples for the next
-// look: the contenders of an undecided verdict, when more samples could
-// plausibly decide it — its SuggestedMaxRepeats, projected from the
-// samples so far, at most twice p.MaxRepeats (a projection from six
-// samples is rough: their estimate of the ratio moves by about as much as
-// their interval is wide). A verdict more samples are unlikely to decide
-// stays undecided at once, which spends the time on the verdicts that can
-// be decided: fewer decided, none decided worse (the looks' level does
-// not depend on when the sampling stops).
-func (p Plan) nextLook(cells []Cell) (Recommendation, []string) {
-	cands, _ := candidates(cells)
-	if len(cands) < 2 {
-		return Recommendation{}, nil
-	}
-	rec := decide(cands, p.rule())
-	if rec.Confidence != Undecided || rec.SuggestedMaxRepeats == 0 || rec.SuggestedMaxRepeats > futility*p.MaxRepeats {
-		return rec, nil
-	}
-	return rec, rec.Contenders
-}
-
-// futility is how far beyond the budget a projection may reach and still
-// get more samples (see nextLook). On synthetic pairs of twins of 5%
-// spread, 2 decides 21% of them at 9 samples a target on average, against
-// 13% at 7.5 with 1, and 29% at 11 with 4.
-const futility = 2
-
-// lookSamples is the samples per contender at look k (1-based) of p:
-// Repeats more at each, the last look at MaxRepeats.
-func (p Plan) lookSamples(k int) int {
-	return min(k*p.Repeats, max(p.MaxRepeats, p.Repeats))
+// sampling is p's sequential sampling: its looks and their rule.
+func (p Plan) sampling() verdict.Sampling {
+	return verdict.Sampling{Alpha: p.Alpha, Margin: p.Margin, Repeats: p.Repeats, MaxRepeats: p.MaxRepeats}
 }
 
 // lookAgain looks at the samples of the targets at live, and while their
@@ -87,14 +26,14 @@ func (p Plan) lookSamples(k int) int {
 func (s *levelSampler) lookAgain(ctx context.Context, live []int) (int, error) {
 	r, w, level, accs, ts := s.r, s.w, s.level, s.accs, s.ts
 	looked := 1
-	for ; looked < r.plan.looks(); looked++ {
-		cells := make([]Cell, 0, len(live))
+	for ; looked < r.plan.sampling().Looks(); looked++ {
+		cells := make([]verdict.Cell, 0, len(live))
 		for _, i := range live {
 			cells = append(cells, accs[i].finish())
 		}
-		rec, names := r.plan.nextLook(cells)
+		rec, names := r.plan.sampling().NextLook(cells)
 		if names == nil {
-			if rec.Confidence == Undecided {
+			if rec.Confidence == verdict.Undecided {
 				r.note(true, "%s ×%d: undecided between %s after %d samples; %s", w.Name, level,
 					strings.Join(rec.Contenders, ", "), rec.Samples, unlikely(rec, r.plan.MaxRepeats))
 			}
@@ -106,7 +45,7 @@ func (s *levelSampler) lookAgain(ctx context.Context, live []int) (int, error) {
 				more = append(more, i)
 			}
 		}
-		target := r.plan.lookSamples(looked + 1)
+		target := r.plan.sampling().LookSamples(looked + 1)
 		if cost := s.cost(more, target); cost > r.moreLeft {
 			r.note(true, "%s ×%d: undecided between %s after %d samples; the time for more samples (%v) is spent",
 				w.Name, level, strings.Join(names, ", "), rec.Samples, r.moreBudget.Round(time.Second))
@@ -114,7 +53,7 @@ func (s *levelSampler) lookAgain(ctx context.Context, live []int) (int, error) {
 		}
 		r.total += s.planned(more, target)
 		r.note(true, "%s ×%d: undecided between %s after %d samples; up to %d each (look %d of %d)",
-			w.Name, level, strings.Join(names, ", "), rec.Samples, target, looked+1, r.plan.looks())
+			w.Name, level, strings.Join(names, ", "), rec.Samples, target, looked+1, r.plan.sampling().Looks())
 		began := time.Now()
 		if err := s.upTo(ctx, more, target); err != nil {
 			return looked, err
@@ -125,7 +64,7 @@ func (s *levelSampler) lookAgain(ctx context.Context, live []int) (int, error) {
 }
 
 // unlikely says why an undecided verdict gets no more samples.
-func unlikely(rec Recommendation, maxRepeats int) string {
+func unlikely(rec verdict.Recommendation, maxRepeats int) string {
 	if rec.SuggestedMaxRepeats == 0 {
 		return "more samples are unlikely to decide it"
 	}

@@ -2,7 +2,6 @@ package benchmarks
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -15,30 +14,6 @@ import (
 	"github.com/redisx-go/kit/redisx"
 	"github.com/redisx-go/kit/strategy"
 )
-
-// Servers are the deployments a run measures, and how to reach them.
-type Servers struct {
-	// Standalone is the address of a standalone server ("host:port");
-	// empty: the workloads that need one are skipped.
-	Standalone string
-	// Cluster are seed addresses of a Redis Cluster; nil: the cluster
-	// workloads are skipped.
-	Cluster []string
-	// Sentinel, when set, names the sentinels that manage the standalone
-	// server: the targets that can follow them do (redisx, rueidis,
-	// go-redis), and Run sets Standalone, when empty, to the master they
-	// name at the start (see sentinel.go).
-	Sentinel *redisx.SentinelOptions
-
-	Username string
-	Password string
-	TLS      *tls.Config
-	DB       int
-	// Force runs even when a database holds keys outside KeyPrefix
-	// (someone's data: the harness only ever deletes its own keys, but a
-	// benchmark on a production server is rarely intended).
-	Force bool
-}
 
 // ErrForeignKeys is returned by Run when a server holds keys outside
 // KeyPrefix and Servers.Force is not set.
@@ -240,7 +215,7 @@ func openDeployment(ctx context.Context, addrs []string, isCluster bool, s Serve
 		fmt.Sscan(info["process_id"], &pid)
 		d.pid = append(d.pid, pid)
 	}
-	seeder, err := redisx.New(ctx, Env{Addrs: addrs, Username: s.Username, Password: s.Password, TLS: s.TLS, DB: s.DB, ClientName: monitorName}.options(strategy.Multiplexed{}))
+	seeder, err := redisx.New(ctx, Env{Addrs: addrs, Username: s.Username, Password: s.Password, TLS: s.TLS, DB: s.DB, ClientName: monitorName}.Options(strategy.Multiplexed{}))
 	if err != nil {
 		return fail(fmt.Errorf("benchmarks: connect to %s: %w", strings.Join(addrs, ","), err))
 	}

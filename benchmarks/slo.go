@@ -1,13 +1,13 @@
 package benchmarks
 
 import (
-	"cmp"
 	"fmt"
 	"math"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/redisx-go/kit/benchmarks/verdict"
 )
 
 // SLO is a latency bound: the Percentile (0–100) of the latencies must not
@@ -67,12 +67,12 @@ func sloStart(peak, pct float64) float64 {
 type sloFound struct {
 	maxRate, firstFailing float64
 	confirmed             bool
-	probes                []SLOProbe
+	probes                []verdict.SLOProbe
 	note                  string
 }
 
 // sloHistory is the probes of one search so far.
-type sloHistory []SLOProbe
+type sloHistory []verdict.SLOProbe
 
 // firstFailing is the lowest rate a probe failed at; 0 if none did.
 func (h sloHistory) firstFailing() float64 {
@@ -205,47 +205,4 @@ func searchRate(start, floor float64, steps, bisects int, probe func(rate float6
 		}
 	}
 	return found(), nil
-}
-
-// markSLOWinners sets Winner and Headroom on the SLO results of every
-// workload. The redisx target with the highest confirmed MaxRate wins
-// (peers are listed, as in the verdicts, but not chosen) only when that
-// rate is at or above the runner-up's FirstFailingRate — the runner-up
-// failed where it held; otherwise the search cannot tell them apart and
-// nobody wins. Headroom is the winner's MaxRate over the runner-up's,
-// less 1.
-func markSLOWinners(results []SLOResult, peers map[string]bool) {
-	byWorkload := map[string][]int{}
-	var order []string
-	for i, r := range results {
-		if _, ok := byWorkload[r.Workload]; !ok {
-			order = append(order, r.Workload)
-		}
-		byWorkload[r.Workload] = append(byWorkload[r.Workload], i)
-	}
-	for _, w := range order {
-		var idx []int
-		for _, i := range byWorkload[w] {
-			if !peers[results[i].Target] && results[i].MaxRate > 0 {
-				idx = append(idx, i)
-			}
-		}
-		if len(idx) == 0 {
-			continue
-		}
-		slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(results[b].MaxRate, results[a].MaxRate) })
-		win := &results[idx[0]]
-		if !win.Confirmed {
-			continue
-		}
-		if len(idx) == 1 {
-			win.Winner = true
-			continue
-		}
-		next := results[idx[1]]
-		if next.FirstFailingRate > 0 && win.MaxRate >= next.FirstFailingRate {
-			win.Winner = true
-			win.Headroom = ratio(win.MaxRate, next.MaxRate)
-		}
-	}
 }

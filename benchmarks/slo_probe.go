@@ -7,6 +7,8 @@ import (
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/redisx-go/kit/benchmarks/load"
+	"github.com/redisx-go/kit/benchmarks/verdict"
 )
 
 // A probe of the SLO search decides whether a rate holds the SLO on the
@@ -168,7 +170,7 @@ type probeResult struct {
 // with an error, or with requests left unsent (the rate was not
 // sustained), fails the probe.
 func probeQuantile(slo SLO, rate float64, span time.Duration, next func(d time.Duration) (sample, *hdr.Histogram)) (res probeResult) {
-	pooled, late := newHistogram(), newHistogram()
+	pooled, late := load.NewHistogram(), load.NewHistogram()
 	defer func() { res.lateness = time.Duration(late.ValueAtQuantile(99)) }()
 	want := sloFirstOps(slo.Percentile)
 	alpha := sloAlpha / sloLooks
@@ -185,10 +187,10 @@ func probeQuantile(slo SLO, rate float64, span time.Duration, next func(d time.D
 		res.pct, res.lo, res.hi = percentileCI(pooled, slo.Percentile, alpha)
 		name := "p" + strconv.FormatFloat(slo.Percentile, 'f', -1, 64)
 		switch {
-		case s.errs > 0:
-			res.outcome, res.why = probeFails, fmt.Sprintf("%d errors, the first: %v", s.errs, s.first)
-		case s.behind > 0:
-			res.outcome, res.why = probeFails, fmt.Sprintf("%d requests still unsent after the drain: the rate was not sustained", s.behind)
+		case s.Errs > 0:
+			res.outcome, res.why = probeFails, fmt.Sprintf("%d errors, the first: %v", s.Errs, s.First)
+		case s.Behind > 0:
+			res.outcome, res.why = probeFails, fmt.Sprintf("%d requests still unsent after the drain: the rate was not sustained", s.Behind)
 		case res.hi <= slo.Bound:
 			res.ok, res.outcome = true, probeHolds
 		case res.lo > slo.Bound:
@@ -206,9 +208,9 @@ func probeQuantile(slo SLO, rate float64, span time.Duration, next func(d time.D
 }
 
 // record is r as the report's record of a probe at rate.
-func (r probeResult) record(rate float64) SLOProbe {
+func (r probeResult) record(rate float64) verdict.SLOProbe {
 	ms := func(d time.Duration) float64 { return float64(d) / 1e6 }
-	p := SLOProbe{Rate: rate, Passed: r.ok, Outcome: r.outcome, Samples: r.samples, Ops: r.ops,
+	p := verdict.SLOProbe{Rate: rate, Passed: r.ok, Outcome: r.outcome, Samples: r.samples, Ops: r.ops,
 		PercentileMs: ms(r.pct), LoMs: ms(r.lo), WorstMs: ms(r.worst), LatenessP99ms: ms(r.lateness), Why: r.why}
 	if r.hi != unbounded {
 		p.HiMs = ms(r.hi)

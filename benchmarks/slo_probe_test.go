@@ -9,6 +9,7 @@ import (
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/redisx-go/kit/benchmarks/load"
 )
 
 // binomCDF is P(B ≤ k) for B ~ Binomial(n, p), summed term by term in
@@ -97,9 +98,9 @@ func TestQuantileIntervalCoversTheQuantile(t *testing.T) {
 }
 
 func TestPercentileIntervalFromAHistogram(t *testing.T) {
-	h := newHistogram()
+	h := load.NewHistogram()
 	for i := range 1000 {
-		record(h, time.Duration(i+1)*time.Microsecond) // 1 µs to 1 ms
+		load.Record(h, time.Duration(i+1)*time.Microsecond) // 1 µs to 1 ms
 	}
 	p, lo, hi := percentileCI(h, 99, 0.05)
 	l, u := quantileRanks(1000, 0.99, 0.05)
@@ -125,13 +126,13 @@ func opsProbe(rate float64, lat func(k int) time.Duration, looks *[]time.Duratio
 	k := 0
 	return func(d time.Duration) (sample, *hdr.Histogram) {
 		*looks = append(*looks, d)
-		h := newHistogram()
+		h := load.NewHistogram()
 		n := int(math.Round(d.Seconds() * rate))
 		for range n {
-			record(h, lat(k))
+			load.Record(h, lat(k))
 			k++
 		}
-		return sample{load: load{ops: int64(n)}}, h
+		return sample{Outcome: load.Outcome{Ops: int64(n)}}, h
 	}
 }
 
@@ -211,11 +212,11 @@ func TestSLOProbeLooksLastAtLeastASample(t *testing.T) {
 
 func TestSLOProbeFailsAtOnceOnErrorsOrUnsentRequests(t *testing.T) {
 	slo := SLO{Percentile: 99, Bound: 2 * time.Millisecond}
-	for _, l := range []load{{ops: 1000, errs: 1}, {ops: 1000, behind: 3}} {
+	for _, l := range []load.Outcome{{Ops: 1000, Errs: 1}, {Ops: 1000, Behind: 3}} {
 		n := 0
 		r := probeQuantile(slo, 2000, 100*time.Millisecond, func(time.Duration) (sample, *hdr.Histogram) {
 			n++
-			return sample{load: l}, histOf(1000, time.Microsecond)
+			return sample{Outcome: l}, histOf(1000, time.Microsecond)
 		})
 		if r.ok || r.outcome != probeFails || n != 1 {
 			t.Errorf("a look with %+v: %+v after %d looks; want a failure at once", l, r, n)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/redisx-go/kit/benchmarks/verdict"
 )
 
 // sloBudget is the longest an SLO search of plan p can take for one
@@ -59,7 +60,7 @@ func (r *runner) searchSLO(ctx context.Context, w Workload, ts []opened) error {
 				}
 			}
 		}
-		if o.c == nil || slices.ContainsFunc(r.report.Cells, func(c Cell) bool { return c.Workload == w.Name && c.Target == o.t.Name && c.Failed }) {
+		if o.c == nil || slices.ContainsFunc(r.report.Cells, func(c verdict.Cell) bool { return c.Workload == w.Name && c.Target == o.t.Name && c.Failed }) {
 			continue
 		}
 		err := r.searchTargetSLO(ctx, w, o, start)
@@ -99,7 +100,7 @@ func (r *runner) searchTargetSLO(ctx context.Context, w Workload, o opened, star
 	if err != nil {
 		return err
 	}
-	res := SLOResult{
+	res := verdict.SLOResult{
 		Workload: w.Name, Target: o.t.Name, BoundMs: float64(slo.Bound) / 1e6, Concurrency: workers,
 		MaxRate: found.maxRate, FirstFailingRate: found.firstFailing, Confirmed: found.confirmed,
 		Note: found.note, Probes: found.probes,
@@ -109,7 +110,7 @@ func (r *runner) searchTargetSLO(ctx context.Context, w Workload, o opened, star
 			res.Latency = max(res.Latency, p.PercentileMs)
 		}
 	}
-	if worst := slices.MaxFunc(found.probes, func(a, b SLOProbe) int { return cmp.Compare(a.LatenessP99ms, b.LatenessP99ms) }); worst.LatenessP99ms > res.BoundMs/10 {
+	if worst := slices.MaxFunc(found.probes, func(a, b verdict.SLOProbe) int { return cmp.Compare(a.LatenessP99ms, b.LatenessP99ms) }); worst.LatenessP99ms > res.BoundMs/10 {
 		msg := fmt.Sprintf("SLO %s %s: the client sent late by %.3f ms (p99) at %s/s, more than a tenth of the %s bound: the rates found are partly the client's limit, not the server's",
 			w.Name, o.t.Name, worst.LatenessP99ms, si(worst.Rate), slo)
 		r.warn(msg)

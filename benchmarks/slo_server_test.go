@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/redisx-go/kit/benchmarks"
+	"github.com/redisx-go/kit/benchmarks/target"
+	"github.com/redisx-go/kit/benchmarks/verdict"
 	"github.com/redisx-go/kit/internal/faultproxy"
 	"github.com/redisx-go/kit/internal/launcher"
 	"github.com/redisx-go/kit/strategy"
@@ -49,8 +51,8 @@ func TestSLOHoldsWhereItSaysOnRealServers(t *testing.T) {
 	defer func() { _ = proxy.Close() }()
 	proxy.Delay(faultproxy.Upstream, 3*time.Millisecond)
 
-	plain := benchmarks.StrategyTarget("pool-4", strategy.Pool{Size: 4})
-	slow := benchmarks.StrategyTarget("pool-4-delayed", strategy.Pool{Size: 4})
+	plain := target.StrategyTarget("pool-4", strategy.Pool{Size: 4})
+	slow := target.StrategyTarget("pool-4-delayed", strategy.Pool{Size: 4})
 	open := slow.Open
 	slow.Open = func(ctx context.Context, env benchmarks.Env) (benchmarks.Client, error) {
 		env.Addrs = []string{proxy.Addr()}
@@ -70,7 +72,7 @@ func TestSLOHoldsWhereItSaysOnRealServers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]benchmarks.SLOResult{}
+	got := map[string]verdict.SLOResult{}
 	for _, s := range rep.SLO {
 		got[s.Target] = s
 		t.Logf("%s: max rate %.0f/s (confirmed %v), first failing %.0f/s, %d probes; %s", s.Target, s.MaxRate, s.Confirmed, s.FirstFailingRate, len(s.Probes), s.Note)
@@ -97,7 +99,7 @@ func TestSLOHoldsWhereItSaysOnRealServers(t *testing.T) {
 
 	// Re-run each at its reported rate, ten times, as a user would:
 	// -rate max_rate, the p99 of the cell.
-	for _, s := range []benchmarks.SLOResult{fast, delayed} {
+	for _, s := range []verdict.SLOResult{fast, delayed} {
 		held := 0
 		var p99s []float64
 		for range 10 {

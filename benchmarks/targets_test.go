@@ -12,14 +12,15 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redisx-go/kit/benchmarks"
+	"github.com/redisx-go/kit/benchmarks/target"
 	"github.com/redisx-go/kit/internal/launcher"
 	"github.com/redisx-go/kit/redisx"
 	"github.com/redisx-go/kit/strategy"
 	"github.com/redisx-go/kit/strategy/goredis"
 )
 
-// target is one client configuration under measurement.
-type target struct {
+// suiteTarget is one client configuration under measurement.
+type suiteTarget struct {
 	name  string
 	conns int // connections it may open (0: not fixed)
 	get   func(ctx context.Context, key string) ([]byte, error)
@@ -111,12 +112,12 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func openRedisx(tb testing.TB, name string, s strategy.Strategy, conns int) target {
+func openRedisx(tb testing.TB, name string, s strategy.Strategy, conns int) suiteTarget {
 	c, err := redisx.New(context.Background(), redisx.Options{Addrs: []string{serverAddr(tb)}, Strategy: s})
 	if err != nil {
 		tb.Fatalf("%s: %v", name, err)
 	}
-	return target{
+	return suiteTarget{
 		name: name, conns: conns, get: c.Get,
 		set:    func(ctx context.Context, k string, v []byte) error { return c.Set(ctx, k, v, 0) },
 		close:  func() { c.Close() },
@@ -126,12 +127,12 @@ func openRedisx(tb testing.TB, name string, s strategy.Strategy, conns int) targ
 
 // openDirect bypasses the facade: the strategy's backend called directly,
 // for the facade-overhead bar (P3).
-func openDirect(tb testing.TB, name string, s strategy.Strategy) target {
+func openDirect(tb testing.TB, name string, s strategy.Strategy) suiteTarget {
 	b, err := s.Open(context.Background(), strategy.Config{Addrs: []string{serverAddr(tb)}, DialTimeout: 5 * time.Second, ReadTimeout: 3 * time.Second, WriteTimeout: 3 * time.Second})
 	if err != nil {
 		tb.Fatalf("%s: %v", name, err)
 	}
-	return target{
+	return suiteTarget{
 		name: name, get: b.Get,
 		set:   func(ctx context.Context, k string, v []byte) error { return b.Set(ctx, k, v, 0) },
 		close: func() { b.Close() },
@@ -150,8 +151,8 @@ func openPeer(tb testing.TB, t benchmarks.Target, addrs []string, cluster bool) 
 }
 
 // clientTarget measures GET and SET through c.
-func clientTarget(name string, conns int, c benchmarks.Client) target {
-	return target{
+func clientTarget(name string, conns int, c benchmarks.Client) suiteTarget {
+	return suiteTarget{
 		name: name, conns: conns, get: c.Get,
 		set:    func(ctx context.Context, k string, v []byte) error { return c.Set(ctx, k, v, 0) },
 		close:  func() { c.Close() },
@@ -159,22 +160,22 @@ func clientTarget(name string, conns int, c benchmarks.Client) target {
 	}
 }
 
-func openRueidis(tb testing.TB) target {
-	return clientTarget("rueidis", 0, openPeer(tb, benchmarks.RueidisTarget(), []string{serverAddr(tb)}, false))
+func openRueidis(tb testing.TB) suiteTarget {
+	return clientTarget("rueidis", 0, openPeer(tb, target.RueidisTarget(), []string{serverAddr(tb)}, false))
 }
 
-func openRedigoPool(tb testing.TB, n int) target {
-	t := benchmarks.RedigoPoolTarget(n)
+func openRedigoPool(tb testing.TB, n int) suiteTarget {
+	t := target.RedigoPoolTarget(n)
 	return clientTarget(t.Name, n, openPeer(tb, t, []string{serverAddr(tb)}, false))
 }
 
-func openGoRedisAutoPipeline(tb testing.TB) target {
-	return clientTarget("goredis-autopipeline", 0, openPeer(tb, benchmarks.GoRedisAutoPipelineTarget(), []string{serverAddr(tb)}, false))
+func openGoRedisAutoPipeline(tb testing.TB) suiteTarget {
+	return clientTarget("goredis-autopipeline", 0, openPeer(tb, target.GoRedisAutoPipelineTarget(), []string{serverAddr(tb)}, false))
 }
 
-func openGoRedis(tb testing.TB) (target, *redis.Client) {
+func openGoRedis(tb testing.TB) (suiteTarget, *redis.Client) {
 	rdb := redis.NewClient(&redis.Options{Addr: serverAddr(tb)})
-	return target{
+	return suiteTarget{
 		name: "go-redis",
 		get: func(ctx context.Context, k string) ([]byte, error) {
 			v, err := rdb.Get(ctx, k).Bytes()
@@ -191,26 +192,26 @@ func openGoRedis(tb testing.TB) (target, *redis.Client) {
 }
 
 // targets lists every configuration of the GET/SET sweep.
-func targets(tb testing.TB) []func() target {
-	return []func() target{
-		func() target { return openRedisx(tb, "multiplexed", strategy.Multiplexed{}, 0) },
-		func() target { return openRedisx(tb, "multiplexed-1", strategy.Multiplexed{Conns: 1}, 1) },
-		func() target { return openRedisx(tb, "multiplexed-4", strategy.Multiplexed{Conns: 4}, 4) },
-		func() target { return openRedisx(tb, "pool-8", strategy.Pool{Size: 8}, 8) },
-		func() target { return openRedisx(tb, "pool-32", strategy.Pool{Size: 32}, 32) },
-		func() target { return openRedisx(tb, "pool-100", strategy.Pool{Size: 100}, 100) },
-		func() target {
+func targets(tb testing.TB) []func() suiteTarget {
+	return []func() suiteTarget{
+		func() suiteTarget { return openRedisx(tb, "multiplexed", strategy.Multiplexed{}, 0) },
+		func() suiteTarget { return openRedisx(tb, "multiplexed-1", strategy.Multiplexed{Conns: 1}, 1) },
+		func() suiteTarget { return openRedisx(tb, "multiplexed-4", strategy.Multiplexed{Conns: 4}, 4) },
+		func() suiteTarget { return openRedisx(tb, "pool-8", strategy.Pool{Size: 8}, 8) },
+		func() suiteTarget { return openRedisx(tb, "pool-32", strategy.Pool{Size: 32}, 32) },
+		func() suiteTarget { return openRedisx(tb, "pool-100", strategy.Pool{Size: 100}, 100) },
+		func() suiteTarget {
 			t, rdb := openGoRedis(tb)
 			x := openRedisx(tb, "goredis-adapter", goredis.Strategy{Client: rdb, CloseClient: true}, 0)
 			closeX := x.close
 			x.close = func() { closeX(); t.close() }
 			return x
 		},
-		func() target { return openRueidis(tb) },
-		func() target { return openRedigoPool(tb, 8) },
-		func() target { return openRedigoPool(tb, 32) },
-		func() target { return openRedigoPool(tb, 100) },
-		func() target { t, _ := openGoRedis(tb); return t },
-		func() target { return openGoRedisAutoPipeline(tb) },
+		func() suiteTarget { return openRueidis(tb) },
+		func() suiteTarget { return openRedigoPool(tb, 8) },
+		func() suiteTarget { return openRedigoPool(tb, 32) },
+		func() suiteTarget { return openRedigoPool(tb, 100) },
+		func() suiteTarget { t, _ := openGoRedis(tb); return t },
+		func() suiteTarget { return openGoRedisAutoPipeline(tb) },
 	}
 }

@@ -7,7 +7,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/redisx-go/kit/benchmarks"
+	"github.com/redisx-go/kit/benchmarks/verdict"
+	"github.com/redisx-go/kit/benchmarks/workload"
 )
 
 // The answer at the top of every report (text, Markdown, HTML), and what
@@ -16,14 +17,14 @@ import (
 // renderAnswerVerdict is the answer's verdict after its configuration:
 // "significant: +12.0% (95% interval [+8.1%, +15.2%]) over
 // multiplexed-1, p = 0.002".
-func renderAnswerVerdict(a *benchmarks.Answer, margin float64) string {
+func renderAnswerVerdict(a *verdict.Answer, margin float64) string {
 	iv := renderWithInterval(a.Margin, a.MarginLo, a.MarginHi, a.IntervalLevel)
 	switch {
 	case a.RunnerUp == "":
 		return "the only redisx target measured"
-	case a.Confidence == benchmarks.Significant:
+	case a.Confidence == verdict.Significant:
 		return fmt.Sprintf("significant: %s over %s, p = %s", iv, a.RunnerUp, renderP(a.PValue))
-	case a.Confidence == benchmarks.Equivalent:
+	case a.Confidence == verdict.Equivalent:
 		return fmt.Sprintf("equivalent to %s within %s: %s, p = %s; named by the tie-break toward fewer connections",
 			a.RunnerUp, renderMargin(margin), iv, renderP(a.PValue))
 	}
@@ -33,9 +34,9 @@ func renderAnswerVerdict(a *benchmarks.Answer, margin float64) string {
 // renderAnswerHead is the answer's first line, without a prefix: the
 // configuration to use, or, undecided, the contenders and what would
 // decide between them.
-func renderAnswerHead(a *benchmarks.Answer, margin float64) string {
+func renderAnswerHead(a *verdict.Answer, margin float64) string {
 	at := fmt.Sprintf("%s at %s", a.Workload, renderGoroutines(a.Concurrency))
-	if a.Confidence == benchmarks.Undecided {
+	if a.Confidence == verdict.Undecided {
 		return fmt.Sprintf("undecided between %s for %s: %s", renderList(a.Contenders), at,
 			renderUndecided(margin, first(a.Contenders), a.RunnerUp, a.Margin, a.MarginLo, a.MarginHi, a.IntervalLevel, a.Samples, a.SuggestedMaxRepeats))
 	}
@@ -44,17 +45,17 @@ func renderAnswerHead(a *benchmarks.Answer, margin float64) string {
 
 // renderAnswerPassword says what the placeholder in the URL stands for;
 // empty when it has none.
-func renderAnswerPassword(a *benchmarks.Answer) string {
-	if !strings.Contains(a.URL, ":"+benchmarks.PasswordPlaceholder+"@") {
+func renderAnswerPassword(a *verdict.Answer) string {
+	if !strings.Contains(a.URL, ":"+verdict.PasswordPlaceholder+"@") {
 		return ""
 	}
-	return benchmarks.PasswordPlaceholder + " stands for your password: put it in, or keep it out of the URL and set Options.Password"
+	return verdict.PasswordPlaceholder + " stands for your password: put it in, or keep it out of the URL and set Options.Password"
 }
 
 // renderWorkloadText is what workload name was, from the report's
 // Workloads: the custom workload as the flags that run it again, the
 // others' descriptions; empty when the report does not say.
-func renderWorkloadText(r *benchmarks.Report, name string) string {
+func renderWorkloadText(r *verdict.Report, name string) string {
 	for _, w := range r.Workloads {
 		switch {
 		case w.Name != name:
@@ -62,7 +63,7 @@ func renderWorkloadText(r *benchmarks.Report, name string) string {
 			return w.Description
 		default:
 			from := "given by the flags"
-			if w.Source == benchmarks.SourceProfile {
+			if w.Source == workload.SourceProfile {
 				from = "read from the profiled server"
 			}
 			return fmt.Sprintf("-mix %s -keys %d -key-dist %s -value %s -batch %d -ttl %s (%s)",
@@ -73,7 +74,7 @@ func renderWorkloadText(r *benchmarks.Report, name string) string {
 }
 
 // renderAnswerText writes the answer block that opens the summary.
-func renderAnswerText(b *strings.Builder, r *benchmarks.Report) {
+func renderAnswerText(b *strings.Builder, r *verdict.Report) {
 	a := r.Answer
 	if a == nil {
 		return
@@ -102,12 +103,12 @@ func renderAnswerText(b *strings.Builder, r *benchmarks.Report) {
 }
 
 // renderAnswerMD writes the answer section that opens report.md.
-func renderAnswerMD(b *strings.Builder, r *benchmarks.Report) {
+func renderAnswerMD(b *strings.Builder, r *verdict.Report) {
 	a := r.Answer
 	if a == nil {
 		return
 	}
-	if a.Confidence == benchmarks.Undecided {
+	if a.Confidence == verdict.Undecided {
 		names := make([]string, len(a.Contenders))
 		for i, n := range a.Contenders {
 			names[i] = renderMDCode(n)
@@ -141,14 +142,14 @@ type renderPageAnswer struct {
 	Head, URL, Password, Note, Near, Workload, Alternative, Class string
 }
 
-func renderHTMLAnswer(r *benchmarks.Report) *renderPageAnswer {
+func renderHTMLAnswer(r *verdict.Report) *renderPageAnswer {
 	a := r.Answer
 	if a == nil {
 		return nil
 	}
 	p := &renderPageAnswer{Head: renderAnswerHead(a, r.Settings.Margin), URL: a.URL, Password: renderCapital(renderAnswerPassword(a)),
 		Note: renderCapital(a.Note), Near: renderCapital(a.Near), Alternative: a.Alternative, Class: "decided"}
-	if a.Confidence == benchmarks.Undecided {
+	if a.Confidence == verdict.Undecided {
 		p.Class = "undecided"
 	}
 	if w := renderWorkloadText(r, a.Workload); w != "" {

@@ -8,20 +8,21 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/redisx-go/kit/benchmarks"
 	"github.com/redisx-go/kit/benchmarks/report"
+	"github.com/redisx-go/kit/benchmarks/verdict"
+	"github.com/redisx-go/kit/benchmarks/workload"
 )
 
 func TestReportsOpenWithTheAnswer(t *testing.T) {
 	r := renderSyntheticReport()
-	r.Answer = &benchmarks.Answer{
-		Workload: "custom", Concurrency: 200, Strategy: "pool-32", Confidence: benchmarks.Significant,
+	r.Answer = &verdict.Answer{
+		Workload: "custom", Concurrency: 200, Strategy: "pool-32", Confidence: verdict.Significant,
 		Margin: 0.12, PValue: 0.002, RunnerUp: "multiplexed-1",
 		URL:  "redis://alice:PASSWORD@cache.internal:6379?strategy=pool&size=32",
 		Note: "measured on the harness's own server: replace 127.0.0.1:41001 <b>with</b> your server's address",
 	}
-	r.Workloads = []benchmarks.WorkloadInfo{{Name: "custom", Mix: "get:90,set:10", Keys: 100, KeyDist: "zipf:0.99", Value: "64",
-		Batch: 10, TTL: "1m", Source: benchmarks.SourceProfile}}
+	r.Workloads = []verdict.WorkloadInfo{{Name: "custom", Mix: "get:90,set:10", Keys: 100, KeyDist: "zipf:0.99", Value: "64",
+		Batch: 10, TTL: "1m", Source: workload.SourceProfile}}
 
 	var text bytes.Buffer
 	if err := report.WriteSummary(&text, r); err != nil {
@@ -59,7 +60,7 @@ func TestReportsOpenWithTheAnswer(t *testing.T) {
 
 	// An equivalent verdict says so, and names the tie-break.
 	r.Answer.Confidence, r.Answer.Margin, r.Answer.MarginLo, r.Answer.MarginHi, r.Answer.IntervalLevel, r.Answer.PValue =
-		benchmarks.Equivalent, -0.01, -0.03, 0.012, 0.9, 0.4
+		verdict.Equivalent, -0.01, -0.03, 0.012, 0.9, 0.4
 	text.Reset()
 	if err := report.WriteSummary(&text, r); err != nil {
 		t.Fatal(err)
@@ -72,8 +73,8 @@ func TestReportsOpenWithTheAnswer(t *testing.T) {
 
 func TestReportsSayAnUndecidedAnswerNamesNoConfiguration(t *testing.T) {
 	r := renderSyntheticReport()
-	r.Answer = &benchmarks.Answer{
-		Workload: "custom", Concurrency: 1, Confidence: benchmarks.Undecided, Contenders: []string{"pool-8", "multiplexed"},
+	r.Answer = &verdict.Answer{
+		Workload: "custom", Concurrency: 1, Confidence: verdict.Undecided, Contenders: []string{"pool-8", "multiplexed"},
 		RunnerUp: "multiplexed", Margin: 0.109, MarginLo: 0.036, MarginHi: 0.21, IntervalLevel: 0.983, PValue: 0.002,
 		Samples: 18, SuggestedMaxRepeats: 30,
 	}
@@ -104,11 +105,11 @@ func TestReportsSayAnUndecidedAnswerNamesNoConfiguration(t *testing.T) {
 // recommended configuration name the same target for the answer's cell —
 // or, undecided, none.
 func TestReportsNameOneConfiguration(t *testing.T) {
-	cell := func(target string, conns int, qps ...float64) benchmarks.Cell {
-		return benchmarks.Cell{Workload: "custom", Target: target, Concurrency: 1, Conns: conns, MaxConns: conns,
-			QPS: benchmarks.Median(qps), QPSSamples: qps, Samples: len(qps)}
+	cell := func(target string, conns int, qps ...float64) verdict.Cell {
+		return verdict.Cell{Workload: "custom", Target: target, Concurrency: 1, Conns: conns, MaxConns: conns,
+			QPS: verdict.Median(qps), QPSSamples: qps, Samples: len(qps)}
 	}
-	for name, cells := range map[string][]benchmarks.Cell{
+	for name, cells := range map[string][]verdict.Cell{
 		// A newcomer's run: pool-8 faster in every sample, on one
 		// connection like multiplexed-1.
 		"faster in every sample": {
@@ -126,10 +127,10 @@ func TestReportsNameOneConfiguration(t *testing.T) {
 	} {
 		r := renderSyntheticReport()
 		r.Cells = cells
-		r.Recommendations = benchmarks.Recommend(cells, 0.05, 0.05)
+		r.Recommendations = verdict.Recommend(cells, 0.05, 0.05)
 		rec := r.Recommendations[0]
 		r.Recommendations[0].URL = "redis://h:1?strategy=" + rec.Strategy
-		r.Answer = &benchmarks.Answer{Workload: rec.Workload, Concurrency: rec.Concurrency, Strategy: rec.Strategy, Confidence: rec.Confidence,
+		r.Answer = &verdict.Answer{Workload: rec.Workload, Concurrency: rec.Concurrency, Strategy: rec.Strategy, Confidence: rec.Confidence,
 			Margin: rec.Margin, MarginLo: rec.MarginLo, MarginHi: rec.MarginHi, IntervalLevel: rec.IntervalLevel, PValue: rec.PValue,
 			RunnerUp: rec.RunnerUp, Contenders: rec.Contenders, Alternative: rec.Alternative, SuggestedMaxRepeats: rec.SuggestedMaxRepeats}
 		if rec.Strategy != "" {
@@ -137,7 +138,7 @@ func TestReportsNameOneConfiguration(t *testing.T) {
 		}
 		r.Crossovers, r.Baseline, r.SLO = nil, nil, nil
 		files := renderAllFiles(t, r)
-		var back benchmarks.Report
+		var back verdict.Report
 		if err := json.Unmarshal(files["report.json"], &back); err != nil {
 			t.Fatal(err)
 		}
@@ -151,7 +152,7 @@ func TestReportsNameOneConfiguration(t *testing.T) {
 			recommended = recommended[:strings.Index(recommended, "</section>")]
 		}
 		if rec.Strategy == "" {
-			if rec.Confidence != benchmarks.Undecided || back.Answer.Strategy != "" || !strings.HasPrefix(first, "answer: undecided between pool-8 and multiplexed-1") ||
+			if rec.Confidence != verdict.Undecided || back.Answer.Strategy != "" || !strings.HasPrefix(first, "answer: undecided between pool-8 and multiplexed-1") ||
 				!strings.Contains(box, "Answer: undecided between pool-8 and multiplexed-1") || strings.Contains(recommended, "<h3>pool-8") ||
 				strings.Contains(recommended, "<h3>multiplexed-1") {
 				t.Errorf("%s: %s undecided; the pages name:\n%s\n%s\n%s", name, rec.Confidence, first, box, recommended)

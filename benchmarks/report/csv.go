@@ -6,7 +6,7 @@ import (
 	"math"
 	"strconv"
 
-	"github.com/redisx-go/kit/benchmarks"
+	"github.com/redisx-go/kit/benchmarks/verdict"
 )
 
 // renderCSVHeader is report.csv's header; its order is a contract.
@@ -22,7 +22,7 @@ func renderCSVHeader() []string {
 // renderCSV writes one row per cell, in the report's order, after the
 // header (RFC 4180). Numbers are written in full precision without an
 // exponent; NaN and infinities as empty fields.
-func renderCSV(b *bytes.Buffer, r *benchmarks.Report) error {
+func renderCSV(b *bytes.Buffer, r *verdict.Report) error {
 	w := csv.NewWriter(b)
 	if err := w.Write(renderCSVHeader()); err != nil {
 		return err

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/redisx-go/kit/benchmarks"
+	"github.com/redisx-go/kit/benchmarks/verdict"
 )
 
 // renderPage is what report.html's template reads: text only, escaped by
@@ -70,7 +70,7 @@ type renderPageRec struct {
 
 // renderHTML writes report.html: one page, readable offline — no script,
 // no remote font, image or style sheet; the charts are inline SVG.
-func renderHTML(out *bytes.Buffer, r *benchmarks.Report) error {
+func renderHTML(out *bytes.Buffer, r *verdict.Report) error {
 	t, err := template.New("report").Parse(renderHTMLTemplate)
 	if err != nil {
 		return err
@@ -78,7 +78,7 @@ func renderHTML(out *bytes.Buffer, r *benchmarks.Report) error {
 	return t.Execute(out, renderHTMLPage(r))
 }
 
-func renderHTMLPage(r *benchmarks.Report) renderPage {
+func renderHTMLPage(r *verdict.Report) renderPage {
 	v := newReportView(r)
 	p := renderPage{
 		When:     renderWhen(r),
@@ -143,9 +143,9 @@ func renderHTMLPage(r *benchmarks.Report) renderPage {
 				pv.Interval += " (" + l + ")"
 			}
 			switch {
-			case rec.Confidence == benchmarks.Significant:
+			case rec.Confidence == verdict.Significant:
 				pv.Class = "win"
-			case rec.Confidence == benchmarks.Undecided:
+			case rec.Confidence == verdict.Undecided:
 				pv.Class, pv.Winner = "undecided", "none"
 				pv.RunnerUp = first(rec.Contenders) + " vs " + rec.RunnerUp
 				pv.TieBreak = "undecided between " + renderList(rec.Contenders)
@@ -155,7 +155,7 @@ func renderHTMLPage(r *benchmarks.Report) renderPage {
 			default:
 				pv.Class = "equivalent"
 			}
-			if rec.Strategy == "" && rec.Confidence != benchmarks.Undecided {
+			if rec.Strategy == "" && rec.Confidence != verdict.Undecided {
 				pv.Winner = "none: every cell failed"
 			}
 			p.Verdicts = append(p.Verdicts, pv)

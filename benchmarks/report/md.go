@@ -6,14 +6,14 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/redisx-go/kit/benchmarks"
+	"github.com/redisx-go/kit/benchmarks/verdict"
 )
 
 // renderMarkdown writes report.md: the run's header, then per workload a
 // table of QPS and p99 by target and level with its verdicts, crossovers
 // and failures, then SLO results, baseline changes and the recommended
 // configurations.
-func renderMarkdown(out *bytes.Buffer, r *benchmarks.Report) error {
+func renderMarkdown(out *bytes.Buffer, r *verdict.Report) error {
 	v := newReportView(r)
 	var b strings.Builder
 	b.WriteString("# redisx-bench report\n\n")

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/redisx-go/kit/benchmarks"
 	"github.com/redisx-go/kit/benchmarks/report"
+	"github.com/redisx-go/kit/benchmarks/verdict"
 )
 
 // TestAnswerOfANearCacheSaysModeMemoryAndStaleness: when the answer is a
@@ -16,8 +16,8 @@ import (
 func TestAnswerOfANearCacheSaysModeMemoryAndStaleness(t *testing.T) {
 	const near = "a near-cache without tracking (TrackNone): another client's write may be served stale for up to its TTL, 1m0s"
 	r := renderSyntheticReport()
-	r.Answer = &benchmarks.Answer{
-		Workload: "custom", Concurrency: 10, Strategy: "near-none", Confidence: benchmarks.Significant,
+	r.Answer = &verdict.Answer{
+		Workload: "custom", Concurrency: 10, Strategy: "near-none", Confidence: verdict.Significant,
 		Margin: 1.5, PValue: 0.002, RunnerUp: "multiplexed",
 		URL:  "redis://127.0.0.1:6379?strategy=multiplexed&near=64MiB&near_ttl=1m&near_tracking=none",
 		Near: near,

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redisx-go/kit/benchmarks"
+	"github.com/redisx-go/kit/benchmarks/verdict"
 )
 
 // WriteReports creates dir (and its parents) if needed and writes r into
@@ -27,7 +27,7 @@ import (
 // JSON has no NaN nor infinity: such numbers (a bug upstream, or a ratio
 // to a zero) are written to report.json as 0. A file that fails does not
 // stop the others; the errors are joined.
-func WriteReports(dir string, r *benchmarks.Report) error {
+func WriteReports(dir string, r *verdict.Report) error {
 	if r == nil {
 		return errors.New("redisx: WriteReports of a nil report")
 	}
@@ -37,7 +37,7 @@ func WriteReports(dir string, r *benchmarks.Report) error {
 	var errs []error
 	for _, f := range []struct {
 		name   string
-		render func(*bytes.Buffer, *benchmarks.Report) error
+		render func(*bytes.Buffer, *verdict.Report) error
 	}{
 		{"report.json", renderJSON},
 		{"report.csv", renderCSV},
@@ -84,7 +84,7 @@ func renderWriteFile(path string, data []byte) (err error) {
 	return os.Rename(f.Name(), path)
 }
 
-func renderJSON(b *bytes.Buffer, r *benchmarks.Report) error {
+func renderJSON(b *bytes.Buffer, r *verdict.Report) error {
 	out, err := json.MarshalIndent(r.Finite(), "", "  ")
 	if err != nil {
 		return err
@@ -97,7 +97,7 @@ func renderJSON(b *bytes.Buffer, r *benchmarks.Report) error {
 // reportView is a Report arranged for display: workloads in plan order,
 // each with its targets, levels and verdicts.
 type reportView struct {
-	r         *benchmarks.Report
+	r         *verdict.Report
 	workloads []*reportWorkload
 	// targets are every target of the report, in the plan's order then
 	// first appearance: a target's place here is its colour and marker
@@ -110,13 +110,13 @@ type reportWorkload struct {
 	name    string
 	targets []string // in the plan's order, then first appearance
 	levels  []int    // ascending
-	cells   map[reportKey]*benchmarks.Cell
-	recs    map[int]*benchmarks.Recommendation // by level
+	cells   map[reportKey]*verdict.Cell
+	recs    map[int]*verdict.Recommendation // by level
 	// recLevels are the levels that have a verdict, ascending.
 	recLevels  []int
-	crossovers []benchmarks.Crossover
-	failed     []*benchmarks.Cell // in table order
-	styles     []chartStyle       // of each target, the same in every workload
+	crossovers []verdict.Crossover
+	failed     []*verdict.Cell // in table order
+	styles     []chartStyle    // of each target, the same in every workload
 }
 
 type reportKey struct {
@@ -125,7 +125,7 @@ type reportKey struct {
 }
 
 // cell returns the cell of target at level, nil when none was measured.
-func (w *reportWorkload) cell(target string, level int) *benchmarks.Cell {
+func (w *reportWorkload) cell(target string, level int) *verdict.Cell {
 	return w.cells[reportKey{target, level}]
 }
 
@@ -138,11 +138,11 @@ func (w *reportWorkload) mark(target string, level int) string {
 	switch {
 	case rec == nil:
 		return ""
-	case rec.Confidence == benchmarks.Undecided && slices.Contains(rec.Contenders, target):
+	case rec.Confidence == verdict.Undecided && slices.Contains(rec.Contenders, target):
 		return "undecided"
 	case rec.Strategy != target:
 		return ""
-	case rec.Confidence == benchmarks.Significant:
+	case rec.Confidence == verdict.Significant:
 		return "win"
 	}
 	return "equivalent"
@@ -150,13 +150,13 @@ func (w *reportWorkload) mark(target string, level int) string {
 
 // newReportView arranges r. A workload/target/level measured twice (an
 // open-loop search) shows its last cell; report.csv lists them all.
-func newReportView(r *benchmarks.Report) *reportView {
+func newReportView(r *verdict.Report) *reportView {
 	v := &reportView{r: r}
 	byName := map[string]*reportWorkload{}
 	get := func(name string) *reportWorkload {
 		w := byName[name]
 		if w == nil {
-			w = &reportWorkload{name: name, cells: map[reportKey]*benchmarks.Cell{}, recs: map[int]*benchmarks.Recommendation{}}
+			w = &reportWorkload{name: name, cells: map[reportKey]*verdict.Cell{}, recs: map[int]*verdict.Recommendation{}}
 			byName[name] = w
 			v.workloads = append(v.workloads, w)
 		}
@@ -237,8 +237,8 @@ func newReportView(r *benchmarks.Report) *reportView {
 }
 
 // slo returns the SLO results of workload, in report order.
-func (v *reportView) slo(workload string) []benchmarks.SLOResult {
-	var out []benchmarks.SLOResult
+func (v *reportView) slo(workload string) []verdict.SLOResult {
+	var out []verdict.SLOResult
 	for _, s := range v.r.SLO {
 		if s.Workload == workload {
 			out = append(out, s)
@@ -249,8 +249,8 @@ func (v *reportView) slo(workload string) []benchmarks.SLOResult {
 
 // reportGroup is one recommended target and where it is named.
 type reportGroup struct {
-	rec   *benchmarks.Recommendation // the first verdict naming it
-	where []string                   // "get at 1, 10", …
+	rec   *verdict.Recommendation // the first verdict naming it
+	where []string                // "get at 1, 10", …
 }
 
 // recommended groups the verdicts by the target they name, in order of
@@ -272,7 +272,7 @@ func (v *reportView) recommended() []reportGroup {
 			}
 			g := &groups[i]
 			lvl := strconv.Itoa(l)
-			if rec.Confidence != benchmarks.Significant {
+			if rec.Confidence != verdict.Significant {
 				lvl += " (" + rec.Confidence + ")"
 			}
 			prefix := w.name + " at "
@@ -292,7 +292,7 @@ func (v *reportView) undecided() []string {
 	var out []string
 	for _, w := range v.workloads {
 		for _, l := range w.recLevels {
-			if rec := w.recs[l]; rec.Confidence == benchmarks.Undecided {
+			if rec := w.recs[l]; rec.Confidence == verdict.Undecided {
 				out = append(out, fmt.Sprintf("%s at %d (%s)", w.name, l, strings.ReplaceAll(renderList(rec.Contenders), " and ", " or ")))
 			}
 		}
@@ -339,7 +339,7 @@ func renderMs(x float64) string { return renderSig(x, 3) }
 
 // renderCI is c's 95% confidence interval as it is, "[119k, 123k]";
 // empty when the interval is unknown.
-func renderCI(c *benchmarks.Cell) string {
+func renderCI(c *verdict.Cell) string {
 	if !(c.QPS > 0) || c.QPSLow == 0 && c.QPSHigh == 0 {
 		return ""
 	}
@@ -369,7 +369,7 @@ func renderP(p float64) string {
 }
 
 // renderWhen is the date and length of the run.
-func renderWhen(r *benchmarks.Report) string {
+func renderWhen(r *verdict.Report) string {
 	s := r.Started.Format("2006-01-02 15:04:05 MST")
 	if !r.Finished.IsZero() && !r.Started.IsZero() && r.Finished.After(r.Started) {
 		s += ", " + r.Finished.Sub(r.Started).Round(time.Second).String()
@@ -378,7 +378,7 @@ func renderWhen(r *benchmarks.Report) string {
 }
 
 // renderMachine is the machine line of a report.
-func renderMachine(m benchmarks.Machine) string {
+func renderMachine(m verdict.Machine) string {
 	var parts []string
 	if m.OS != "" || m.Arch != "" {
 		parts = append(parts, m.OS+"/"+m.Arch)
@@ -394,7 +394,7 @@ func renderMachine(m benchmarks.Machine) string {
 }
 
 // renderServers says which servers ran and whether they were pinned.
-func renderServers(m benchmarks.Machine) string {
+func renderServers(m verdict.Machine) string {
 	var s string
 	if m.Embedded {
 		s = "servers started by the harness; "
@@ -424,7 +424,7 @@ func renderServers(m benchmarks.Machine) string {
 }
 
 // renderPlan is the settings line of a report.
-func renderPlan(s benchmarks.Settings) string {
+func renderPlan(s verdict.Settings) string {
 	var b strings.Builder
 	switch s.Mode {
 	case "open":
@@ -450,7 +450,7 @@ func renderPlan(s benchmarks.Settings) string {
 // 0.0167 and the 98.3% interval of the ratio above +5%; equivalent: the
 // 96.7% interval inside [-4.8%, +5%]; otherwise undecided; up to 18
 // samples per cell in 3 looks, each at alpha 0.05/3".
-func renderRule(s benchmarks.Settings) string {
+func renderRule(s verdict.Settings) string {
 	look := s.LookAlpha
 	if !(look > 0) {
 		look = s.Alpha

@@ -17,8 +17,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/redisx-go/kit/benchmarks"
 	"github.com/redisx-go/kit/benchmarks/report"
+	"github.com/redisx-go/kit/benchmarks/verdict"
 )
 
 var (
@@ -35,19 +35,19 @@ func renderGoConfig(strategy string) string {
 // single level), five targets, significant, equivalent and undecided
 // verdicts (one with an alternative), an undecided answer, a crossover,
 // a failed cell, a peer winning, SLO results and a baseline.
-func renderSyntheticReport() *benchmarks.Report {
+func renderSyntheticReport() *verdict.Report {
 	start := time.Date(2026, 9, 30, 14, 5, 0, 0, time.UTC)
-	r := &benchmarks.Report{
-		Version:  benchmarks.ReportVersion,
+	r := &verdict.Report{
+		Version:  verdict.ReportVersion,
 		Started:  start,
 		Finished: start.Add(11*time.Minute + 42*time.Second),
 		Command:  "redisx-bench -levels 1,10,100,1000 -workloads get,mget,values -target near-mux=redis://127.0.0.1:6379?near=64MiB -out results",
-		Machine: benchmarks.Machine{
+		Machine: verdict.Machine{
 			GOMAXPROCS: 2, CPUs: 2, GoVersion: "go1.26.8", OS: "linux", Arch: "amd64", RedisVersion: "7.0.15",
 			Embedded: true, Pinned: true, PinNote: "redis-server on CPU 1, the harness on CPU 0",
 			Standalone: "127.0.0.1:41001", Cluster: []string{"127.0.0.1:41002", "127.0.0.1:41003", "127.0.0.1:41004"},
 		},
-		Settings: benchmarks.Settings{
+		Settings: verdict.Settings{
 			Levels:    []int{1, 10, 100, 1000},
 			Workloads: []string{"get", "mget", "values"},
 			Targets:   []string{"multiplexed-1", "multiplexed-4", "pool-32", "near-mux", "rueidis"},
@@ -74,7 +74,7 @@ func renderSyntheticReport() *benchmarks.Report {
 	conns := map[string]int{"multiplexed-1": 1, "multiplexed-4": 4, "pool-32": 32, "near-mux": 3, "rueidis": 2}
 	add := func(workload, target string, level int, qps float64) {
 		p99 := 0.05 + float64(level)/qps*1000*2.4
-		c := benchmarks.Cell{
+		c := verdict.Cell{
 			Workload: workload, Target: target, Concurrency: level,
 			QPS: qps, QPSLow: qps * 0.985, QPSHigh: qps * 1.012, Samples: 6,
 			QPSSamples: []float64{qps * 0.985, qps * 0.995, qps, qps, qps * 1.004, qps * 1.012},
@@ -114,45 +114,45 @@ func renderSyntheticReport() *benchmarks.Report {
 	}
 
 	url := func(s string) string { return "redis://127.0.0.1:6379?" + s }
-	r.Recommendations = []benchmarks.Recommendation{
-		{Workload: "get", Concurrency: 1, Strategy: "near-mux", Confidence: benchmarks.Significant, Margin: 88.3, MarginLo: 86.9, MarginHi: 89.7, PValue: 0.0022,
+	r.Recommendations = []verdict.Recommendation{
+		{Workload: "get", Concurrency: 1, Strategy: "near-mux", Confidence: verdict.Significant, Margin: 88.3, MarginLo: 86.9, MarginHi: 89.7, PValue: 0.0022,
 			RunnerUp: "multiplexed-1", URL: url("strategy=multiplexed&near=64MiB"), Go: renderGoConfig("localcache.Near{MaxBytes: 64 << 20}")},
-		{Workload: "get", Concurrency: 10, Strategy: "near-mux", Confidence: benchmarks.Significant, Margin: 29.7, MarginLo: 29.1, MarginHi: 30.4, PValue: 0.0022,
+		{Workload: "get", Concurrency: 10, Strategy: "near-mux", Confidence: verdict.Significant, Margin: 29.7, MarginLo: 29.1, MarginHi: 30.4, PValue: 0.0022,
 			RunnerUp: "multiplexed-1", URL: url("strategy=multiplexed&near=64MiB"), Go: renderGoConfig("localcache.Near{MaxBytes: 64 << 20}")},
-		{Workload: "get", Concurrency: 100, Strategy: "near-mux", Confidence: benchmarks.Significant, Margin: 15.9, MarginLo: 15.5, MarginHi: 16.3, PValue: 0.0022,
+		{Workload: "get", Concurrency: 100, Strategy: "near-mux", Confidence: verdict.Significant, Margin: 15.9, MarginLo: 15.5, MarginHi: 16.3, PValue: 0.0022,
 			RunnerUp: "pool-32", URL: url("strategy=multiplexed&near=64MiB"), Go: renderGoConfig("localcache.Near{MaxBytes: 64 << 20}")},
-		{Workload: "get", Concurrency: 1000, Strategy: "near-mux", Confidence: benchmarks.Significant, Margin: 13.9, MarginLo: 13.6, MarginHi: 14.2, PValue: 0.0022,
+		{Workload: "get", Concurrency: 1000, Strategy: "near-mux", Confidence: verdict.Significant, Margin: 13.9, MarginLo: 13.6, MarginHi: 14.2, PValue: 0.0022,
 			RunnerUp: "rueidis", URL: url("strategy=multiplexed&near=64MiB"), Go: renderGoConfig("localcache.Near{MaxBytes: 64 << 20}")},
-		{Workload: "mget", Concurrency: 1, Strategy: "multiplexed-1", Confidence: benchmarks.Equivalent, Margin: 0.0123, MarginLo: -0.009, MarginHi: 0.031,
+		{Workload: "mget", Concurrency: 1, Strategy: "multiplexed-1", Confidence: verdict.Equivalent, Margin: 0.0123, MarginLo: -0.009, MarginHi: 0.031,
 			IntervalLevel: 0.967, PValue: 0.31, RunnerUp: "multiplexed-4", Samples: 6, Looks: 1,
 			TieBreak: "equivalent within 5% (each one's 96.7% interval against multiplexed-1 inside [-4.8%, +5%]): multiplexed-1 (1 connection), " +
 				"multiplexed-4 (4 connections); picked the fewest connections (then the lowest bound on them): multiplexed-1",
 			URL: url("strategy=multiplexed&conns=1"), Go: renderGoConfig("strategy.Multiplexed{Conns: 1}")},
-		{Workload: "mget", Concurrency: 10, Strategy: "multiplexed-1", Confidence: benchmarks.Equivalent, Margin: 0.0133, MarginLo: -0.006, MarginHi: 0.029,
+		{Workload: "mget", Concurrency: 10, Strategy: "multiplexed-1", Confidence: verdict.Equivalent, Margin: 0.0133, MarginLo: -0.006, MarginHi: 0.029,
 			IntervalLevel: 0.967, PValue: 0.18, RunnerUp: "multiplexed-4", Samples: 12, Looks: 2,
 			TieBreak: "equivalent within 5%: multiplexed-1 (1 connection), multiplexed-4 (4 connections); picked the fewest connections: multiplexed-1",
 			URL:      url("strategy=multiplexed&conns=1"), Go: renderGoConfig("strategy.Multiplexed{Conns: 1}")},
-		{Workload: "mget", Concurrency: 100, Confidence: benchmarks.Undecided, Margin: 0.148, MarginLo: -0.021, MarginHi: 0.31, IntervalLevel: 0.983,
+		{Workload: "mget", Concurrency: 100, Confidence: verdict.Undecided, Margin: 0.148, MarginLo: -0.021, MarginHi: 0.31, IntervalLevel: 0.983,
 			PValue: 0.09, RunnerUp: "multiplexed-1", Underpowered: true, Contenders: []string{"multiplexed-4", "multiplexed-1"},
 			SuggestedMaxRepeats: 30, Samples: 18, Looks: 3, URL: "", Go: ""},
-		{Workload: "mget", Concurrency: 1000, Strategy: "rueidis", Confidence: benchmarks.Significant, Margin: 0.0886, MarginLo: 0.061, MarginHi: 0.113, PValue: 0.0043,
+		{Workload: "mget", Concurrency: 1000, Strategy: "rueidis", Confidence: verdict.Significant, Margin: 0.0886, MarginLo: 0.061, MarginHi: 0.113, PValue: 0.0043,
 			IntervalLevel: 0.983, RunnerUp: "multiplexed-4"},
-		{Workload: "values/set-32KiB", Concurrency: 100, Strategy: "pool-32", Confidence: benchmarks.Equivalent, Margin: 0.0063, MarginLo: 0.003, MarginHi: 0.011,
+		{Workload: "values/set-32KiB", Concurrency: 100, Strategy: "pool-32", Confidence: verdict.Equivalent, Margin: 0.0063, MarginLo: 0.003, MarginHi: 0.011,
 			IntervalLevel: 0.967, PValue: 0.004, RunnerUp: "multiplexed-1", Samples: 6, Looks: 1,
 			TieBreak:    "equivalent within 5%: pool-32 (32 connections), multiplexed-1 (1 connection); picked pool-32, the fewest connections (then the lowest bound on them) once passed over: multiplexed-1 is significantly slower than pool-32 (-0.6%, p = 0.004)",
 			Alternative: "pool-32 is +0.6% faster [+0.2%, +1.0%] with 32 connections; multiplexed-1 uses 1 connection",
 			URL:         url("strategy=pool&size=32"), Go: renderGoConfig("strategy.Pool{Size: 32}")},
 	}
 	// The answer: mget at 100, undecided.
-	r.Answer = &benchmarks.Answer{Workload: "mget", Concurrency: 100, Confidence: benchmarks.Undecided, Margin: 0.148, MarginLo: -0.021,
+	r.Answer = &verdict.Answer{Workload: "mget", Concurrency: 100, Confidence: verdict.Undecided, Margin: 0.148, MarginLo: -0.021,
 		MarginHi: 0.31, IntervalLevel: 0.983, PValue: 0.09, RunnerUp: "multiplexed-1", Contenders: []string{"multiplexed-4", "multiplexed-1"},
 		SuggestedMaxRepeats: 30, Samples: 18}
-	r.Crossovers = []benchmarks.Crossover{
+	r.Crossovers = []verdict.Crossover{
 		{Workload: "get", From: "multiplexed-1", To: "pool-32", Between: [2]int{10, 100}, Below: 10, Above: 100,
 			Text: "pool-32 overtakes multiplexed-1 between 10 and 100 goroutines"},
 		{Workload: "mget", From: "multiplexed-4", To: "rueidis", Between: [2]int{100, 1000}, Below: 100, Above: 1000},
 	}
-	r.SLO = []benchmarks.SLOResult{
+	r.SLO = []verdict.SLOResult{
 		{Workload: "get", Target: "multiplexed-4", BoundMs: 2, Concurrency: 64, MaxRate: 180000, FirstFailingRate: 187000, Confirmed: true, Latency: 1.87, Headroom: 0.125, Winner: true},
 		{Workload: "get", Target: "pool-32", BoundMs: 2, Concurrency: 64, MaxRate: 160000, FirstFailingRate: 166000, Latency: 1.95,
 			Note: "the re-run at 166k/s failed; stepped down to 160k/s"},
@@ -160,10 +160,10 @@ func renderSyntheticReport() *benchmarks.Report {
 	}
 	r.Warnings = []string{"SLO get pool-32: the client sent late by 0.312 ms (p99) at 166k/s, more than a tenth of the p99=2ms bound: " +
 		"the rates found are partly the client's limit, not the server's"}
-	r.Baseline = &benchmarks.BaselineComparison{
+	r.Baseline = &verdict.BaselineComparison{
 		File: "results/2026-09-01/report.json", Started: "2026-09-01T09:12:00Z",
 		Compatible: true,
-		Cells: []benchmarks.Delta{
+		Cells: []verdict.Delta{
 			{Workload: "get", Target: "multiplexed-1", Concurrency: 1000, OldQPS: 195000, NewQPS: 212000, Change: 0.0872,
 				ChangeLo: 0.061, ChangeHi: 0.112, PValue: 0.0022, PAdjusted: 0.0065, Significant: true},
 			{Workload: "get", Target: "pool-32", Concurrency: 1000, OldQPS: 250000, NewQPS: 251000, Change: 0.004,
@@ -179,15 +179,15 @@ func renderSyntheticReport() *benchmarks.Report {
 // renderEdgeReport is a report made to break renderers: hostile and long
 // names, one level only, 20 targets, NaN, infinities and zeros, a
 // workload without cells, a partial run on the user's server.
-func renderEdgeReport() *benchmarks.Report {
-	r := &benchmarks.Report{
-		Version:  benchmarks.ReportVersion,
+func renderEdgeReport() *verdict.Report {
+	r := &verdict.Report{
+		Version:  verdict.ReportVersion,
 		Started:  time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC),
 		Command:  "redisx-bench -target '<script>alert(1)</script>=redis://h' -target 'a|b`c=redis://h'",
 		Partial:  true,
 		Warnings: []string{"2 samples per cell cannot reach significance: <b>-repeats 4</b>"},
-		Machine:  benchmarks.Machine{GOMAXPROCS: 8, CPUs: 16, GoVersion: "go1.26.8", RedisVersion: "7.2.4", PinNote: "user's server"},
-		Settings: benchmarks.Settings{
+		Machine:  verdict.Machine{GOMAXPROCS: 8, CPUs: 16, GoVersion: "go1.26.8", RedisVersion: "7.2.4", PinNote: "user's server"},
+		Settings: verdict.Settings{
 			Levels: []int{1, 2, 3, 5, 8, 10, 20, 50}, Workloads: []string{"get"}, Repeats: 6,
 			Duration: time.Second, Alpha: 0.05, Margin: 0.05,
 		},
@@ -206,7 +206,7 @@ func renderEdgeReport() *benchmarks.Report {
 		}
 		for j, l := range r.Settings.Levels {
 			qps := float64(1000*(i+1)) * math.Sqrt(float64(l))
-			c := benchmarks.Cell{Workload: "get", Target: name, Concurrency: l, QPS: qps, QPSLow: qps * 0.9, QPSHigh: qps * 1.1,
+			c := verdict.Cell{Workload: "get", Target: name, Concurrency: l, QPS: qps, QPSLow: qps * 0.9, QPSHigh: qps * 1.1,
 				Samples: 6, P50ms: 0.1, P99ms: 0.01 * float64(l*(i+1)), Ops: 100}
 			switch {
 			case i == 1 && j == 2:
@@ -219,19 +219,19 @@ func renderEdgeReport() *benchmarks.Report {
 			r.Cells = append(r.Cells, c)
 		}
 	}
-	r.Cells = append(r.Cells, benchmarks.Cell{Workload: "single", Target: hostile[0], Concurrency: 100, QPS: 5e4, P99ms: 1})
-	r.Recommendations = []benchmarks.Recommendation{
-		{Workload: "get", Concurrency: 50, Strategy: hostile[0], Confidence: benchmarks.Significant, Margin: math.Inf(1),
+	r.Cells = append(r.Cells, verdict.Cell{Workload: "single", Target: hostile[0], Concurrency: 100, QPS: 5e4, P99ms: 1})
+	r.Recommendations = []verdict.Recommendation{
+		{Workload: "get", Concurrency: 50, Strategy: hostile[0], Confidence: verdict.Significant, Margin: math.Inf(1),
 			PValue: math.NaN(), RunnerUp: hostile[1], URL: "redis://h?client_name=%3Cscript%3E", Go: "x := `<script>`"},
-		{Workload: "get", Concurrency: 1, Strategy: hostile[2], Confidence: benchmarks.Equivalent, TieBreak: "<i>fewest</i>", RunnerUp: hostile[3],
+		{Workload: "get", Concurrency: 1, Strategy: hostile[2], Confidence: verdict.Equivalent, TieBreak: "<i>fewest</i>", RunnerUp: hostile[3],
 			Alternative: "<b>" + hostile[3] + "</b> is faster"},
-		{Workload: "get", Concurrency: 2, Confidence: benchmarks.Undecided, RunnerUp: hostile[1], Contenders: []string{hostile[4], hostile[1], "a|b"},
+		{Workload: "get", Concurrency: 2, Confidence: verdict.Undecided, RunnerUp: hostile[1], Contenders: []string{hostile[4], hostile[1], "a|b"},
 			MarginLo: math.Inf(-1), MarginHi: math.NaN(), IntervalLevel: 2},
-		{Workload: "single", Concurrency: 100, Strategy: hostile[0], Confidence: benchmarks.Significant},
+		{Workload: "single", Concurrency: 100, Strategy: hostile[0], Confidence: verdict.Significant},
 		{Workload: "empty", Concurrency: 10, Confidence: "tie"}, // a version 2 report's verdict on failed cells
 	}
-	r.Crossovers = []benchmarks.Crossover{{Workload: "get", From: hostile[1], To: hostile[0], Below: 3, Above: 5, Text: "<script>x</script>"}}
-	r.Baseline = &benchmarks.BaselineComparison{File: "<old>.json", Cells: []benchmarks.Delta{
+	r.Crossovers = []verdict.Crossover{{Workload: "get", From: hostile[1], To: hostile[0], Below: 3, Above: 5, Text: "<script>x</script>"}}
+	r.Baseline = &verdict.BaselineComparison{File: "<old>.json", Cells: []verdict.Delta{
 		{Workload: "get", Target: hostile[0], Concurrency: 1, OldQPS: 0, NewQPS: 1000, Change: math.Inf(1), Significant: true},
 	}}
 	return r
@@ -239,7 +239,7 @@ func renderEdgeReport() *benchmarks.Report {
 
 // renderAllFiles renders every file of r (with the summary as summary.txt)
 // through WriteReports, and returns them by name.
-func renderAllFiles(t *testing.T, r *benchmarks.Report) map[string][]byte {
+func renderAllFiles(t *testing.T, r *verdict.Report) map[string][]byte {
 	t.Helper()
 	dir := t.TempDir()
 	if err := report.WriteReports(dir, r); err != nil {
@@ -307,7 +307,7 @@ func renderFirstDiff(got, want []byte) string {
 
 func TestRenderReportJSONIsTheReport(t *testing.T) {
 	r := renderSyntheticReport()
-	var back benchmarks.Report
+	var back verdict.Report
 	if err := json.Unmarshal(renderAllFiles(t, r)["report.json"], &back); err != nil {
 		t.Fatal(err)
 	}
@@ -340,7 +340,7 @@ func TestRenderReportJSONIsTheReport(t *testing.T) {
 func TestRenderReportJSONWritesNonFiniteAsZero(t *testing.T) {
 	r := renderEdgeReport()
 	before := fmt.Sprintf("%+v", r.Recommendations)
-	var back benchmarks.Report
+	var back verdict.Report
 	if err := json.Unmarshal(renderAllFiles(t, r)["report.json"], &back); err != nil {
 		t.Fatalf("report.json of a report with NaN: %v", err)
 	}
@@ -405,7 +405,7 @@ type renderFailingWriter struct{}
 func (renderFailingWriter) Write([]byte) (int, error) { return 0, io.ErrClosedPipe }
 
 func TestRenderSummaryFitsATerminal(t *testing.T) {
-	for name, r := range map[string]*benchmarks.Report{"synthetic": renderSyntheticReport(), "edge": renderEdgeReport()} {
+	for name, r := range map[string]*verdict.Report{"synthetic": renderSyntheticReport(), "edge": renderEdgeReport()} {
 		var b bytes.Buffer
 		if err := report.WriteSummary(&b, r); err != nil {
 			t.Fatal(err)
@@ -499,7 +499,7 @@ func TestRenderMarkdownEscapesNames(t *testing.T) {
 }
 
 func TestRenderIsDeterministic(t *testing.T) {
-	for name, mk := range map[string]func() *benchmarks.Report{"synthetic": renderSyntheticReport, "edge": renderEdgeReport} {
+	for name, mk := range map[string]func() *verdict.Report{"synthetic": renderSyntheticReport, "edge": renderEdgeReport} {
 		a, b := renderAllFiles(t, mk()), renderAllFiles(t, mk())
 		for file := range a {
 			if !bytes.Equal(a[file], b[file]) {
@@ -518,7 +518,7 @@ func TestRenderWriteExample(t *testing.T) {
 	if *renderExample == "" {
 		t.Skip("no -write-example directory")
 	}
-	for name, r := range map[string]*benchmarks.Report{"synthetic": renderSyntheticReport(), "edge": renderEdgeReport()} {
+	for name, r := range map[string]*verdict.Report{"synthetic": renderSyntheticReport(), "edge": renderEdgeReport()} {
 		dir := filepath.Join(*renderExample, name)
 		if err := report.WriteReports(dir, r); err != nil {
 			t.Fatal(err)

@@ -1,11 +1,11 @@
 package report
 
-import "github.com/redisx-go/kit/benchmarks"
+import "github.com/redisx-go/kit/benchmarks/verdict"
 
 // renderSLORates are an SLO result's rates as table cells: the highest
 // that held and the lowest that failed, never more exact than the search
 // was.
-func renderSLORates(s benchmarks.SLOResult) (held, failed string) {
+func renderSLORates(s verdict.SLOResult) (held, failed string) {
 	held, failed = renderQPS(s.MaxRate), renderQPS(s.FirstFailingRate)
 	if !(s.MaxRate > 0) {
 		held = "none"
@@ -18,7 +18,7 @@ func renderSLORates(s benchmarks.SLOResult) (held, failed string) {
 
 // renderSLOLatency is an SLO result's percentile at its MaxRate, in
 // milliseconds; a dash when no rate held.
-func renderSLOLatency(s benchmarks.SLOResult) string {
+func renderSLOLatency(s verdict.SLOResult) string {
 	if !(s.MaxRate > 0) {
 		return "–"
 	}
@@ -27,11 +27,11 @@ func renderSLOLatency(s benchmarks.SLOResult) string {
 
 // renderSLONote is what an SLO result's table row says besides its
 // numbers: renderSLOState and the result's Note.
-func renderSLONote(s benchmarks.SLOResult) string { return joinNote(renderSLOState(s), s.Note) }
+func renderSLONote(s verdict.SLOResult) string { return joinNote(renderSLOState(s), s.Note) }
 
 // renderSLOState says whether an SLO result won, and whether its rate
 // was confirmed.
-func renderSLOState(s benchmarks.SLOResult) string {
+func renderSLOState(s verdict.SLOResult) string {
 	var note string
 	switch {
 	case !(s.MaxRate > 0):

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/redisx-go/kit/benchmarks"
+	"github.com/redisx-go/kit/benchmarks/verdict"
 )
 
 // The charts of report.html, drawn as inline SVG by this file alone: no
@@ -519,7 +519,7 @@ func chartEsc(s string) string { return template.HTMLEscapeString(s) }
 
 // renderCharts builds the QPS and p99 charts of one workload.
 func renderCharts(w *reportWorkload) (qps, p99 template.HTML) {
-	mk := func(title, yTitle string, latency bool, val func(*benchmarks.Cell) (y, lo, hi float64)) chartSpec {
+	mk := func(title, yTitle string, latency bool, val func(*verdict.Cell) (y, lo, hi float64)) chartSpec {
 		spec := chartSpec{title: title, yTitle: yTitle, latency: latency, levels: w.levels}
 		for i, t := range w.targets {
 			s := chartSeries{name: t, style: w.styles[i]}
@@ -542,7 +542,7 @@ func renderCharts(w *reportWorkload) (qps, p99 template.HTML) {
 		}
 		return spec
 	}
-	q := mk(w.name+": throughput", "QPS (operations/s)", false, func(c *benchmarks.Cell) (y, lo, hi float64) { return c.QPS, c.QPSLow, c.QPSHigh })
+	q := mk(w.name+": throughput", "QPS (operations/s)", false, func(c *verdict.Cell) (y, lo, hi float64) { return c.QPS, c.QPSLow, c.QPSHigh })
 	for i, c := range w.crossovers {
 		if slices.Contains(w.levels, c.Below) || slices.Contains(w.levels, c.Above) {
 			q.bands = append(q.bands, chartBand{below: c.Below, above: c.Above, label: fmt.Sprintf("×%d", i+1), text: renderCrossover(c)})
@@ -550,6 +550,6 @@ func renderCharts(w *reportWorkload) (qps, p99 template.HTML) {
 	}
 	// p99 is one percentile over every sample's operations: no interval
 	// to draw.
-	p := mk(w.name+": p99 latency", "p99 latency (ms)", true, func(c *benchmarks.Cell) (y, lo, hi float64) { return c.P99ms, 0, 0 })
+	p := mk(w.name+": p99 latency", "p99 latency (ms)", true, func(c *verdict.Cell) (y, lo, hi float64) { return c.P99ms, 0, 0 })
 	return renderChart(q), renderChart(p)
 }

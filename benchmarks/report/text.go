@@ -7,7 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/redisx-go/kit/benchmarks"
+	"github.com/redisx-go/kit/benchmarks/verdict"
 )
 
 // renderWidth is the terminal width the summary fits.
@@ -18,7 +18,7 @@ const renderWidth = 100
 // 95% confidence interval) by target and concurrency level, failed cells
 // marked; then the verdicts, crossovers, SLO results, changes against the
 // baseline, and each recommended configuration as a URL and a Go snippet.
-func WriteSummary(w io.Writer, r *benchmarks.Report) error {
+func WriteSummary(w io.Writer, r *verdict.Report) error {
 	if r == nil {
 		return fmt.Errorf("redisx: WriteSummary of a nil report")
 	}
@@ -28,7 +28,7 @@ func WriteSummary(w io.Writer, r *benchmarks.Report) error {
 	return err
 }
 
-func renderSummary(b *strings.Builder, r *benchmarks.Report) {
+func renderSummary(b *strings.Builder, r *verdict.Report) {
 	v := newReportView(r)
 	renderAnswerText(b, r)
 	fmt.Fprintf(b, "redisx-bench, %s\n", renderWhen(r))
@@ -72,7 +72,7 @@ func renderSummary(b *strings.Builder, r *benchmarks.Report) {
 				rec := w.recs[l]
 				named := rec.Strategy
 				switch {
-				case rec.Confidence == benchmarks.Undecided:
+				case rec.Confidence == verdict.Undecided:
 					named = "-"
 				case named == "":
 					named = "(none: every cell failed)"
@@ -85,12 +85,12 @@ func renderSummary(b *strings.Builder, r *benchmarks.Report) {
 					margin, renderP(rec.PValue), renderTrunc(rec.RunnerUp, 16))
 				var why []string
 				switch {
-				case rec.Confidence == benchmarks.Undecided && rec.SuggestedMaxRepeats > 0:
+				case rec.Confidence == verdict.Undecided && rec.SuggestedMaxRepeats > 0:
 					why = append(why, fmt.Sprintf("undecided between %s; -max-repeats %d might decide, if the estimate holds", renderList(rec.Contenders), rec.SuggestedMaxRepeats))
-				case rec.Confidence == benchmarks.Undecided:
+				case rec.Confidence == verdict.Undecided:
 					why = append(why, "undecided between "+renderList(rec.Contenders))
 				}
-				if rec.TieBreak != "" && rec.Confidence != benchmarks.Undecided {
+				if rec.TieBreak != "" && rec.Confidence != verdict.Undecided {
 					why = append(why, "tie-break: "+renderOneLine(rec.TieBreak))
 				}
 				if rec.Alternative != "" {

@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/redisx-go/kit/benchmarks"
+	"github.com/redisx-go/kit/benchmarks/verdict"
 )
 
 // renderInterval is [lo, hi] in format; empty when either end is not a
@@ -37,7 +37,7 @@ func renderPercentInterval(lo, hi float64) string {
 }
 
 // renderCrossover is c as a sentence.
-func renderCrossover(c benchmarks.Crossover) string {
+func renderCrossover(c verdict.Crossover) string {
 	if c.Text != "" {
 		return c.Text
 	}
@@ -110,21 +110,21 @@ func renderWithInterval(m, lo, hi, level float64) string {
 
 // renderVerdict is a verdict as a sentence: the outcome, the margin with
 // its interval, and what the tie-break chose or what is undecided.
-func renderVerdict(rec *benchmarks.Recommendation, margin float64) string {
+func renderVerdict(rec *verdict.Recommendation, margin float64) string {
 	iv := renderWithInterval(rec.Margin, rec.MarginLo, rec.MarginHi, rec.IntervalLevel)
 	switch {
-	case rec.Confidence == benchmarks.Undecided:
+	case rec.Confidence == verdict.Undecided:
 		return "undecided between " + renderList(rec.Contenders) + ": " + renderUndecided(margin, cmp.Or(first(rec.Contenders), "the leader"),
 			rec.RunnerUp, rec.Margin, rec.MarginLo, rec.MarginHi, rec.IntervalLevel, rec.Samples, rec.SuggestedMaxRepeats)
 	case rec.Strategy == "":
 		return "no verdict: no cell succeeded"
-	case rec.Confidence == benchmarks.Significant && rec.RunnerUp == "":
+	case rec.Confidence == verdict.Significant && rec.RunnerUp == "":
 		return rec.Strategy + " wins (the only target)"
-	case rec.Confidence == benchmarks.Significant:
+	case rec.Confidence == verdict.Significant:
 		return fmt.Sprintf("%s wins over %s by %s, p = %s", rec.Strategy, rec.RunnerUp, strings.TrimPrefix(iv, "+"), renderP(rec.PValue))
 	}
 	s := fmt.Sprintf("%s, equivalent to %s within %s: %s, p = %s", rec.Strategy, rec.RunnerUp, renderMargin(margin), iv, renderP(rec.PValue))
-	if rec.Confidence != benchmarks.Equivalent { // a report of version 2 and its "tie"
+	if rec.Confidence != verdict.Equivalent { // a report of version 2 and its "tie"
 		s = fmt.Sprintf("%s, %s with %s: %s, p = %s", rec.Strategy, rec.Confidence, rec.RunnerUp, iv, renderP(rec.PValue))
 	}
 	if rec.TieBreak != "" {
@@ -139,7 +139,7 @@ func renderVerdict(rec *benchmarks.Recommendation, margin float64) string {
 // renderIntervalLegend says the levels of a report's intervals of the
 // ratio: "95% for a win or undecided, 90% (two one-sided tests) for
 // equivalent".
-func renderIntervalLegend(s benchmarks.Settings) string {
+func renderIntervalLegend(s verdict.Settings) string {
 	look := s.LookAlpha
 	if !(look > 0) {
 		look = s.Alpha
@@ -157,7 +157,7 @@ func first(ss []string) string {
 // renderBaselineNotes are the sentences that must precede a baseline's
 // table: whether the runs are comparable, and whether they have cells in
 // common at all.
-func renderBaselineNotes(bc *benchmarks.BaselineComparison) []string {
+func renderBaselineNotes(bc *verdict.BaselineComparison) []string {
 	var out []string
 	if !bc.Compatible {
 		s := "NOT LIKE WITH LIKE: the two runs differ in"
@@ -175,7 +175,7 @@ func renderBaselineNotes(bc *benchmarks.BaselineComparison) []string {
 }
 
 // renderBaselineQuiet is the count of cells without a significant change.
-func renderBaselineQuiet(bc *benchmarks.BaselineComparison) (quiet int, sentence string) {
+func renderBaselineQuiet(bc *verdict.BaselineComparison) (quiet int, sentence string) {
 	for _, d := range bc.Cells {
 		if !d.Significant {
 			quiet++

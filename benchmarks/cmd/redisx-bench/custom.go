@@ -10,6 +10,9 @@ import (
 	"time"
 
 	"github.com/redisx-go/kit/benchmarks"
+	"github.com/redisx-go/kit/benchmarks/profile"
+	"github.com/redisx-go/kit/benchmarks/verdict"
+	"github.com/redisx-go/kit/benchmarks/workload"
 	"github.com/redisx-go/kit/redisx"
 )
 
@@ -25,7 +28,7 @@ func (o *options) hasCustom() bool {
 	if o.profile != "" || slices.ContainsFunc(customFlags, func(f string) bool { return o.set[f] }) {
 		return true
 	}
-	return slices.Contains(o.workloadNames(), benchmarks.CustomName)
+	return slices.Contains(o.workloadNames(), workload.CustomName)
 }
 
 // workloadNames are the names -workloads lists.
@@ -43,8 +46,8 @@ func (o *options) workloadNames() []string {
 // every custom flag given replacing its part; on the cluster when only
 // -cluster names servers, or when the embedded servers run the workload of
 // a profiled cluster node.
-func (o *options) custom() (benchmarks.Custom, error) {
-	c := benchmarks.DefaultCustom()
+func (o *options) custom() (workload.Custom, error) {
+	c := workload.DefaultCustom()
 	if o.profiled != nil {
 		c = o.profiled.Custom
 	}
@@ -163,7 +166,7 @@ func (o *options) runProfile(ctx context.Context, args []string, stderr io.Write
 		}
 	}
 	fmt.Fprintf(stderr, "profiling %s (read-only: INFO, DBSIZE, SCAN, TYPE, PTTL, MEMORY USAGE, OBJECT FREQ)\n", addr)
-	p, err := benchmarks.ProfileServer(ctx, o.profile, benchmarks.ProfileOptions{Username: o.user, Password: o.password})
+	p, err := profile.Read(ctx, o.profile, profile.Options{Username: o.user, Password: o.password})
 	if err != nil {
 		fmt.Fprintln(stderr, "redisx-bench:", err)
 		if ctx.Err() != nil {
@@ -189,7 +192,7 @@ var boolFlags = []string{"tls", "peers", "quick", "force", "pin"}
 
 // derivedCommand is the command line args with -profile and the custom
 // flags replaced by c's flags, passwords hidden.
-func derivedCommand(args []string, c benchmarks.Custom) string {
+func derivedCommand(args []string, c workload.Custom) string {
 	var kept []string
 	drop := append([]string{"profile"}, customFlags...)
 	for i := 0; i < len(args); i++ {
@@ -220,7 +223,7 @@ func derivedCommand(args []string, c benchmarks.Custom) string {
 
 // pointAnswer points the answer of a run on the embedded servers at the
 // profiled server, or says which address to replace.
-func (o *options) pointAnswer(rep *benchmarks.Report) error {
+func (o *options) pointAnswer(rep *verdict.Report) error {
 	a := rep.Answer
 	if a == nil || a.URL == "" {
 		return nil // no configuration named (undecided), or none a URL expresses
@@ -233,7 +236,7 @@ func (o *options) pointAnswer(rep *benchmarks.Report) error {
 		}
 	}
 	if p := o.profiled; p != nil {
-		return a.Retarget(benchmarks.AnswerAddress{Addrs: []string{p.Addr}, Username: p.Username, Password: p.Password, DB: p.DB, TLS: p.TLS},
+		return benchmarks.Retarget(a, benchmarks.AnswerAddress{Addrs: []string{p.Addr}, Username: p.Username, Password: p.Password, DB: p.DB, TLS: p.TLS},
 			fmt.Sprintf("measured on the harness's own server %s with the workload read from %s; the URL points at %s", measured, p.Addr, p.Addr))
 	}
 	a.Note = fmt.Sprintf("measured on the harness's own server: replace %s with your server's address", measured)

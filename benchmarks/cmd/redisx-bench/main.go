@@ -77,7 +77,11 @@ import (
 	"time"
 
 	"github.com/redisx-go/kit/benchmarks"
+	"github.com/redisx-go/kit/benchmarks/profile"
 	"github.com/redisx-go/kit/benchmarks/report"
+	"github.com/redisx-go/kit/benchmarks/target"
+	"github.com/redisx-go/kit/benchmarks/verdict"
+	"github.com/redisx-go/kit/benchmarks/workload"
 	"github.com/redisx-go/kit/redisx"
 )
 
@@ -115,16 +119,16 @@ type options struct {
 	set                                map[string]bool // flags given explicitly
 
 	// The custom workload (custom.go).
-	mix      benchmarks.Mix
-	keyDist  benchmarks.KeyDist
-	value    benchmarks.ValueSpec
+	mix      workload.Mix
+	keyDist  workload.KeyDist
+	value    workload.ValueSpec
 	profile  string
 	keys     int
 	batch    int
 	at       int
 	ttl      time.Duration
-	profiled *benchmarks.Profile // read from -profile
-	raw      map[string]string   // -mix, -key-dist and -value as given
+	profiled *profile.Profile  // read from -profile
+	raw      map[string]string // -mix, -key-dist and -value as given
 }
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
@@ -192,17 +196,17 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
 	var err error
 	if s, ok := o.raw["mix"]; ok {
-		if o.mix, err = benchmarks.ParseMix(s); err != nil {
+		if o.mix, err = workload.ParseMix(s); err != nil {
 			return nil, err
 		}
 	}
 	if s, ok := o.raw["key-dist"]; ok {
-		if o.keyDist, err = benchmarks.ParseKeyDist(s); err != nil {
+		if o.keyDist, err = workload.ParseKeyDist(s); err != nil {
 			return nil, err
 		}
 	}
 	if s, ok := o.raw["value"]; ok {
-		if o.value, err = benchmarks.ParseValue(s); err != nil {
+		if o.value, err = workload.ParseValue(s); err != nil {
 			return nil, err
 		}
 	}
@@ -232,7 +236,7 @@ func (o *options) plan() (benchmarks.Plan, error) {
 			p.Workloads[i].Levels = nil // the user's levels apply to every workload
 		}
 	}
-	names := slices.DeleteFunc(o.workloadNames(), func(n string) bool { return n == benchmarks.CustomName })
+	names := slices.DeleteFunc(o.workloadNames(), func(n string) bool { return n == workload.CustomName })
 	if len(names) > 0 {
 		if err := p.SelectWorkloads(names); err != nil {
 			return p, err
@@ -257,7 +261,7 @@ func (o *options) plan() (benchmarks.Plan, error) {
 		if !ok || name == "" || raw == "" {
 			return p, fmt.Errorf("-target %q: want NAME=URL", redact(t))
 		}
-		tg, err := benchmarks.URLTarget(name, raw)
+		tg, err := target.URLTarget(name, raw)
 		if err != nil {
 			return p, err
 		}
@@ -423,7 +427,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "redisx-bench:", err)
 		return exitUsage
 	}
-	var base *benchmarks.Report
+	var base *verdict.Report
 	if o.base != "" {
 		if base, err = benchmarks.LoadReport(o.base); err != nil {
 			fmt.Fprintln(stderr, "redisx-bench:", err)
@@ -477,7 +481,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if base != nil {
-		rep.Baseline = benchmarks.CompareBaseline(base, rep, plan.Alpha, plan.Margin)
+		rep.Baseline = verdict.CompareBaseline(base, rep, plan.Alpha, plan.Margin)
 		rep.Baseline.File = o.base
 		if !rep.Baseline.Compatible {
 			fmt.Fprintf(stderr, "redisx-bench: WARNING: the baseline %s was not measured like with like: %s\n",

@@ -1,0 +1,7 @@
+package verdict
+
+// Internals opened to the black-box tests of package verdict_test.
+var (
+	AdjustBH     = adjustBH
+	WorkloadDefs = workloadDefs
+)
