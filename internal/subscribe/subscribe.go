@@ -18,12 +18,15 @@
 // until the connection fails, stays silent for three ping periods,
 // Push asks for a new one, or the context ends; Protocol.Down; and after
 // a backoff (Options.MinBackoff doubling to Options.MaxBackoff, back to
-// MinBackoff once a connection was subscribed) the next dial. A failed
-// dial or handshake goes to Protocol.Failed, which says whether it ends
-// the run.
+// MinBackoff once a connection was subscribed; none after a loss with
+// Options.RedialAtOnce) the next dial. A failed dial or handshake goes
+// to Protocol.Failed, which says whether it ends the run. With
+// Options.MaxAge a connection is replaced for its age by a successor
+// subscribed while it serves, without a loss (see [Handover]).
 //
-// Goroutines: Run's own, and one pinger per connection, which ends
-// before Run dials again or returns.
+// Goroutines: Run's own, one pinger per connection, and with MaxAge a
+// reader per connection and one that dials the successor; all of them
+// end before Run returns.
 package subscribe
 
 import (
@@ -65,16 +68,20 @@ type Conn struct {
 }
 
 // Protocol is what a user of Run supplies: what to subscribe to and what
-// the pushes, a loss and a restore mean. Its methods are called from
-// Run's goroutine, one at a time.
+// the pushes, a loss and a restore mean. Its methods are called one at a
+// time, in the order of the connection's life, except with
+// Options.MaxAge (see Handover): a successor's Hello runs while the
+// current connection serves, and a kept connection's Push runs on a
+// goroutine of its own.
 type Protocol interface {
 	// Hello subscribes c, a new connection, to what is wanted and reads
 	// the server's confirmations, within the dial's deadline. An error
 	// fails the dial (see Failed); a MOVED or ASK reply is followed by a
 	// Dialer that follows redirects, Hello running again.
 	Hello(c *Conn) error
-	// Up takes c subscribed; again tells that a connection was up before
-	// (a marker's place). An error closes c and ends Run with it.
+	// Up takes c subscribed; again tells that a connection was lost
+	// before it (a marker's place; not so for a successor after a
+	// handover). An error closes c and ends Run with it.
 	Up(c *Conn, again bool) error
 	// Push takes one reply read on c — a push, a pong, or an error reply
 	// as a redis.Error — and reports whether c is still wanted: false
@@ -106,39 +113,40 @@ type Options struct {
 	MinBackoff, MaxBackoff time.Duration
 	// RedialAtOnce dials again at once after a loss, without the wait.
 	RedialAtOnce bool
+	// MaxAge, when positive, is the age at which a connection is
+	// replaced without a loss: see Handover.
+	MaxAge time.Duration
 }
 
 // Run keeps a connection subscribed for p until ctx ends — then it
 // returns nil — or until p.Up or p.Failed returns an error, which it
-// returns. Its connection and pinger are gone when it returns.
+// returns. Its connections and their goroutines are gone when it
+// returns.
 func Run(ctx context.Context, o Options, p Protocol) error {
+	r := &runner{ctx: ctx, o: &o, p: p}
+	r.hp, _ = p.(Handover)
+	defer r.kept.Wait()
 	backoff := o.MinBackoff
 	again := false
 	for ctx.Err() == nil {
-		c, err := connect(ctx, &o, p)
+		c, err := r.connect()
 		switch {
 		case err == nil:
-			if err = p.Up(c, again); err != nil {
-				c.Close()
-			}
+			err = r.up(c, again)
 		case ctx.Err() == nil:
 			err = p.Failed(err) // nil: tried again after the backoff
 		}
+		if err == nil && c != nil {
+			backoff, again = o.MinBackoff, true
+			err = r.serve(c)
+		}
 		switch {
 		case ctx.Err() != nil:
-			if c != nil && err == nil {
-				c.Close()
-			}
 			return nil
 		case err != nil:
 			return err
-		}
-		if c != nil {
-			backoff, again = o.MinBackoff, true
-			serve(ctx, &o, p, c)
-			if o.RedialAtOnce {
-				continue
-			}
+		case c != nil && o.RedialAtOnce:
+			continue
 		}
 		select {
 		case <-ctx.Done():
@@ -150,51 +158,128 @@ func Run(ctx context.Context, o Options, p Protocol) error {
 	return nil
 }
 
+// runner is one Run's.
+type runner struct {
+	ctx  context.Context
+	o    *Options
+	p    Protocol
+	hp   Handover       // p's, if it is one
+	kept sync.WaitGroup // the goroutines of connections kept after a handover
+}
+
 // connect dials a connection and has p subscribe it, within o.Timeout.
-func connect(ctx context.Context, o *Options, p Protocol) (*Conn, error) {
-	hctx, cancel := context.WithTimeout(ctx, o.Timeout)
+func (r *runner) connect() (*Conn, error) {
+	hctx, cancel := context.WithTimeout(r.ctx, r.o.Timeout)
 	defer cancel()
 	var c *Conn
-	if _, err := o.Dial(hctx, func(nc net.Conn) error {
-		c = &Conn{Conn: redis.NewConn(nc, 0, o.WriteTimeout)}
-		return p.Hello(c)
+	if _, err := r.o.Dial(hctx, func(nc net.Conn) error {
+		c = &Conn{Conn: redis.NewConn(nc, 0, r.o.WriteTimeout)}
+		return r.p.Hello(c)
 	}); err != nil {
 		return nil, err
 	}
 	return c, nil
 }
 
-// serve pings c and hands what it reads to p until c fails, stays
-// silent, p drops it or ctx ends; then c is closed and its pinger gone.
-func serve(ctx context.Context, o *Options, p Protocol, c *Conn) {
-	stopClose := context.AfterFunc(ctx, func() { c.Close() })
-	stop, pinged := make(chan struct{}), make(chan struct{})
-	go ping(c, o, stop, pinged)
+// up hands c, subscribed, to p; c is closed if p refuses it.
+func (r *runner) up(c *Conn, again bool) error {
+	err := r.p.Up(c, again)
+	if err != nil {
+		c.Close()
+	}
+	return err
+}
+
+// serve serves c, and after a handover each successor, until one is
+// lost or ctx ends (nil), or p.Up refuses a successor (its error).
+func (r *runner) serve(c *Conn) error {
+	for {
+		if r.o.MaxAge <= 0 {
+			r.serveOne(c)
+			return nil
+		}
+		next, missed := r.serveAged(c)
+		if next == nil {
+			return nil
+		}
+		if missed && r.hp != nil {
+			r.hp.Missed()
+		}
+		if err := r.up(next, false); err != nil {
+			return err
+		}
+		c = next
+	}
+}
+
+// serveOne serves c until it is lost or ctx ends; then c is closed and
+// its pinger gone.
+func (r *runner) serveOne(c *Conn) {
+	lv := r.start(c)
 	defer func() {
-		p.Down(c)
-		stopClose()
-		c.Close() // first: a ping stuck in a write returns
-		close(stop)
-		<-pinged
+		r.p.Down(c)
+		lv.end()
 	}()
+	r.read(c)
+}
+
+// live is a connection being served: closed when ctx ends, and pinged.
+type live struct {
+	c         *Conn
+	stopClose func() bool
+	stop      chan struct{} // closed: the pinger returns
+	pinged    chan struct{} // closed by the pinger as it returns
+}
+
+// start makes c live: ctx's end closes it, and it is pinged.
+func (r *runner) start(c *Conn) *live {
+	lv := &live{c: c, stop: make(chan struct{}), pinged: make(chan struct{})}
+	lv.stopClose = context.AfterFunc(r.ctx, func() { c.Close() })
+	go ping(c, r.o, lv.stop, lv.pinged)
+	return lv
+}
+
+// stopPinging stops the pinger and waits for it; once.
+func (lv *live) stopPinging() {
+	select {
+	case <-lv.stop:
+	default:
+		close(lv.stop)
+	}
+	<-lv.pinged
+}
+
+// end closes the connection and waits for its pinger.
+func (lv *live) end() {
+	lv.stopClose()
+	lv.c.Close() // first: a ping stuck in a write returns
+	lv.stopPinging()
+}
+
+// read hands what c's server sends to p until c fails, stays silent for
+// three ping periods or p drops it — false — or until the pong of the
+// handover marker — true.
+func (r *runner) read(c *Conn) (handedOver bool) {
 	early := c.Early
 	c.Early = nil
 	for _, v := range early {
-		if !p.Push(c, v) {
-			return
+		if !r.p.Push(c, v) {
+			return false
 		}
 	}
 	for {
-		v, err := redis.ReceiveWithTimeout(c.Conn, 3*o.Ping) // the redigo connection, which has timeouts
+		v, err := redis.ReceiveWithTimeout(c.Conn, 3*r.o.Ping) // the redigo connection, which has timeouts
 		var re redis.Error
 		switch {
 		case errors.As(err, &re):
 			v = re
 		case err != nil:
-			return
+			return false
+		case isMarkerPong(v):
+			return true
 		}
-		if !p.Push(c, v) {
-			return
+		if !r.p.Push(c, v) {
+			return false
 		}
 	}
 }

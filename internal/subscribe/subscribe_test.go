@@ -41,7 +41,7 @@ type channels struct {
 }
 
 func newChannels(names ...string) *channels {
-	return &channels{names: names, ups: make(chan bool, 16), msgs: make(chan string, 64), downs: make(chan struct{}, 16)}
+	return &channels{names: names, ups: make(chan bool, 256), msgs: make(chan string, 256), downs: make(chan struct{}, 256)}
 }
 
 func (p *channels) Hello(c *subscribe.Conn) error {
@@ -64,19 +64,19 @@ func (p *channels) Hello(c *subscribe.Conn) error {
 }
 
 func (p *channels) Up(_ *subscribe.Conn, again bool) error {
-	p.ups <- again
+	report(p.ups, again)
 	return nil
 }
 
 func (p *channels) Push(_ *subscribe.Conn, v any) bool {
 	msg, ok := v.([]any)
 	if ok && len(msg) == 3 && string(msg[0].([]byte)) == "message" {
-		p.msgs <- string(msg[2].([]byte))
+		report(p.msgs, string(msg[2].([]byte)))
 	}
 	return true
 }
 
-func (p *channels) Down(*subscribe.Conn) { p.downs <- struct{}{} }
+func (p *channels) Down(*subscribe.Conn) { report(p.downs, struct{}{}) }
 
 func (p *channels) Failed(err error) error {
 	var re redis.Error
@@ -84,6 +84,15 @@ func (p *channels) Failed(err error) error {
 		return err
 	}
 	return nil
+}
+
+// report sends v on ch, unless ch is full: the engine is never held up
+// by a test that stopped listening.
+func report[T any](ch chan T, v T) {
+	select {
+	case ch <- v:
+	default:
+	}
 }
 
 // options are the engine's, fast: pinged every 100 ms.
@@ -124,15 +133,22 @@ func wait[T any](t *testing.T, ch <-chan T, what string) T {
 	return zero
 }
 
-// publishUntil publishes payload on channel every 20 ms until p reports
-// it received, or 10 s have passed.
-func publishUntil(t *testing.T, srv *launcher.Server, p *channels, channel, payload string) {
+// publisher is a connection to srv, closed when the test ends.
+func publisher(t *testing.T, srv *launcher.Server) redis.Conn {
 	t.Helper()
 	c, err := redis.Dial("tcp", srv.Addr())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// publishUntil publishes payload on channel every 20 ms until p reports
+// it received, or 10 s have passed.
+func publishUntil(t *testing.T, srv *launcher.Server, p *channels, channel, payload string) {
+	t.Helper()
+	c := publisher(t, srv)
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
 		if _, err := c.Do("PUBLISH", channel, payload); err != nil {
