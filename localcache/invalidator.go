@@ -361,13 +361,19 @@ func (inv *invalidator) close() {
 // (ErrAuth for refused credentials). ctx bounds the whole dial. role is
 // appended to Config.ClientName, when set.
 func dialRedigo(ctx context.Context, cfg strategy.Config, addr, role string) (redis.Conn, error) {
-	if cfg.ClientName != "" {
-		cfg.ClientName += "-" + role
-	}
-	cfg.DB = 0 // tracking and invalidation messages know no database
-	nc, err := strategy.Dial(ctx, cfg, addr)
+	nc, err := strategy.Dial(ctx, roleConfig(cfg, role), addr)
 	if err != nil {
 		return nil, err
 	}
 	return redis.NewConn(nc, 0, 0), nil
+}
+
+// roleConfig is cfg for a connection of Near's own in role: role is
+// appended to Config.ClientName, when set, and the database is 0.
+func roleConfig(cfg strategy.Config, role string) strategy.Config {
+	if cfg.ClientName != "" {
+		cfg.ClientName += "-" + role
+	}
+	cfg.DB = 0 // tracking and invalidation messages know no database
+	return cfg
 }

@@ -4,19 +4,22 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/gomodule/redigo/redis"
+	"github.com/redisx-go/kit/internal/subscribe"
 	"github.com/redisx-go/kit/strategy"
 )
 
 // listener is one node's invalidation connection, subscribed to
 // __redis__:invalidate: with TrackBroadcast, tracking in BCAST mode
 // redirected to itself; with TrackKeys, the connection the node's data
-// connections redirect their tracking to (see tracking.go).
+// connections redirect their tracking to (see tracking.go). It is the
+// subscribe.Protocol that the engine keeps subscribed, dialling it again
+// after a loss and replacing it for its age (Config.MaxConnAge) with a
+// handover.
 type listener struct {
 	addr string
 	inv  *invalidator
@@ -33,21 +36,15 @@ type listener struct {
 
 	// TrackKeys (tracking.go): the subscribed connection and its client
 	// ID, the data connections' redirect target; the connections of
-	// earlier targets still read after a handover (see drain), by ID; the
-	// data connections of the node, by their client ID, and how many of
-	// them are untracked; whether the last check of them succeeded.
+	// earlier targets still read after a handover, by ID; the data
+	// connections of the node, by their client ID, and how many of them
+	// are untracked; whether the last check of them succeeded.
 	id        int64
 	cur       redis.Conn
-	draining  map[int64]redis.Conn
+	draining  map[int64]*drained
 	conns     map[int64]*dataConn
 	untracked int
 	checkOK   bool
-}
-
-// subscribed is a subscribed invalidation connection and its client ID.
-type subscribed struct {
-	c  redis.Conn
-	id int64
 }
 
 func (l *listener) isUp() bool {
@@ -74,317 +71,133 @@ func (l *listener) notifyLocked() {
 
 func (l *listener) close() { l.cancel() }
 
+// run keeps the listener's connection subscribed until it is closed.
+// The handshake — dial, CLIENT ID, CLIENT TRACKING, SUBSCRIBE — ends by a
+// deadline: a server that accepts but does not answer must not hold the
+// listener until TCP keepalive gives up.
 func (l *listener) run() {
 	defer l.inv.wg.Done()
-	const firstBackoff = 20 * time.Millisecond
-	backoff := firstBackoff
-	var next subscribed // the subscribed successor a session handed over
-	for {
-		s, err := next, error(nil)
-		if s.c == nil {
-			s, err = l.connect()
-			l.mu.Lock()
-			l.refused = nil
-			if errors.Is(err, strategy.ErrAuth) || errors.Is(err, strategy.ErrUnsupported) {
-				// Tried again all the same, at the backoff's pace: an
-				// operator may grant the permission; meanwhile nothing is
-				// served locally.
-				l.refused = err
-			}
-			l.notifyLocked()
-			l.mu.Unlock()
-		}
-		if err == nil {
-			if next, err = l.session(s); next.c != nil {
-				continue // no invalidation was missed: still up
-			}
-		}
-		l.mu.Lock()
-		if l.up {
-			backoff = firstBackoff // it was subscribed: this is a new loss
-		}
-		l.up = false
-		l.cur = nil
-		l.notifyLocked()
-		l.mu.Unlock()
-		// Invalidations may be missed from now on: flush and serve nothing
-		// locally until this listener is back.
-		l.inv.update()
-		if l.ctx.Err() != nil {
-			return
-		}
-		if err != nil {
-			l.inv.rediscover() // a failover may have moved the master
-		}
-		select {
-		case <-l.ctx.Done():
-			return
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, time.Second)
-	}
+	cfg := roleConfig(l.inv.cfg, "invalidation")
+	subscribe.Run(l.ctx, subscribe.Options{
+		Dial:       subscribe.Node(&cfg, l.addr),
+		Timeout:    max(l.inv.cfg.DialTimeout, time.Second),
+		Ping:       l.inv.ping,
+		MinBackoff: 20 * time.Millisecond,
+		MaxBackoff: time.Second,
+		MaxAge:     l.inv.cfg.MaxConnAge,
+	}, l)
 }
 
-// connect dials an invalidation connection and subscribes it.
-func (l *listener) connect() (subscribed, error) {
-	// The handshake — dial, CLIENT ID, CLIENT TRACKING, SUBSCRIBE — ends by
-	// a deadline: a server that accepts but does not answer must not hold
-	// the listener until TCP keepalive gives up. Its end, or the
-	// listener's, closes the connection whatever step it is in.
-	hctx, cancel := context.WithTimeout(l.ctx, max(l.inv.cfg.DialTimeout, time.Second))
-	defer cancel()
-	c, err := dialRedigo(hctx, l.inv.cfg, l.addr, "invalidation")
-	if err != nil {
-		return subscribed{}, err
-	}
-	handshaking := closeAtEnd(hctx, c)
+// Hello subscribes c, a new invalidation connection (see subscribe), and
+// records its client ID.
+func (l *listener) Hello(c *subscribe.Conn) error {
 	id, err := l.subscribe(c)
-	if !handshaking() {
-		c.Close()
-		return subscribed{}, fmt.Errorf("%w: invalidation connection to %s: %w", strategy.ErrConnection, l.addr, hctx.Err())
-	}
-	if err != nil {
-		c.Close()
-		if errors.Is(err, strategy.ErrAuth) || errors.Is(err, strategy.ErrUnsupported) {
-			return subscribed{}, err // a refusal, which says what to do
-		}
-		return subscribed{}, fmt.Errorf("%w: invalidation connection to %s: %w", strategy.ErrConnection, l.addr, err)
-	}
-	return subscribed{c, id}, nil
+	c.ID = id
+	return err
 }
 
-// closeAtEnd closes c when ctx ends, on a goroutine of its own. The
-// function it returns undoes that and reports true, or, if that close
-// has begun, waits for it and reports false: no goroutine is left
-// behind.
-func closeAtEnd(ctx context.Context, c io.Closer) (stop func() bool) {
-	done := make(chan struct{})
-	stopFn := context.AfterFunc(ctx, func() {
-		defer close(done)
-		c.Close()
-	})
-	return func() bool {
-		if stopFn() {
-			return true
-		}
-		<-done
+// Failed records a refusal of the server — tried again all the same, at
+// the backoff's pace: an operator may grant the permission — and takes
+// the failure as a loss.
+func (l *listener) Failed(err error) error {
+	l.mu.Lock()
+	l.refused = nil
+	if errors.Is(err, strategy.ErrAuth) || errors.Is(err, strategy.ErrUnsupported) {
+		l.refused = err
+	}
+	l.notifyLocked()
+	l.mu.Unlock()
+	l.lost()
+	return nil
+}
+
+// Up makes c the listener's connection, subscribed (see connected).
+func (l *listener) Up(c *subscribe.Conn, _ bool) error {
+	l.mu.Lock()
+	l.refused = nil
+	l.notifyLocked()
+	l.mu.Unlock()
+	l.connected(c)
+	return nil
+}
+
+// Down takes the loss of the listener's connection.
+func (l *listener) Down(*subscribe.Conn) { l.lost() }
+
+// lost records that the listener is not subscribed: invalidations may be
+// missed from now on, so the cache is flushed and serves nothing locally
+// until the listener is back; and a failover may have moved the master.
+func (l *listener) lost() {
+	l.mu.Lock()
+	l.up = false
+	l.cur = nil
+	l.notifyLocked()
+	l.mu.Unlock()
+	l.inv.update()
+	if l.ctx.Err() == nil {
+		l.inv.rediscover()
+	}
+}
+
+// Push applies one message of __redis__:invalidate; an error reply
+// replaces the connection.
+func (l *listener) Push(_ *subscribe.Conn, v any) bool {
+	if _, ok := v.(redis.Error); ok {
 		return false
 	}
-}
-
-// handoverMarker is the argument of the PING that ends an invalidation
-// connection's part once its successor is subscribed.
-const handoverMarker = "redisx-handover"
-
-// errHandedOver ends the receiver of a connection whose successor took
-// over.
-var errHandedOver = errors.New("handed over to a new invalidation connection")
-
-// connected is the outcome of a successor's connect.
-type connected struct {
-	s   subscribed
-	err error
-}
-
-// session reads invalidations from s, a subscribed connection, until it
-// fails or the listener is closed — then it returns nil and the error —
-// or until it is Config.MaxConnAge old and a successor has taken over,
-// which it returns.
-//
-// The handover loses no invalidation, so the local cache is not flushed.
-// With TrackBroadcast, the successor subscribes while s still serves;
-// then a PING with a marker goes on s, and s is read until the marker's
-// pong. Redis sends a write's broadcast invalidations to the connections
-// tracking at the end of that event-loop iteration, so every write before
-// the successor's CLIENT TRACKING has its message on s ahead of the pong
-// (sent after the successor's SUBSCRIBE was confirmed), and every later
-// write has its message on the successor too; duplicates are harmless.
-// Should s fail before the pong, messages may be lost with it: the cache
-// is flushed once and the successor carries on. With TrackKeys, the data
-// connections pointed to s go on sending their invalidations to s, which
-// is read on (see drain) while new data connections are pointed to the
-// successor.
-func (l *listener) session(s subscribed) (next subscribed, err error) {
-	c := s.c
-	// From here the listener's end closes the connection; a silent server
-	// is noticed by the receiver's timeout below.
-	stopCloser := closeAtEnd(l.ctx, c)
-	defer stopCloser()
-	l.connected(s)
-
-	// The pinger proves the connection alive even when nothing is written:
-	// a silent loss shows up as a missed pong. redigo allows one sender
-	// and one receiver concurrently; the handover stops the pinger before
-	// it sends its own PING.
-	stopPing, pingDone := make(chan struct{}), make(chan struct{})
-	go func(stopPing <-chan struct{}) {
-		defer close(pingDone)
-		t := time.NewTicker(l.inv.ping)
-		defer t.Stop()
-		for {
-			select {
-			case <-stopPing:
-				return
-			case <-t.C:
-				if c.Send("PING") != nil || c.Flush() != nil {
-					return
-				}
-			}
-		}
-	}(stopPing)
-	pinging := true
-	stopPinger := func() {
-		if pinging {
-			pinging = false
-			close(stopPing)
-			<-pingDone
-		}
-	}
-	// A receiver goroutine parses messages; this one applies them, folding
-	// every message that queued up meanwhile into one invalidation.
-	msgs := make(chan invalidation, 256)
-	drained := false // c was handed to drain, which closes it
-	defer func() {
-		if !drained {
-			c.Close() // first: a pinger stuck in a write returns
-			stopPinger()
-			for range msgs { // the receiver ends with c: wait for it
-			}
-		}
-	}()
-	go func() {
-		defer close(msgs)
-		for {
-			v, err := redis.ReceiveWithTimeout(c, l.inv.ping*3)
-			if err != nil {
-				msgs <- invalidation{err: err}
-				return
-			}
-			if isHandoverPong(v) {
-				msgs <- invalidation{err: errHandedOver}
-				return
-			}
-			if m, ok := parseInvalidation(v); ok {
-				msgs <- m
-			}
-		}
-	}()
-
-	// The successor: aged fires when c is old enough, successor delivers
-	// the outcome of its connect, and next holds it once subscribed, while
-	// c is read up to the marker's pong.
-	var aged <-chan time.Time
-	if age := l.inv.cfg.MaxConnAge; age > 0 {
-		t := time.NewTimer(age)
-		defer t.Stop()
-		aged = t.C
-	}
-	var successor chan connected
-	defer func() {
-		if successor != nil { // c failed while the successor was connecting
-			r := <-successor
-			if err == nil || r.err != nil || l.ctx.Err() != nil {
-				if r.s.c != nil {
-					r.s.c.Close()
-				}
-				return
-			}
-			// c was lost, but the successor subscribed meanwhile: flush
-			// once for what may have been missed in between, and go on
-			// with it.
+	if m, ok := parseInvalidation(v); ok {
+		if m.flush {
 			l.inv.flush()
-			next, err = r.s, nil
 		}
-	}()
-	for {
-		select {
-		case m := <-msgs:
-			if m.err == nil {
-				m = l.apply(m, msgs)
-			}
-			if m.err != nil {
-				switch {
-				case next.c != nil && m.err == errHandedOver:
-					return next, nil
-				case next.c != nil && l.ctx.Err() == nil:
-					l.inv.flush() // c failed before its last messages were read
-					return next, nil
-				case next.c != nil:
-					next.c.Close()
-				}
-				return subscribed{}, m.err
-			}
-		case <-aged:
-			aged = nil
-			successor = make(chan connected, 1)
-			go func() {
-				s, err := l.connect()
-				successor <- connected{s, err}
-			}()
-		case r := <-successor:
-			successor = nil
-			if r.err != nil {
-				// c serves on; try again shortly.
-				aged = time.After(min(l.inv.cfg.MaxConnAge, time.Second))
-				continue
-			}
-			if l.inv.mode == TrackKeys {
-				// Data connections still point to c: it is read on, by
-				// drain, as long as they live.
-				drained = true
-				l.startDrain(s, msgs, stopPinger)
-				return r.s, nil
-			}
-			next = r.s
-			stopPinger()
-			if c.Send("PING", handoverMarker) != nil || c.Flush() != nil {
-				c.Close() // the receiver fails, and the successor carries on after a flush
-			}
+		if len(m.keys) > 0 {
+			l.inv.invalidated(m.keys)
 		}
 	}
+	return true
 }
 
-// apply applies m and every message already queued behind it. A message
-// carrying the receiver's error is left for the caller: put back it
-// cannot be, so apply stops before it only when it is the first.
-func (l *listener) apply(m invalidation, msgs <-chan invalidation) (last invalidation) {
-	keys, flush := m.keys, m.flush
-drain:
-	for {
-		select {
-		case more, ok := <-msgs:
-			if !ok {
-				break drain
-			}
-			if more.err != nil {
-				last = more
-				break drain
-			}
-			keys, flush = append(keys, more.keys...), flush || more.flush
-		default:
-			break drain
-		}
-	}
-	if flush {
-		l.inv.flush()
-	}
-	if len(keys) > 0 {
-		l.inv.invalidated(keys)
-	}
-	return last
-}
-
-// isHandoverPong reports whether v is the reply, in subscribed mode, to
-// PING handoverMarker: ["pong", handoverMarker].
-func isHandoverPong(v any) bool {
-	msg, ok := v.([]any)
-	if !ok || len(msg) != 2 {
+// HandOver takes next, the successor of old replaced for its age. The
+// handover loses no invalidation, so the local cache is not flushed.
+// With TrackBroadcast old is read up to the engine's marker: Redis sends
+// a write's broadcast invalidations to the connections tracking at the
+// end of that event-loop iteration, so every write before the
+// successor's CLIENT TRACKING has its message on old ahead of the
+// marker's pong (sent after the successor's SUBSCRIBE was confirmed),
+// and every later write has its message on the successor too;
+// duplicates are harmless. With TrackKeys, the data connections pointed
+// to old go on sending their invalidations to old, which is kept and read
+// on (see retire) while new data connections are pointed to the
+// successor.
+func (l *listener) HandOver(old, _ *subscribe.Conn) (keep bool) {
+	if l.inv.mode != TrackKeys {
 		return false
 	}
-	kind, _ := redis.String(msg[0], nil)
-	arg, _ := redis.String(msg[1], nil)
-	return kind == "pong" && arg == handoverMarker
+	// The data connections pointed to old were dialled before its
+	// successor was subscribed: they are all MaxConnAge old, and so
+	// replaced, MaxConnAge from now.
+	age := l.inv.cfg.MaxConnAge
+	l.mu.Lock()
+	if l.draining == nil {
+		l.draining = map[int64]*drained{}
+	}
+	l.draining[old.ID] = &drained{c: old, until: time.Now().Add(age + min(age, time.Second))}
+	l.mu.Unlock()
+	return true
 }
+
+// Retired takes the end of a connection kept after a handover: the data
+// connections still pointed to it are closed.
+func (l *listener) Retired(old *subscribe.Conn) {
+	l.drop(func(_ int64, d *dataConn) bool { return d.redir != old.ID })
+	l.mu.Lock()
+	delete(l.draining, old.ID)
+	l.mu.Unlock()
+}
+
+// Missed: the old connection failed before its last messages were read,
+// and its successor carries on; flush once for what may have been
+// missed in between.
+func (l *listener) Missed() { l.inv.flush() }
 
 // subscribe turns c into an invalidation connection — with
 // TrackBroadcast, broadcast tracking redirected to itself — subscribed to
@@ -428,12 +241,10 @@ func (l *listener) subscribe(c redis.Conn) (int64, error) {
 }
 
 // invalidation is one message of __redis__:invalidate: keys, or a flush
-// (FLUSHALL or FLUSHDB send a null message); or, last, the error that
-// ended the receiver.
+// (FLUSHALL or FLUSHDB send a null message).
 type invalidation struct {
 	keys  []string
 	flush bool
-	err   error
 }
 
 // parseInvalidation reads a pub/sub reply; pongs (["pong", ""]) and

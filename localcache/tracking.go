@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gomodule/redigo/redis"
+	"github.com/redisx-go/kit/internal/subscribe"
 	"github.com/redisx-go/kit/strategy"
 )
 
@@ -272,16 +273,17 @@ func (l *listener) drop(keep func(id int64, d *dataConn) bool) {
 	}
 }
 
-// connected makes s the listener's connection, subscribed: with
-// TrackKeys, the data connections pointed to neither s nor a connection
-// still drained are closed first (see the comment above checkPeriod).
-func (l *listener) connected(s subscribed) {
+// connected makes c the listener's connection, subscribed: with
+// TrackKeys, the data connections pointed to neither c nor a connection
+// still read after a handover are closed first (see the comment above
+// checkPeriod).
+func (l *listener) connected(c *subscribe.Conn) {
 	l.mu.Lock()
-	l.id, l.cur = s.id, s.c
+	l.id, l.cur = c.ID, c
 	l.mu.Unlock()
 	if l.inv.mode == TrackKeys {
 		l.drop(func(_ int64, d *dataConn) bool {
-			return d.redir == s.id || (d.redir != 0 && l.draining[d.redir] != nil)
+			return d.redir == c.ID || (d.redir != 0 && l.draining[d.redir] != nil)
 		})
 	}
 	l.mu.Lock()
@@ -291,76 +293,43 @@ func (l *listener) connected(s subscribed) {
 	l.inv.update()
 }
 
-// startDrain has drain read on s, the listener's connection until a
-// handover, while data connections point to it.
-func (l *listener) startDrain(s subscribed, msgs <-chan invalidation, stopPinger func()) {
-	l.mu.Lock()
-	if l.draining == nil {
-		l.draining = map[int64]redis.Conn{}
-	}
-	l.draining[s.id] = s.c
-	l.mu.Unlock()
-	l.inv.wg.Add(1)
-	go l.drain(s, msgs, stopPinger)
+// drained is a connection replaced for its age and read on while data
+// connections point to it, until at the latest until.
+type drained struct {
+	c     redis.Conn
+	until time.Time
 }
 
-// drain applies the invalidations that come on s, replaced for its age,
-// until no data connection points to it (they are replaced for their
-// age too), MaxConnAge more has passed — those left are closed — or s
-// fails — they are closed too.
-func (l *listener) drain(s subscribed, msgs <-chan invalidation, stopPinger func()) {
-	defer l.inv.wg.Done()
-	defer func() {
-		s.c.Close() // first: a pinger stuck in a write returns
-		stopPinger()
-		for range msgs { // the receiver ends with s.c: wait for it
+// retire closes the connections read on after a handover (see
+// listener.HandOver) that no data connection points to any more — they
+// are replaced for their age too — or whose time is up; closed, the
+// engine ends them, and Retired closes the data connections left.
+func (l *listener) retire() {
+	now := time.Now()
+	var done []redis.Conn
+	l.mu.Lock()
+	for id, d := range l.draining {
+		left := false
+		for _, dc := range l.conns {
+			left = left || dc.redir == id
 		}
-		l.mu.Lock()
-		delete(l.draining, s.id)
-		l.mu.Unlock()
-	}()
-	defer closeAtEnd(l.ctx, s.c)()
-	pointedHere := func(_ int64, d *dataConn) bool { return d.redir != s.id }
-	// The data connections pointed to s were dialled before its
-	// successor was subscribed: they are all MaxConnAge old, and so
-	// replaced, MaxConnAge from now.
-	age := l.inv.cfg.MaxConnAge
-	limit := time.NewTimer(age + min(age, time.Second))
-	defer limit.Stop()
-	t := time.NewTicker(checkPeriod)
-	defer t.Stop()
-	for {
-		select {
-		case m := <-msgs:
-			if m.err == nil {
-				m = l.apply(m, msgs)
-			}
-			if m.err != nil {
-				l.drop(pointedHere)
-				return
-			}
-		case <-t.C:
-			l.mu.Lock()
-			left := false
-			for _, d := range l.conns {
-				left = left || d.redir == s.id
-			}
-			l.mu.Unlock()
-			if !left {
-				return
-			}
-		case <-limit.C:
-			l.drop(pointedHere)
-			return
+		if !left || now.After(d.until) {
+			done = append(done, d.c)
 		}
+	}
+	l.mu.Unlock()
+	for _, c := range done {
+		c.Close()
 	}
 }
 
 // check verifies, every checkPeriod while l is subscribed, that the data
 // connections registered with l, and the invalidation connections they
 // point to, still exist on the server; it closes the untracked ones, at
-// most once a second, so that they are dialled again, tracked. See the
-// comment above checkPeriod.
+// most once a second, so that they are dialled again, tracked. Every
+// checkPeriod, subscribed or not, it retires the connections read on
+// after a handover that are done (see retire). See the comment above
+// checkPeriod.
 func (l *listener) check() {
 	defer l.inv.wg.Done()
 	var ctl redis.Conn // a connection of the checker's own
@@ -378,14 +347,15 @@ func (l *listener) check() {
 			return
 		case <-t.C:
 		}
+		l.retire()
 		l.mu.Lock()
 		if !l.up {
 			l.mu.Unlock()
 			continue
 		}
 		targets := map[int64]redis.Conn{l.id: l.cur}
-		for id, c := range l.draining {
-			targets[id] = c
+		for id, d := range l.draining {
+			targets[id] = d.c
 		}
 		var ids []int64
 		for id, d := range l.conns {

@@ -10,12 +10,14 @@ import (
 	"time"
 
 	"github.com/gomodule/redigo/redis"
+	"github.com/redisx-go/kit/internal/subscribe"
 	"github.com/redisx-go/kit/strategy"
 )
 
-// One connection of a Subscription: a session subscribes its connection
-// to what it wants, reads its messages, and when the connection is lost
-// dials again and subscribes again, until the subscription ends.
+// One connection of a Subscription: a session says what its connection
+// subscribes to and takes its messages; the subscribe engine dials it,
+// pings it, and when it is lost dials again and has the session
+// subscribe it again, until the subscription ends.
 
 // subKind is what a name is subscribed as.
 type subKind uint8
@@ -35,22 +37,23 @@ func (k subKind) unsubscribe() string {
 	return [...]string{"UNSUBSCRIBE", "PUNSUBSCRIBE", "SUNSUBSCRIBE"}[k]
 }
 
-// Timings of a session's connection: pinged every pingEvery, replaced
-// after silence without a byte, dialled and subscribed within
-// sessionTimeout, with writes bounded by writeTimeout, and dialled again
-// after a backoff between minBackoff and maxBackoff.
+// Timings of a session's connection (see subscribe.Options): pinged every
+// pingEvery, replaced after three periods without a byte, dialled and
+// subscribed within sessionTimeout, with writes bounded by writeTimeout,
+// dialled again at once after a loss and after a backoff between
+// minBackoff and maxBackoff after a failure.
 const (
 	pingEvery      = time.Second
-	silence        = 3 * time.Second
 	sessionTimeout = 5 * time.Second
 	writeTimeout   = 5 * time.Second
 	minBackoff     = 20 * time.Millisecond
 	maxBackoff     = 500 * time.Millisecond
 )
 
-// session is one connection of a Subscription and what it wants. Its
-// state is described in pubsub_state.go. Locks, in this order:
-// Subscription.mu (sessions made and ended), sendMu, mu.
+// session is one connection of a Subscription and what it wants: the
+// subscribe.Protocol that the engine keeps subscribed. Its state is
+// described in pubsub_state.go. Locks, in this order: Subscription.mu
+// (sessions made and ended), sendMu, mu.
 type session struct {
 	sub  *Subscription
 	slot int // DialSession's: -1 for any node
@@ -67,6 +70,11 @@ type session struct {
 	want    [numKinds]map[string]*entry
 	rc      redis.Conn // the connection while subscribed; nil otherwise
 	pending []*subCmd  // written on rc, replies awaited, in order
+
+	// The last Hello's, for Up (the engine's goroutine only): what it
+	// subscribed, and the names the server refused.
+	snap    []waitKey
+	refused map[waitKey]redis.Error
 }
 
 // newSession makes the session of key; start runs it.
@@ -87,40 +95,41 @@ func (ss *session) start() {
 	go ss.run()
 }
 
-// run keeps the session's connection subscribed until the session ends.
+// run keeps the session's connection subscribed until the session ends,
+// or ends the subscription with the refusal that the engine met.
 func (ss *session) run() {
 	defer ss.sub.wg.Done()
-	backoff := minBackoff
-	connected := false
-	for ss.ctx.Err() == nil {
-		rc, early, err := ss.connect()
-		if err != nil {
-			if permanent(err) {
-				// The calls running learn it; a subscription that relies
-				// on something here cannot be restored, and ends.
-				ss.mu.Lock()
-				relied := ss.refuseAllLocked(err)
-				ss.mu.Unlock()
-				if relied {
-					ss.sub.end(err)
-					return
-				}
-			}
-			select {
-			case <-ss.ctx.Done():
-				return
-			case <-time.After(backoff):
-			}
-			backoff = min(2*backoff, maxBackoff)
-			continue
-		}
-		backoff = minBackoff
-		if connected {
-			ss.sub.deliver(Message{Kind: Reconnected})
-		}
-		connected = true
-		ss.serve(rc, early)
+	err := subscribe.Run(ss.ctx, subscribe.Options{
+		Dial: func(ctx context.Context, hello func(net.Conn) error) (net.Conn, error) {
+			return ss.sub.dialer.DialSession(ctx, ss.slot, hello)
+		},
+		Timeout:      sessionTimeout,
+		WriteTimeout: writeTimeout,
+		Ping:         pingEvery,
+		PingLock:     &ss.sendMu,
+		MinBackoff:   minBackoff,
+		MaxBackoff:   maxBackoff,
+		RedialAtOnce: true,
+	}, ss)
+	if err != nil {
+		ss.sub.end(err)
 	}
+}
+
+// Failed takes a failure to connect: the calls running learn a permanent
+// one, and a subscription that relies on something here cannot be
+// restored, and ends.
+func (ss *session) Failed(err error) error {
+	if !permanent(err) {
+		return nil
+	}
+	ss.mu.Lock()
+	relied := ss.refuseAllLocked(err)
+	ss.mu.Unlock()
+	if relied {
+		return err
+	}
+	return nil
 }
 
 // permanent reports a failure to connect that dialling again does not
@@ -129,74 +138,64 @@ func permanent(err error) bool {
 	return errors.Is(err, ErrAuth) || errors.Is(err, ErrInvalidArgument)
 }
 
-// connect dials the session's node, subscribes the connection to
-// everything wanted, and returns it with the messages read meanwhile. A
-// name the server refuses fails the calls naming it, and ends the
-// subscription if it relies on the name: connect then returns ErrClosed.
-func (ss *session) connect() (redis.Conn, []any, error) {
-	ctx, cancel := context.WithTimeout(ss.ctx, sessionTimeout)
-	defer cancel()
-	var rc redis.Conn
-	var early []any
-	var snap []waitKey
-	var refused map[waitKey]redis.Error
-	_, err := ss.sub.dialer.DialSession(ctx, ss.slot, func(nc net.Conn) error {
-		c := redis.NewConn(nc, 0, writeTimeout)
-		// Hello runs again after a redirect.
-		snap, early, refused = ss.snapshot(), early[:0], map[waitKey]redis.Error{}
-		// One command per name: the server refuses a command as a whole
-		// (its NOPERM names no channel), and a refusal must be pinned on
-		// its name.
-		for _, w := range snap {
-			c.Send(w.kind.subscribe(), w.name)
-		}
-		if len(snap) == 0 {
-			c.Send("PING")
-		}
-		if err := c.Flush(); err != nil {
-			return err
-		}
-		for i := 0; i < max(len(snap), 1); {
-			v, err := c.Receive()
-			var re redis.Error
-			switch {
-			case errors.As(err, &re) && len(snap) > 0 && !isRedirect(re) && !strategy.Temporary(re):
-				refused[snap[i]] = re
-				i++
-			case err != nil:
-				// MOVED and ASK are followed by DialSession; "not now"
-				// is tried again after a backoff.
-				return err
-			case isConfirmation(v):
-				i++
-			default:
-				early = append(early, v)
-			}
-		}
-		rc = c
-		return nil
-	})
-	if err != nil {
-		return nil, nil, err
+// Hello subscribes a new connection to everything wanted, and keeps the
+// messages read meanwhile for Push. It runs again after a redirect.
+func (ss *session) Hello(c *subscribe.Conn) error {
+	snap, refused := ss.snapshot(), map[waitKey]redis.Error{}
+	ss.snap, ss.refused = snap, refused
+	// One command per name: the server refuses a command as a whole (its
+	// NOPERM names no channel), and a refusal must be pinned on its name.
+	for _, w := range snap {
+		c.Send(w.kind.subscribe(), w.name)
 	}
-	// What changed during the handshake is sent now; the calls waiting
-	// for what it subscribed are answered.
+	if len(snap) == 0 {
+		c.Send("PING")
+	}
+	if err := c.Flush(); err != nil {
+		return err
+	}
+	for i := 0; i < max(len(snap), 1); {
+		v, err := c.Receive()
+		var re redis.Error
+		switch {
+		case errors.As(err, &re) && len(snap) > 0 && !isRedirect(re) && !strategy.Temporary(re):
+			refused[snap[i]] = re
+			i++
+		case err != nil:
+			// MOVED and ASK are followed by DialSession; "not now" is
+			// tried again after a backoff.
+			return err
+		case isConfirmation(v):
+			i++
+		default:
+			c.Early = append(c.Early, v)
+		}
+	}
+	return nil
+}
+
+// Up makes c the session's connection: what changed during the handshake
+// is sent now, and the calls waiting for what it subscribed are
+// answered; then, on a connection after the first, the Reconnected
+// marker is delivered. A name the server refused fails the calls naming
+// it, and ends the subscription if it relies on the name: Up then
+// returns the refusal.
+func (ss *session) Up(c *subscribe.Conn, again bool) error {
 	ss.sendMu.Lock()
 	ss.mu.Lock()
 	if ss.ctx.Err() != nil {
 		ss.mu.Unlock()
 		ss.sendMu.Unlock()
-		rc.Close()
-		return nil, nil, ErrClosed
+		return ErrClosed
 	}
 	var cmds []*subCmd
 	var drop [numKinds][]string
 	var end error
 	had := map[waitKey]bool{}
-	for _, w := range snap {
+	for _, w := range ss.snap {
 		had[w] = true
 		e := ss.want[w.kind][w.name]
-		re, no := refused[w]
+		re, no := ss.refused[w]
 		switch {
 		case e == nil && !no:
 			drop[w.kind] = append(drop[w.kind], w.name)
@@ -223,20 +222,48 @@ func (ss *session) connect() (redis.Conn, []any, error) {
 		}
 	}
 	if end == nil {
-		ss.rc, ss.pending = rc, nil
+		ss.rc, ss.pending = c, nil
 		ss.queueLocked(cmds...)
 	}
 	ss.mu.Unlock()
 	if end == nil {
-		ss.write(rc, cmds...)
+		ss.write(c, cmds...)
 	}
 	ss.sendMu.Unlock()
 	if end != nil {
-		rc.Close()
-		ss.sub.end(end) // takes Subscription.mu: after sendMu is unlocked
-		return nil, nil, ErrClosed
+		return end // the engine closes c; run ends the subscription
 	}
-	return rc, early, nil
+	if again {
+		ss.sub.deliver(Message{Kind: Reconnected})
+	}
+	return nil
+}
+
+// Down forgets c, lost: a change made from now on is sent on the next
+// connection.
+func (ss *session) Down(c *subscribe.Conn) {
+	ss.mu.Lock()
+	if ss.rc == redis.Conn(c) {
+		ss.rc, ss.pending = nil, nil
+	}
+	ss.mu.Unlock()
+}
+
+// Push applies one reply read in subscribed mode; false: the connection
+// must be replaced.
+func (ss *session) Push(_ *subscribe.Conn, v any) bool {
+	if re, ok := v.(redis.Error); ok {
+		// The reply to a command sent while subscribed: MOVED for an
+		// SSUBSCRIBE of a slot that moved, NOPERM…
+		if isRedirect(re) {
+			return false // dial the slot's master again
+		}
+		ss.mu.Lock()
+		ss.refusedLocked(re)
+		ss.mu.Unlock()
+		return true
+	}
+	return ss.handle(v)
 }
 
 // waitKey is a name of a kind.
@@ -256,74 +283,6 @@ func (ss *session) snapshot() []waitKey {
 		}
 	}
 	return out
-}
-
-// serve reads messages from rc until it fails, stays silent, must be
-// replaced (a redirect, the server unsubscribing a shard's channels) or
-// the session ends.
-func (ss *session) serve(rc redis.Conn, early []any) {
-	stopClose := context.AfterFunc(ss.ctx, func() { rc.Close() })
-	stopPing := make(chan struct{})
-	var pinger sync.WaitGroup
-	pinger.Add(1)
-	go func() {
-		defer pinger.Done()
-		t := time.NewTicker(pingEvery)
-		defer t.Stop()
-		for {
-			select {
-			case <-stopPing:
-				return
-			case <-t.C:
-			}
-			ss.sendMu.Lock()
-			err := rc.Send("PING")
-			if err == nil {
-				err = rc.Flush()
-			}
-			ss.sendMu.Unlock()
-			if err != nil {
-				return
-			}
-		}
-	}()
-	defer func() {
-		ss.mu.Lock()
-		if ss.rc == rc {
-			ss.rc, ss.pending = nil, nil
-		}
-		ss.mu.Unlock()
-		stopClose()
-		rc.Close()
-		close(stopPing)
-		pinger.Wait()
-	}()
-	for _, v := range early {
-		if !ss.handle(v) {
-			return
-		}
-	}
-	for {
-		v, err := redis.ReceiveWithTimeout(rc, silence)
-		var re redis.Error
-		switch {
-		case errors.As(err, &re):
-			// The reply to a command sent while subscribed: MOVED for an
-			// SSUBSCRIBE of a slot that moved, NOPERM…
-			if isRedirect(re) {
-				return // dial the slot's master again
-			}
-			ss.mu.Lock()
-			ss.refusedLocked(re)
-			ss.mu.Unlock()
-			continue
-		case err != nil:
-			return
-		}
-		if !ss.handle(v) {
-			return
-		}
-	}
 }
 
 // handle applies one reply read in subscribed mode; false: the connection

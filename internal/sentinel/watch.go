@@ -10,14 +10,15 @@ import (
 	"github.com/gomodule/redigo/redis"
 	"github.com/redisx-go/kit/backend"
 	"github.com/redisx-go/kit/internal/dial"
+	"github.com/redisx-go/kit/internal/subscribe"
 	"github.com/redisx-go/kit/internal/transport"
 )
 
 // The watch: one connection to one sentinel at a time, subscribed to
-// +switch-master, pinged so that a silent sentinel is noticed; when it
-// fails, the next sentinel is tried. Every goroutine of it is counted in
-// the backend's wait group and ends with the backend's life (go-redis#1455
-// leaked one per reconnection).
+// +switch-master by the subscribe engine, which pings it so that a silent
+// sentinel is noticed; when it fails, the next sentinel is tried. It runs
+// on a goroutine counted in the backend's wait group and ends with the
+// backend's life (go-redis#1455 leaked one per reconnection).
 
 const (
 	// pingPeriod is how often the subscribed connection is pinged; it is
@@ -36,86 +37,61 @@ const (
 // until the backend's life ends.
 func (b *Backend) watch() {
 	defer b.wg.Done()
+	scfg := sentinelConfig(&b.cfg)
 	addrs := b.cfg.Sentinel.Addrs
-	backoff := 10 * time.Millisecond
-	for i := 0; ; i = (i + 1) % len(addrs) {
-		subscribed := b.session(addrs[i])
-		if b.life.Err() != nil {
-			return
-		}
-		if subscribed {
-			backoff = 10 * time.Millisecond // a new loss: try the next one at once
-		}
-		select {
-		case <-b.life.Done():
-			return
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, maxBackoff)
+	i := 0
+	next := func(ctx context.Context, hello func(net.Conn) error) (net.Conn, error) {
+		addr := addrs[i]
+		i = (i + 1) % len(addrs)
+		return subscribe.Node(&scfg, addr)(ctx, hello)
 	}
+	subscribe.Run(b.life, subscribe.Options{
+		Dial:       next,
+		Timeout:    askTimeout(&b.cfg), // the dial's and the SUBSCRIBE's
+		Ping:       pingPeriod,
+		MinBackoff: 10 * time.Millisecond, // after a loss: the next sentinel at once
+		MaxBackoff: maxBackoff,
+	}, watcher{b})
 }
 
-// session subscribes to +switch-master on the sentinel at addr and follows
-// its messages until the connection fails or the backend's life ends. It
-// reports whether the subscription was confirmed.
-func (b *Backend) session(addr string) (subscribed bool) {
-	scfg := sentinelConfig(&b.cfg)
-	hctx, cancel := context.WithTimeout(b.life, askTimeout(&b.cfg))
-	defer cancel()
-	nc, err := dial.Dial(b.life, &scfg, addr) // bounded by askTimeout as DialTimeout
-	if err != nil {
-		return false
-	}
-	c := redis.NewConn(nc, 0, 0)
-	// From here the end of the backend's life closes the connection,
-	// whatever step the session is in.
-	defer context.AfterFunc(b.life, func() { c.Close() })()
-	defer c.Close()
+// watcher is the watch's subscribe.Protocol: +switch-master, whose
+// messages move the backend to the new master.
+type watcher struct{ b *Backend }
+
+func (w watcher) Hello(c *subscribe.Conn) error {
 	if err := c.Send("SUBSCRIBE", "+switch-master"); err != nil {
-		return false
+		return err
 	}
 	if err := c.Flush(); err != nil {
-		return false
+		return err
 	}
-	deadline, _ := hctx.Deadline()
-	if _, err := redis.ReceiveWithTimeout(c, remaining(deadline)); err != nil {
-		return false
-	}
-	cancel()
-	// A failover may have ended while no sentinel was watched.
-	b.rediscover()
-
-	stop, stopped := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(stopped)
-		t := time.NewTicker(pingPeriod)
-		defer t.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-t.C:
-				if c.Send("PING") != nil || c.Flush() != nil {
-					return
-				}
-			}
-		}
-	}()
-	defer func() {
-		c.Close() // first: a ping stuck in a write returns
-		close(stop)
-		<-stopped
-	}()
-	for {
-		v, err := redis.ReceiveWithTimeout(c, 3*pingPeriod)
-		if err != nil {
-			return true
-		}
-		if addr, ok := switched(v, b.cfg.Sentinel.Master); ok {
-			b.switchTo(addr)
-		}
-	}
+	_, err := c.Receive()
+	return err
 }
+
+// Up asks for a discovery: a failover may have ended while no sentinel
+// was watched.
+func (w watcher) Up(*subscribe.Conn, bool) error {
+	w.b.rediscover()
+	return nil
+}
+
+// Push follows a +switch-master of the backend's master; an error reply
+// ends the connection.
+func (w watcher) Push(_ *subscribe.Conn, v any) bool {
+	if _, ok := v.(redis.Error); ok {
+		return false
+	}
+	if addr, ok := switched(v, w.b.cfg.Sentinel.Master); ok {
+		w.b.switchTo(addr)
+	}
+	return true
+}
+
+func (watcher) Down(*subscribe.Conn) {}
+
+// Failed: the next sentinel is tried, for as long as the backend lives.
+func (watcher) Failed(error) error { return nil }
 
 // switched reads a +switch-master message of master: "<name> <old ip>
 // <old port> <new ip> <new port>", and returns the new address.
