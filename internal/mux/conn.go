@@ -34,12 +34,14 @@ import (
 // and delivers it; otherwise it passes the read side to that call's
 // caller, who is waiting anyway (one wake-up, the one the delivery would
 // have cost), or to the drainer when that caller cannot lead (it left, or
-// it is a pipeline awaited later) or when the reply has begun but is not
-// whole. A caller never blocks on I/O it cannot abandon when its context
-// can end: a leading caller whose context ends before its reply begins
-// leaves the reply to the drainer, which reads and drops it; one whose
-// reply is not whole when it begins leaves the reading to the drainer and
-// waits for it as any other caller; a write of more than a chunk is left to
+// it is a pipeline awaited later). A caller never blocks on I/O it cannot
+// abandon when its context can end: a leading caller reads until its
+// reply is whole in the read buffer under a read deadline that its
+// context sets or interrupts, and parses it only then (a parse cannot
+// heed a context); one whose context ends first leaves the reply,
+// unparsed, to the drainer, which reads and drops it; one whose reply is
+// larger than the read buffer leaves the reading to the drainer and waits
+// for it as any other caller; a write of more than a chunk is left to
 // the writer goroutine. No reply ever reaches the wrong caller, and a
 // cancelled call never costs the connection.
 //
@@ -79,16 +81,14 @@ type muxConn struct {
 	rbatch []*call
 	ri     int
 
-	// A leading caller waiting for the first byte of its reply with a
-	// context that can end: interrupt sets a past read deadline to wake it,
-	// but only during that wait (waitGen identifies it, so that a late
-	// interrupt of an earlier wait does nothing), never while a reply is
-	// parsed.
-	dmu      sync.Mutex
-	awaiting bool
-	waitGen  uint64
-	// Under dmu too: the call whose reply the drainer waits for, with
-	// nothing buffered (see drainFor).
+	// A leading caller waiting, with a context that can end, for its reply
+	// to be whole in the buffer (never while a reply is parsed; see
+	// awaitWhole).
+	readWait interrupter
+
+	// dmu guards drainWait: the call whose reply the drainer waits for,
+	// with nothing buffered (see drainFor).
+	dmu       sync.Mutex
 	drainWait *call
 
 	broken  atomic.Bool
@@ -137,7 +137,11 @@ func (n *Node) startConn(nc net.Conn, slot int) *muxConn {
 		writeSig: make(chan struct{}, 1),
 		drainSig: make(chan struct{}, 1),
 	}
-	c.r = resp.NewReader(progressReader{c}, 32<<10)
+	size := laneReadBuffer
+	if slot >= n.lanes {
+		size = bulkReadBuffer
+	}
+	c.r = resp.NewReader(progressReader{c}, size)
 	if c.acks = dial.AcksOf(nc); c.acks != (dial.Acks{}) {
 		c.ackBase, _, _ = c.acks.Read()
 	}
@@ -147,6 +151,15 @@ func (n *Node) startConn(nc net.Conn, slot int) *muxConn {
 	go c.drainLoop()
 	return c
 }
+
+// The read buffer of a lane, and of a connection for big values: a
+// leading caller reads its reply itself only when it fits whole in the
+// buffer (see awaitWhole), so a lane's holds a value of 32 KiB with its
+// header; the connections for big values get the replies of SETs.
+const (
+	laneReadBuffer = 64 << 10
+	bulkReadBuffer = 16 << 10
+)
 
 // progressReader counts the bytes read from a connection: the watchdog's
 // sign of life, and a part of the depth a lane's pipeline may reach (see
