@@ -422,9 +422,13 @@ func (n *Node) Stats() backend.Stats {
 	for i := range n.slots {
 		if c := n.slots[i].cur.Load(); c != nil && !c.broken.Load() {
 			s.Conns++
-			s.Pending += max(c.pending.Load(), 0)
+			p := max(c.pending.Load(), 0)
+			s.Pending += p
+			s.PipelineDepth = max(s.PipelineDepth, p)
 			if i < n.lanes {
 				s.Lanes++
+			} else {
+				s.BigValueConns++
 			}
 		}
 	}
