@@ -9,8 +9,14 @@ type Stats struct {
 
 	Conns int // open connections to the server(s)
 	// Multiplexed: the shared connections open (its lanes; see
-	// strategy.Multiplexed.Lanes), a part of Conns.
-	Lanes int
+	// strategy.Multiplexed.Lanes), a part of Conns; the connections open
+	// for SETs of big values (at most 4 per node; see
+	// strategy.Multiplexed), another part; and the deepest pipeline now,
+	// the most commands awaiting a reply on one connection (Pending is
+	// their sum over all).
+	Lanes         int
+	BigValueConns int
+	PipelineDepth int64
 
 	// Multiplexed: commands written but not yet answered, write batches
 	// flushed, and commands they carried (Commands/Flushes is the mean

@@ -45,10 +45,35 @@ import (
 // when every busy one is that deep — whose writer, from 3 callers inside
 // a call per lane on, gathers batches, so batching grows with load (the
 // brief dips between a batch of replies and their callers' next commands
-// do not count). Lanes are dialled when every open one is
-// busy, up to Lanes per node, and closed after 30 s without a command
-// (one always stays): one goroutine uses one connection per node. Conns instead fixes the number of connections and
-// routes a key to its own.
+// do not count). A lane opens when a call finds every open one busy: it
+// is dialled in the background, one at a time, while that call joins a
+// pipeline, up to Lanes per node; a lane other than the first is closed
+// after 30 s without a command. So one goroutine uses one connection per
+// node. Conns instead fixes the number of connections and routes a key
+// to its own.
+//
+// A SET of a value from 16 KiB does not take a lane: it takes one of up
+// to 4 connections per node for big values, as a pool would lend one —
+// the first with nothing in flight, else one more, dialled by that call
+// (not again for a second after such a dial failed), else the least
+// loaded — so that big values are read by the server side by side and
+// do not delay the small commands behind them. These connections open as
+// the load needs them and stay open. On a connection with at most 2
+// commands in flight, with Conns as with Lanes, a caller whose context
+// can end writes its request itself, a big one too, under its context's
+// deadline, and reads its reply itself once it is whole in the read
+// buffer (64 KiB on a lane); should the context end first, the caller
+// leaves, and the connection's own goroutines finish the write from
+// where it stopped and read the reply (over TLS, the writer goroutine
+// writes a request of more than 16 KiB from the start).
+//
+// So, whatever the load, a node has at most Lanes (or Conns) shared
+// connections plus 4 for big values open; besides them only the Blocking
+// dedicated connections, once a blocking command was sent, and, with
+// MaxConnAge, the replacement of a connection being dialled while the
+// old one serves on. Stats says how many are open of each (Lanes,
+// BigValueConns; Conns counts all), how deep the deepest pipeline is now
+// (PipelineDepth) and how many commands await a reply (Pending).
 //
 // Whichever lane a key takes, its commands stay in order after a call
 // whose context ended before its reply: the server may still apply that

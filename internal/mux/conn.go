@@ -34,14 +34,19 @@ import (
 // and delivers it; otherwise it passes the read side to that call's
 // caller, who is waiting anyway (one wake-up, the one the delivery would
 // have cost), or to the drainer when that caller cannot lead (it left, or
-// it is a pipeline awaited later) or when the reply has begun but is not
-// whole. A caller never blocks on I/O it cannot abandon when its context
-// can end: a leading caller whose context ends before its reply begins
-// leaves the reply to the drainer, which reads and drops it; one whose
-// reply is not whole when it begins leaves the reading to the drainer and
-// waits for it as any other caller; a write of more than a chunk is left to
-// the writer goroutine. No reply ever reaches the wrong caller, and a
-// cancelled call never costs the connection.
+// it is a pipeline awaited later). A caller never blocks on I/O it cannot
+// abandon when its context can end: a leading caller reads until its
+// reply is whole in the read buffer under a read deadline that its
+// context sets or interrupts, and parses it only then (a parse cannot
+// heed a context); one whose context ends first leaves the reply,
+// unparsed, to the drainer, which reads and drops it; one whose reply is
+// larger than the read buffer leaves the reading to the drainer and waits
+// for it as any other caller. Likewise a caller writes more than a chunk
+// under a write deadline that its context sets or interrupts, and leaves
+// what is unwritten then to the writer goroutine, which resumes where the
+// write stopped (over TLS, where a write cannot stop and resume, the
+// writer goroutine writes it all). No reply ever reaches the wrong
+// caller, and a cancelled call never costs the connection.
 //
 // The read side's holder owns rbatch and ri; the hand-offs (a channel send
 // to the next leader or the drainer) order its accesses. No lock is held
@@ -79,16 +84,14 @@ type muxConn struct {
 	rbatch []*call
 	ri     int
 
-	// A leading caller waiting for the first byte of its reply with a
-	// context that can end: interrupt sets a past read deadline to wake it,
-	// but only during that wait (waitGen identifies it, so that a late
-	// interrupt of an earlier wait does nothing), never while a reply is
-	// parsed.
-	dmu      sync.Mutex
-	awaiting bool
-	waitGen  uint64
-	// Under dmu too: the call whose reply the drainer waits for, with
-	// nothing buffered (see drainFor).
+	// A leading caller waiting, with a context that can end, for its reply
+	// to be whole in the buffer (never while a reply is parsed; see
+	// awaitWhole), and one writing more than a chunk (see writeWithin).
+	readWait, writeWait interrupter
+
+	// dmu guards drainWait: the call whose reply the drainer waits for,
+	// with nothing buffered (see drainFor).
+	dmu       sync.Mutex
 	drainWait *call
 
 	broken  atomic.Bool
@@ -100,6 +103,10 @@ type muxConn struct {
 
 	// slot is the connection's index among its node's (see route.go).
 	slot int
+	// resumable: a write stopped by its deadline can be resumed where it
+	// stopped (a TCP or Unix socket; not TLS, whose connection a write
+	// timeout breaks). See writeWithin.
+	resumable bool
 
 	// What the watchdog looks at (see silence): progress, which counts
 	// the bytes received and the replies answered, and the context
@@ -137,7 +144,15 @@ func (n *Node) startConn(nc net.Conn, slot int) *muxConn {
 		writeSig: make(chan struct{}, 1),
 		drainSig: make(chan struct{}, 1),
 	}
-	c.r = resp.NewReader(progressReader{c}, 32<<10)
+	size := laneReadBuffer
+	if slot >= n.lanes {
+		size = bulkReadBuffer
+	}
+	c.r = resp.NewReader(progressReader{c}, size)
+	switch nc.(type) {
+	case *net.TCPConn, *net.UnixConn:
+		c.resumable = true
+	}
 	if c.acks = dial.AcksOf(nc); c.acks != (dial.Acks{}) {
 		c.ackBase, _, _ = c.acks.Read()
 	}
@@ -147,6 +162,15 @@ func (n *Node) startConn(nc net.Conn, slot int) *muxConn {
 	go c.drainLoop()
 	return c
 }
+
+// The read buffer of a lane, and of a connection for big values: a
+// leading caller reads its reply itself only when it fits whole in the
+// buffer (see awaitWhole), so a lane's holds a value of 32 KiB with its
+// header; the connections for big values get the replies of SETs.
+const (
+	laneReadBuffer = 64 << 10
+	bulkReadBuffer = 16 << 10
+)
 
 // progressReader counts the bytes read from a connection: the watchdog's
 // sign of life, and a part of the depth a lane's pipeline may reach (see
@@ -267,9 +291,10 @@ func (c *muxConn) lockForEnqueue() error {
 // push queues cl behind the command just encoded into c.out, takes the
 // read side for cl when it is free (cl leads when its caller can: lead;
 // otherwise the drainer reads for it), unlocks, and writes when the write
-// side is free. It reports whether cl leads from now on: its caller must
-// then read the reply itself (await with leads set).
-func (c *muxConn) push(cl *call, commands int64, lead bool) (leads bool) {
+// side is free, within ctx, cl's context. It reports whether cl leads
+// from now on: its caller must then read the reply itself (await with
+// leads set).
+func (c *muxConn) push(ctx context.Context, cl *call, commands int64, lead bool) (leads bool) {
 	cl.conn = c
 	// When cl's reply is the next to come and no reader has reached it,
 	// the watchdog must judge it by cl's deadline, not by the last one
@@ -294,16 +319,26 @@ func (c *muxConn) push(cl *call, commands int64, lead bool) (leads bool) {
 			drain = true
 		}
 	}
-	write, handOff := !c.writing, false
-	if write && (c.busy() || len(c.out.full) > 0) {
-		// The writer goroutine batches better under load; and a write of
-		// more than a chunk (a big value, a slow link) could keep this
-		// caller past its context, which a write cannot heed.
+	write, long, handOff := !c.writing, false, false
+	switch {
+	case !write:
+	case c.busy():
+		// The writer goroutine batches better under load.
 		write, handOff = false, true
+	case len(c.out.full) > 0:
+		// More than a chunk (a big value, a long pipeline) may take a
+		// while to write (a slow link): written within ctx where a write
+		// can stop and resume (see writeWithin), else by the writer
+		// goroutine, so that this caller can leave.
+		long = c.resumable
+		write, handOff = long, !long
 	}
 	c.writing = true
 	c.mu.Unlock()
-	if write {
+	switch {
+	case long:
+		c.writeWithin(ctx, cl.deadline)
+	case write:
 		c.writeOnce()
 	}
 	if handOff {

@@ -69,13 +69,9 @@ func conn0(t *testing.T, n *Node) *muxConn {
 	return c
 }
 
-// awaitingBytes reports whether a leading caller of c waits for the first
-// byte of its reply with a context that can end.
-func awaitingBytes(c *muxConn) bool {
-	c.dmu.Lock()
-	defer c.dmu.Unlock()
-	return c.awaiting
-}
+// awaitingBytes reports whether a leading caller of c waits for its reply
+// with a context that can end.
+func awaitingBytes(c *muxConn) bool { return c.readWait.waiting() }
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()

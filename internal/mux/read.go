@@ -54,20 +54,20 @@ func (c *muxConn) lead(ctx context.Context, cl *call) error {
 		return c.failure()
 	}
 	c.publishHead(cl)
-	if c.r.Buffered() == 0 {
-		if err := c.awaitBytes(ctx, cl); err != nil {
+	if n := cl.replies(); !c.r.WholeN(n) {
+		whole, err := c.awaitWhole(ctx, cl, n)
+		switch {
+		case err != nil:
 			return err
+		case !whole:
+			// Larger than the read buffer (a big value, the replies of a
+			// long pipeline): parsing it as it comes could outlast ctx,
+			// which a parse cannot heed. The drainer reads it; this
+			// caller waits for it as any other, and may leave.
+			cl.state.Store(callWaiting)
+			c.toDrainer()
+			return wait(ctx, cl)
 		}
-	}
-	if ctx.Done() != nil && !c.r.WholeN(cl.replies()) {
-		// The reply has begun but is not all here (a big value, a slow
-		// link, the later replies of a pipeline or of an MSET with a
-		// ttl): reading it could outlast ctx, which a parse cannot heed.
-		// The drainer reads it; this caller waits for it as any other,
-		// and may leave.
-		cl.state.Store(callWaiting)
-		c.toDrainer()
-		return wait(ctx, cl)
 	}
 	if err := cl.read(c.r); err != nil {
 		c.failRead(err, cl)
@@ -80,46 +80,55 @@ func (c *muxConn) lead(ctx context.Context, cl *call) error {
 	return nil
 }
 
-// awaitBytes waits for the first byte of cl's reply, within cl's context:
-// a context that ends first makes cl leave, its reply left to the drainer.
-func (c *muxConn) awaitBytes(ctx context.Context, cl *call) error {
+// awaitWhole waits, within cl's context, until the n replies of cl, the
+// next call to be answered, are whole in the read buffer, so that reading
+// them cannot block. It reports false when they cannot be (they are
+// larger than the buffer; some of them may be buffered), and returns an
+// error when cl leaves — its context ended first: the stream is intact,
+// only buffered, and the drainer reads and drops the reply — or the
+// connection failed. A context that cannot end needs no wait: its caller
+// may block on the parse, so the first byte is enough.
+func (c *muxConn) awaitWhole(ctx context.Context, cl *call, n int) (whole bool, err error) {
 	done := ctx.Done()
 	if done == nil {
-		if err := c.r.Wait(); err != nil {
-			c.failRead(err, cl)
-			return c.failure()
+		if c.r.Buffered() == 0 {
+			if err := c.r.Wait(); err != nil {
+				c.failRead(err, cl)
+				return false, c.failure()
+			}
 		}
-		return nil
+		return true, nil
 	}
 	if ctx.Err() != nil {
-		return c.leave(ctx, cl)
+		return false, c.leave(ctx, cl)
 	}
 	if cl.deadline != 0 {
 		c.nc.SetReadDeadline(time.Unix(0, cl.deadline))
 	}
-	c.dmu.Lock()
-	c.waitGen++
-	gen := c.waitGen
-	c.awaiting = true
-	c.dmu.Unlock()
-	stop := context.AfterFunc(ctx, func() { c.interrupt(gen) })
-	err := c.r.Wait()
-	stop()
-	c.dmu.Lock()
-	c.awaiting = false
-	c.dmu.Unlock()
+	disarm := c.readWait.arm(ctx, c.nc.SetReadDeadline)
+	whole = true
+	for !c.r.WholeN(n) {
+		if c.r.Buffered() >= c.r.Size() {
+			whole = false
+			break
+		}
+		if err = c.r.Fill(); err != nil {
+			break
+		}
+	}
+	disarm()
 	// Whatever deadline the wait had (cl's, or the past one of interrupt),
 	// the parse and later readers have none: the watchdog bounds them.
 	c.nc.SetReadDeadline(time.Time{})
 	if err == nil {
-		return nil
+		return whole, nil
 	}
 	if errors.Is(err, os.ErrDeadlineExceeded) && (ctx.Err() != nil || deadlinePassed(cl.deadline)) {
-		// Nothing of the reply was read: the stream is intact.
-		return c.leave(ctx, cl)
+		// The reply is not read, only buffered: the stream is intact.
+		return false, c.leave(ctx, cl)
 	}
 	c.failRead(err, cl)
-	return c.failure()
+	return false, c.failure()
 }
 
 // deadlinePassed reports whether a deadline (Unix ns, 0 for none) has come,
@@ -127,16 +136,6 @@ func (c *muxConn) awaitBytes(ctx context.Context, cl *call) error {
 // context's own.
 func deadlinePassed(d int64) bool {
 	return d != 0 && time.Now().UnixNano() >= d-int64(time.Millisecond)
-}
-
-// interrupt wakes a leading caller from its wait for bytes, if that wait
-// (gen) is still going on.
-func (c *muxConn) interrupt(gen uint64) {
-	c.dmu.Lock()
-	if c.awaiting && c.waitGen == gen {
-		c.nc.SetReadDeadline(aLongTimeAgo)
-	}
-	c.dmu.Unlock()
 }
 
 // leave is a leading caller giving up: its call is abandoned and the read
@@ -160,25 +159,21 @@ func (c *muxConn) toDrainer() {
 // pass hands the read side on, after a leading caller read its own reply:
 // replies already whole in the buffer are read and delivered at once (that
 // cannot block); then the read side goes to the caller of the next call,
-// who will read its own reply; or to the drainer when that caller cannot
-// lead, or when the next reply has begun but is not whole (it may take
-// any time to come whole, and would keep this caller, whose own reply is
-// in, past its context: a reply is whole only with all the replies of its
-// call); or nowhere when nothing is queued.
+// who will wait for its own reply to be whole and read it (the rest of a
+// reply may take any time to come, and would keep this caller, whose own
+// reply is in, past its context; a reply is whole only with all the
+// replies of its call); or to the drainer when that caller cannot lead;
+// or nowhere when nothing is queued.
 func (c *muxConn) pass() {
 	for c.nextBatch() {
 		next := c.rbatch[c.ri]
 		// Now, not once the next reader runs: it may run late.
 		c.publishHead(next)
-		switch {
-		case c.r.Buffered() == 0:
+		if !c.r.WholeN(next.replies()) {
 			if !c.busy() && next.lead && next.state.CompareAndSwap(callWaiting, callLeading) {
 				next.done <- struct{}{}
 				return
 			}
-			c.toDrainer()
-			return
-		case !c.r.WholeN(next.replies()):
 			c.toDrainer()
 			return
 		}
@@ -343,6 +338,3 @@ func (c *muxConn) publishHead(cl *call) {
 		c.headDeadline.Store(cl.deadline)
 	}
 }
-
-// aLongTimeAgo is a deadline in the past: it unblocks a socket at once.
-var aLongTimeAgo = time.Unix(1, 0)

@@ -490,6 +490,20 @@ func (r *Reader) Wait() error {
 	return err
 }
 
+// Fill reads more of the stream into the buffer: at least one byte more,
+// unless the buffer is full (bufio.ErrBufferFull). What is read stays buffered,
+// so a read that fails (a deadline) loses nothing: a reply can be awaited
+// whole (WholeN) under a deadline, and read by another goroutine when the
+// wait is given up.
+func (r *Reader) Fill() error {
+	_, err := r.br.Peek(r.br.Buffered() + 1)
+	return err
+}
+
+// Size returns the size of the read buffer: the largest reply that can
+// be whole in it.
+func (r *Reader) Size() int { return r.br.Size() }
+
 // Whole reports whether a complete reply is at the head of the read
 // buffer, so that reading it cannot block. It reads nothing from the
 // stream; a malformed header counts as whole (reading it fails at once).

@@ -7,11 +7,14 @@ import (
 	"github.com/redisx-go/kit/backend"
 )
 
-// AddNode adds a node's figures ns to s.
+// AddNode adds a node's figures ns to s (the deepest pipeline is the
+// deepest of any node's).
 func AddNode(s *backend.Stats, ns backend.Stats) {
 	s.Nodes += ns.Nodes
 	s.Conns += ns.Conns
 	s.Lanes += ns.Lanes
+	s.BigValueConns += ns.BigValueConns
+	s.PipelineDepth = max(s.PipelineDepth, ns.PipelineDepth)
 	s.Pending += ns.Pending
 	s.InUse += ns.InUse
 	s.Idle += ns.Idle
