@@ -43,7 +43,7 @@ func TestNearConformance(t *testing.T) {
 }
 
 func TestNearClusterConformance(t *testing.T) {
-	cl := launcher.ClusterForTest(t, launcher.ClusterOptions{Replicas: 1})
+	cl := sharedCluster.Get(t)
 	for _, tc := range []struct {
 		name string
 		s    localcache.Near

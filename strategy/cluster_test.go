@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redisx-go/kit/internal/launcher"
 	"github.com/redisx-go/kit/redisx"
 	"github.com/redisx-go/kit/redisxtest"
 	"github.com/redisx-go/kit/strategy"
@@ -13,7 +12,7 @@ import (
 )
 
 func TestClusterConformance(t *testing.T) {
-	cl := launcher.ClusterForTest(t, launcher.ClusterOptions{Replicas: 1})
+	cl := sharedCluster.Get(t)
 	for _, tc := range []struct {
 		name string
 		s    strategy.Strategy
@@ -35,7 +34,7 @@ func TestClusterConformance(t *testing.T) {
 }
 
 func TestClusterModeIsDetectedAndKeysSpreadOverMasters(t *testing.T) {
-	cl := launcher.ClusterForTest(t, launcher.ClusterOptions{})
+	cl := sharedCluster.Get(t)
 	for _, s := range []strategy.Strategy{strategy.Multiplexed{}, strategy.Pool{Size: 4}} {
 		ctx := t.Context()
 		c, err := redisx.New(ctx, redisx.Options{Addrs: cl.Addrs()[:1], Strategy: s})
