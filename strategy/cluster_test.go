@@ -11,6 +11,12 @@ import (
 	"github.com/redisx-go/kit/strategy/strategytest"
 )
 
+// TestClusterConformance runs the suite over each transport, and over
+// SlotGrouped, on a cluster. SlotGrouped over a Pool with MaxBatch 3 ran
+// no statement of the module that these and the standalone runs did not
+// (-coverpkg=./...): its grouping is SlotGrouped's over Multiplexed here,
+// its batches of 3 those of TestSlotGroupedConformance, its pooled
+// cluster nodes Pool's here.
 func TestClusterConformance(t *testing.T) {
 	cl := sharedCluster.Get(t)
 	for _, tc := range []struct {
@@ -20,7 +26,6 @@ func TestClusterConformance(t *testing.T) {
 		{"multiplexed", strategy.Multiplexed{}},
 		{"pool", strategy.Pool{Size: 16}},
 		{"slot-grouped", strategy.SlotGrouped{}},
-		{"slot-grouped-pool-batch3", strategy.SlotGrouped{Transport: strategy.Pool{Size: 16}, MaxBatch: 3}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			redisxtest.RunConformance(t, redisx.Options{Addrs: cl.Addrs(), Strategy: tc.s})
