@@ -13,12 +13,21 @@ BENCHTIME ?= 1s
 FUZZTIME ?= 10s
 COVERPROFILE ?= coverage.out
 
-.PHONY: test lint bench bench-go bars fuzz cover ensure-redis
+.PHONY: test test-beside lint bench bench-go bars fuzz cover ensure-redis
 
 # Packages tested at a time by make test, and the tests that run alone,
 # after the others (see test).
 TESTP ?= 1
 ALONE = TestReliabilityServerKilled|TestPacerSendsOnTime
+# The tests that count allocations or re-run the SLO search's rate, which
+# mean something only without -race (see test), and their packages.
+NORACE = Allocations|TestSLOHoldsWhereItSaysOnRealServers
+NORACEPKGS = $(shell grep -rlE 'func Test[A-Za-z0-9_]*(Allocations|SLOHoldsWhereItSaysOnRealServers)' --include='*_test.go' . | xargs -n1 dirname | sort -u)
+
+# How make test runs what computes beside the tests, which mostly wait:
+# SCHED_IDLE, which a core gives time to only when no other process
+# wants it, or else the lowest nice.
+IDLE ?= $(shell command -v chrt >/dev/null 2>&1 && echo 'chrt --idle 0' || echo 'nice -n 19')
 
 # The module's packages, those with the most bytes of test code (a proxy
 # for the longest test runs) first.
@@ -31,34 +40,46 @@ ensure-redis:
 
 test:
 	bash scripts/ensure-redis.sh
-	$(MAKE) lint
-	# What a user does from a module of their own: build the README's quick
-	# start, run redisx-bench as a tool of the module.
-	bash scripts/user-module.sh
-	# The test binaries are built first (-exec true runs none of them), so
-	# that compiling does not compete with the tests below for the cores
-	# (cold build cache: 1m35s on 2 cores). Build errors are shown by the
-	# run below.
+	# The race test binaries are built first (-exec true runs none of
+	# them), on every core (cold build cache: about 1.5 minutes on 2).
+	# Build errors are shown by the run below.
 	$(GO) test -race -count=1 -exec true ./... >/dev/null 2>&1 || true
-	# TESTP packages at a time (default 1). The tests wait more than they
-	# compute (servers starting, failovers, deadlines: one package at a
-	# time uses about half a core of 2), so TESTP=2 takes about 6 minutes
-	# instead of 9.5 with a warm cache — but on 2 cores a deadline check
-	# of one package then fails now and then beside another (4 of 4 runs
-	# had one), so CI runs one at a time. Packages with the most test code
-	# start first. The tests named by ALONE measure what needs the cores to
-	# itself — R2 holds each call of 200 goroutines under -race to its
-	# deadline + 100 ms, the pacer its p99 lateness to 500 us — so they run
-	# after, one package at a time, in the packages that have them.
-	$(GO) test -race -count=1 -p $(TESTP) -skip '$(ALONE)' -timeout 15m $(TESTPKGS)
+	# TESTP packages at a time (default 1), the packages with the most
+	# test code first. The tests wait more than they compute (servers
+	# starting, failovers, deadlines: one package at a time uses about
+	# half a core of 2), so what only computes runs beside them, at IDLE
+	# priority, on the time they leave: lint (gofmt, vet, staticcheck:
+	# about 1.5 minutes of 2 cores with a cold cache), what a user does
+	# from a module of their own (user-module.sh: build the README's
+	# quick start, run redisx-bench as a tool of the module) and the
+	# build of the NORACE binaries. Its output follows the tests', and
+	# its failure fails make test. TESTP=2 takes a third less time, but
+	# on 2 cores a deadline check of one package then fails now and then
+	# beside another (4 of 4 runs had one), so CI runs one at a time.
+	@log="$$(mktemp)"; \
+	$(IDLE) make --no-print-directory test-beside GO="$(GO)" >"$$log" 2>&1 & beside=$$!; \
+	status=0; \
+	$(GO) test -race -count=1 -p $(TESTP) -skip '$(ALONE)' -timeout 15m $(TESTPKGS) || status=1; \
+	echo "# beside the tests, at $(IDLE):"; \
+	wait $$beside || { status=1; echo "# lint or user-module.sh failed:"; }; \
+	cat "$$log"; rm -f "$$log"; \
+	exit $$status
+	# The tests named by ALONE measure what needs the cores to itself —
+	# R2 holds each call of 200 goroutines under -race to its deadline +
+	# 100 ms, the pacer its p99 lateness to 500 us — so they run after,
+	# one package at a time, in the packages that have them.
 	$(GO) test -race -count=1 -p 1 -run '$(ALONE)' \
 		$$(grep -rlE 'func ($(ALONE))' --include='*_test.go' . | xargs -n1 dirname | sort -u)
 	# Allocation bars (P7) are exact counts, meaningful only without -race;
 	# so is the SLO search's re-run at the rate it found (bar H2). Only the
 	# packages that have such tests are built again (found by grep, so that
-	# a new one is not left out).
-	$(GO) test -count=1 -run 'Allocations|TestSLOHoldsWhereItSaysOnRealServers' \
-		$$(grep -rlE 'func Test[A-Za-z0-9_]*(Allocations|SLOHoldsWhereItSaysOnRealServers)' --include='*_test.go' . | xargs -n1 dirname | sort -u)
+	# a new one is not left out), beside the tests above.
+	$(GO) test -count=1 -run '$(NORACE)' $(NORACEPKGS)
+
+# What make test runs beside its race tests, at IDLE priority.
+test-beside: lint
+	bash scripts/user-module.sh
+	$(GO) test -count=1 -exec true $(NORACEPKGS) >/dev/null 2>&1 || true
 
 lint:
 	@unformatted="$$($(GOFMT) -l .)"; \

@@ -32,7 +32,7 @@ func TestNearSeesOtherClientsWritesWithin100ms(t *testing.T) {
 		}
 	})
 	t.Run("cluster", func(t *testing.T) {
-		cl := launcher.ClusterForTest(t, launcher.ClusterOptions{})
+		cl := sharedCluster.Get(t)
 		h := openHarness(t, cl.Addrs(), localcache.Near{}, true)
 		for _, del := range []bool{false, true} {
 			measureInvalidation(t, h, "near:r4:cluster", del)

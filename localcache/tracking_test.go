@@ -42,7 +42,7 @@ func TestTrackKeysCoherentThroughEveryConnection(t *testing.T) {
 		}
 	})
 	t.Run("cluster", func(t *testing.T) {
-		cl := launcher.ClusterForTest(t, launcher.ClusterOptions{})
+		cl := sharedCluster.Get(t)
 		for _, v := range []nearVariant{
 			{"multiplexed", localcache.Near{}},
 			{"slot-grouped", localcache.Near{Inner: strategy.SlotGrouped{}}},

@@ -84,7 +84,7 @@ func TestClusterDoMultiFollowsMovedForRedirectedCommandsOnly(t *testing.T) {
 }
 
 func TestClusterDoMultiRefusesCrossSlotCommand(t *testing.T) {
-	cl := launcher.ClusterForTest(t, launcher.ClusterOptions{})
+	cl := sharedCluster.Get(t)
 	for _, tc := range crelStrategies() {
 		t.Run(tc.name, func(t *testing.T) {
 			c := crelNew(t, cl, tc.s)
@@ -140,7 +140,7 @@ func commandCalls(ctx context.Context, t *testing.T, cl *launcher.Cluster, cmd s
 // result — none left with neither a value nor an error (the storm of the
 // conformance suite found SETs answered nil so).
 func TestClusterDoMultiWithAnEndedContextFailsEveryCommand(t *testing.T) {
-	cl := launcher.ClusterForTest(t, launcher.ClusterOptions{})
+	cl := sharedCluster.Get(t)
 	for _, s := range []strategy.Strategy{strategy.Multiplexed{}, strategy.Pool{Size: 2}} {
 		b, err := s.Open(t.Context(), strategy.Config{Addrs: cl.Addrs(), DialTimeout: 5 * time.Second, ReadTimeout: 3 * time.Second})
 		if err != nil {

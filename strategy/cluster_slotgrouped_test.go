@@ -24,7 +24,7 @@ import (
 // plain transport writes one MGET per slot, one after another; the values
 // come back in the caller's order, with nil for missing keys.
 func TestSlotGroupedOneRoundTripPerNode(t *testing.T) {
-	cl := launcher.ClusterForTest(t, launcher.ClusterOptions{Replicas: 1})
+	cl := sharedCluster.Get(t)
 	ctx := t.Context()
 	keys, _ := crelKeys50(ctx, t, cl, "sg1rt:")
 	want := make([][]byte, len(keys))

@@ -5,15 +5,20 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redisx-go/kit/internal/launcher"
 	"github.com/redisx-go/kit/redisx"
 	"github.com/redisx-go/kit/redisxtest"
 	"github.com/redisx-go/kit/strategy"
 	"github.com/redisx-go/kit/strategy/strategytest"
 )
 
+// TestClusterConformance runs the suite over each transport, and over
+// SlotGrouped, on a cluster. SlotGrouped over a Pool with MaxBatch 3 ran
+// no statement of the module that these and the standalone runs did not
+// (-coverpkg=./...): its grouping is SlotGrouped's over Multiplexed here,
+// its batches of 3 those of TestSlotGroupedConformance, its pooled
+// cluster nodes Pool's here.
 func TestClusterConformance(t *testing.T) {
-	cl := launcher.ClusterForTest(t, launcher.ClusterOptions{Replicas: 1})
+	cl := sharedCluster.Get(t)
 	for _, tc := range []struct {
 		name string
 		s    strategy.Strategy
@@ -21,7 +26,6 @@ func TestClusterConformance(t *testing.T) {
 		{"multiplexed", strategy.Multiplexed{}},
 		{"pool", strategy.Pool{Size: 16}},
 		{"slot-grouped", strategy.SlotGrouped{}},
-		{"slot-grouped-pool-batch3", strategy.SlotGrouped{Transport: strategy.Pool{Size: 16}, MaxBatch: 3}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			redisxtest.RunConformance(t, redisx.Options{Addrs: cl.Addrs(), Strategy: tc.s})
@@ -35,7 +39,7 @@ func TestClusterConformance(t *testing.T) {
 }
 
 func TestClusterModeIsDetectedAndKeysSpreadOverMasters(t *testing.T) {
-	cl := launcher.ClusterForTest(t, launcher.ClusterOptions{})
+	cl := sharedCluster.Get(t)
 	for _, s := range []strategy.Strategy{strategy.Multiplexed{}, strategy.Pool{Size: 4}} {
 		ctx := t.Context()
 		c, err := redisx.New(ctx, redisx.Options{Addrs: cl.Addrs()[:1], Strategy: s})

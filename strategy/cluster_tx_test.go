@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redisx-go/kit/internal/launcher"
 	"github.com/redisx-go/kit/redisx"
 )
 
@@ -16,7 +15,7 @@ import (
 // refused with ErrCrossSlot (and ErrInvalidArgument), and none of its
 // WATCH, MULTI, EXEC or SET reaches a master (INFO commandstats).
 func TestClusterTransactionAcrossSlotsRefusedBeforeSending(t *testing.T) {
-	cl := launcher.ClusterForTest(t, launcher.ClusterOptions{})
+	cl := sharedCluster.Get(t)
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	for _, tc := range crelStrategies() {

@@ -23,14 +23,26 @@ func TestContextEndIsTheSameErrorOnEveryTransport(t *testing.T) {
 	srv := launcher.Private(t, launcher.Options{})
 	scenarios := []struct {
 		name  string
-		fault func(p *faultproxy.Proxy)
+		fault func(t *testing.T, p *faultproxy.Proxy, c *redisx.Client, transport string)
 		want  string
 	}{
-		{"reply never comes", func(p *faultproxy.Proxy) { p.Blackhole(true) }, "waiting for the reply"},
-		{"dial hangs", func(p *faultproxy.Proxy) {
+		{"reply never comes", func(_ *testing.T, p *faultproxy.Proxy, _ *redisx.Client, _ string) { p.Blackhole(true) }, "waiting for the reply"},
+		{"dial hangs", func(t *testing.T, p *faultproxy.Proxy, c *redisx.Client, transport string) {
+			before := c.Stats().BrokenConns
 			p.Reset()
 			p.Blackhole(true)
-			time.Sleep(2 * time.Second) // the idle connection's reset is noticed (two watchdog ticks): the call dials
+			// The idle connection's reset is noticed, so that the call
+			// dials: by the pool when it lends a connection idle that
+			// long, by Multiplexed's watchdog on its own.
+			if transport == "pool" {
+				time.Sleep(50 * time.Millisecond)
+				return
+			}
+			for deadline := time.Now().Add(5 * time.Second); c.Stats().BrokenConns == before; time.Sleep(time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("%s: the reset connection is not noticed after 5s", transport)
+				}
+			}
 		}, "before the request was sent"},
 	}
 	for _, sc := range scenarios {
@@ -46,7 +58,7 @@ func TestContextEndIsTheSameErrorOnEveryTransport(t *testing.T) {
 				}
 				defer p.Close()
 				c := edgeNew(t, redisx.Options{Addrs: []string{p.Addr()}, Strategy: s.s, DialTimeout: 5 * time.Second})
-				sc.fault(p)
+				sc.fault(t, p, c, s.name)
 				ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 				_, err = c.Get(ctx, "k")
 				cancel()

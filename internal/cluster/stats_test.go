@@ -4,7 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redisx-go/kit/internal/launcher"
 	"github.com/redisx-go/kit/internal/pool"
 )
 
@@ -13,7 +12,7 @@ import (
 // — and after Close: the strategy still named, nothing open, the counters
 // kept.
 func TestClusterStatsFreshAndClosed(t *testing.T) {
-	cl := launcher.ClusterForTest(t, launcher.ClusterOptions{})
+	cl := sharedCluster.Get(t)
 	for _, tc := range []struct {
 		name string
 		s    opener

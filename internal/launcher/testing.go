@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -130,4 +131,58 @@ func SentinelForTest(tb testing.TB, o SentinelOptions) *SentinelGroup {
 		}
 	})
 	return g
+}
+
+// SharedCluster is one Redis Cluster for the tests of a package that
+// only read and write keys on it — no node killed, no slot moved, no
+// configuration changed: creating one costs about 2 s (a master
+// reports cluster_state:ok no sooner than 2 s after it started), which
+// every such test would otherwise pay. The first [SharedCluster.Get]
+// starts it; the package's TestMain stops it with [SharedCluster.Stop]
+// after m.Run. Tests that share it use keys of their own.
+type SharedCluster struct {
+	o    ClusterOptions
+	once sync.Once
+	c    *Cluster
+	err  error
+}
+
+// NewSharedCluster returns a SharedCluster that starts its cluster with o
+// on first use.
+func NewSharedCluster(o ClusterOptions) *SharedCluster {
+	return &SharedCluster{o: o}
+}
+
+// Get returns the shared cluster, starting it on the first call, as
+// [ClusterForTest] does — the cluster REDISX_TEST_CLUSTER names when it
+// is set, tb skipped or failed when redis-server is missing or the
+// cluster cannot be started — but not stopped when tb ends.
+func (s *SharedCluster) Get(tb testing.TB) *Cluster {
+	tb.Helper()
+	if os.Getenv(envCluster) != "" {
+		return ClusterForTest(tb, s.o)
+	}
+	if err := Available(); err != nil {
+		if os.Getenv(envSkip) == "1" {
+			tb.Skip(err)
+		}
+		tb.Fatal(err)
+	}
+	s.once.Do(func() { s.c, s.err = StartCluster(context.Background(), s.o) })
+	if s.err != nil {
+		if s.o.TLS != nil && withoutTLS(s.err) {
+			tb.Skipf("redis-server was built without TLS support: %v", s.err)
+		}
+		tb.Fatal(s.err)
+	}
+	return s.c
+}
+
+// Stop stops the cluster if Get started one. It is for TestMain, after
+// m.Run; the tests must not use the cluster after it.
+func (s *SharedCluster) Stop() error {
+	if s.c == nil {
+		return nil
+	}
+	return s.c.Stop()
 }
