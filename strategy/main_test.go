@@ -1,7 +1,6 @@
 package strategy_test
 
 import (
-	"fmt"
 	"os"
 	"testing"
 
@@ -14,11 +13,4 @@ import (
 // own.
 var sharedCluster = launcher.NewSharedCluster(launcher.ClusterOptions{Replicas: 1})
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if err := sharedCluster.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		code = max(code, 1)
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(sharedCluster.Run(m)) }

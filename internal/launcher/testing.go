@@ -186,3 +186,17 @@ func (s *SharedCluster) Stop() error {
 	}
 	return s.c.Stop()
 }
+
+// Run runs the package's tests, m.Run, then stops the cluster, and
+// returns the code for os.Exit: m.Run's, or 1 if the stop failed. It is
+// the whole of a TestMain whose package shares s:
+//
+//	func TestMain(m *testing.M) { os.Exit(sharedCluster.Run(m)) }
+func (s *SharedCluster) Run(m *testing.M) int {
+	code := m.Run()
+	if err := s.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		code = max(code, 1)
+	}
+	return code
+}
