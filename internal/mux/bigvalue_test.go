@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"runtime"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -14,8 +12,8 @@ import (
 	"github.com/redisx-go/kit/internal/launcher"
 )
 
-// A lone caller's big values: written and read on its own goroutine, as a
-// pooled connection's caller would, and still within its context.
+// A lone caller's big values: read on its own goroutine, as a pooled
+// connection's caller would, and still within its context.
 
 // callsMade makes n's calls observable: every call the node creates from
 // now on is recorded, and mark sets the state of those made so far to a
@@ -93,82 +91,6 @@ func TestMuxLoneCallerReadsItsOwnBigReply(t *testing.T) {
 	}
 }
 
-// TestMuxLoneCallerWritesItsOwnBigValue: a lone Set of a big value with a
-// context that can end is written by its caller, within its context;
-// when the context ends mid-write, the caller returns at once and the
-// writer goroutine writes the rest from where it stopped: the value
-// arrives whole and the connection serves on. Over TLS, where a write
-// cannot stop and resume, the writer goroutine writes it all, and the
-// caller leaves just the same.
-func TestMuxLoneCallerWritesItsOwnBigValue(t *testing.T) {
-	plain, secure, _ := muxReviewTargets(t)
-	for _, tg := range []muxReviewTarget{plain, secure} {
-		t.Run(tg.name, func(t *testing.T) {
-			p, err := faultproxy.Start(context.Background(), tg.addr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer p.Close()
-			n := muxReviewNode(t, p.Addr(), tg.tls, Options{}, 30*time.Second)
-			bg := context.Background()
-			if err := n.Set(bg, "slow", []byte("before"), time.Minute); err != nil {
-				t.Fatal(err)
-			}
-			// A big value takes a connection of its own: open it first.
-			if err := n.Set(bg, "warm", reviewBigValue("warm", 64<<10), time.Minute); err != nil {
-				t.Fatal(err)
-			}
-			// More than the sockets on the way can buffer while the
-			// proxy holds what it gets: the write blocks until Heal.
-			v := reviewBigValue("slow", 16<<20)
-			p.Blackhole(true)
-			ctx, cancel := context.WithCancel(bg)
-			defer cancel()
-			res := make(chan error, 1)
-			go func() { res <- n.Set(ctx, "slow", v, time.Minute) }()
-			if tg.tls == nil {
-				// Whoever writes the value is blocked in a socket write for
-				// seconds: it must be the Set's goroutine, not the
-				// writer's.
-				var writer string
-				waitFor(t, "a goroutine blocked writing the value", func() bool {
-					writer = blockedWriter()
-					return writer != ""
-				})
-				if !strings.Contains(writer, "TestMuxLoneCallerWritesItsOwnBigValue") {
-					t.Errorf("the value is written by another goroutine than its caller's:\n%s", writer)
-				}
-			} else {
-				time.Sleep(200 * time.Millisecond)
-			}
-			cancel()
-			select {
-			case err := <-res:
-				if !errors.Is(err, context.Canceled) {
-					t.Errorf("Set = %v; want Canceled", err)
-				}
-			case <-time.After(2 * time.Second):
-				t.Fatal("a Set is still writing 2 s after its context ended")
-			}
-			p.Heal()
-			// The server may apply the abandoned Set: it does here, once
-			// the rest is written, and a Get on its key comes behind it.
-			got, err := n.Get(bg, "slow")
-			if err != nil || !bytes.Equal(got, v) {
-				t.Errorf("Get(slow) after the abandoned Set = %d bytes (%.20q), %v; want the 16 MiB written whole", len(got), got, err)
-			}
-			for _, k := range []string{"a", "b"} {
-				if err := n.Set(bg, k, []byte(k), time.Minute); err != nil {
-					t.Fatal(err)
-				}
-				if got, err := n.Get(bg, k); err != nil || string(got) != k {
-					t.Errorf("Get(%q) = %q, %v; want %q", k, got, err, k)
-				}
-			}
-		})
-	}
-}
-
 // TestMuxLeaderLeavesAReplyItWasFilling: a lone caller whose reply fits
 // the read buffer but comes slowly waits for it whole within its
 // context; when the context ends mid-reply, it returns at once, the
@@ -203,17 +125,4 @@ func TestMuxLeaderLeavesAReplyItWasFilling(t *testing.T) {
 			t.Errorf("Get after the abandoned reply = %d bytes, %v; want its 40 KiB", len(got), err)
 		}
 	}
-}
-
-// blockedWriter returns the stack of a goroutine of this package blocked
-// in a socket write, or "" when none is.
-func blockedWriter() string {
-	buf := make([]byte, 1<<20)
-	buf = buf[:runtime.Stack(buf, true)]
-	for _, g := range strings.Split(string(buf), "\n\n") {
-		if strings.Contains(g, "waitWrite") && strings.Contains(g, "internal/mux.") {
-			return g
-		}
-	}
-	return ""
 }

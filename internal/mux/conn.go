@@ -41,12 +41,9 @@ import (
 // heed a context); one whose context ends first leaves the reply,
 // unparsed, to the drainer, which reads and drops it; one whose reply is
 // larger than the read buffer leaves the reading to the drainer and waits
-// for it as any other caller. Likewise a caller writes more than a chunk
-// under a write deadline that its context sets or interrupts, and leaves
-// what is unwritten then to the writer goroutine, which resumes where the
-// write stopped (over TLS, where a write cannot stop and resume, the
-// writer goroutine writes it all). No reply ever reaches the wrong
-// caller, and a cancelled call never costs the connection.
+// for it as any other caller; a write of more than a chunk is left to
+// the writer goroutine. No reply ever reaches the wrong caller, and a
+// cancelled call never costs the connection.
 //
 // The read side's holder owns rbatch and ri; the hand-offs (a channel send
 // to the next leader or the drainer) order its accesses. No lock is held
@@ -86,8 +83,8 @@ type muxConn struct {
 
 	// A leading caller waiting, with a context that can end, for its reply
 	// to be whole in the buffer (never while a reply is parsed; see
-	// awaitWhole), and one writing more than a chunk (see writeWithin).
-	readWait, writeWait interrupter
+	// awaitWhole).
+	readWait interrupter
 
 	// dmu guards drainWait: the call whose reply the drainer waits for,
 	// with nothing buffered (see drainFor).
@@ -103,10 +100,6 @@ type muxConn struct {
 
 	// slot is the connection's index among its node's (see route.go).
 	slot int
-	// resumable: a write stopped by its deadline can be resumed where it
-	// stopped (a TCP or Unix socket; not TLS, whose connection a write
-	// timeout breaks). See writeWithin.
-	resumable bool
 
 	// What the watchdog looks at (see silence): progress, which counts
 	// the bytes received and the replies answered, and the context
@@ -149,10 +142,6 @@ func (n *Node) startConn(nc net.Conn, slot int) *muxConn {
 		size = bulkReadBuffer
 	}
 	c.r = resp.NewReader(progressReader{c}, size)
-	switch nc.(type) {
-	case *net.TCPConn, *net.UnixConn:
-		c.resumable = true
-	}
 	if c.acks = dial.AcksOf(nc); c.acks != (dial.Acks{}) {
 		c.ackBase, _, _ = c.acks.Read()
 	}
@@ -291,10 +280,9 @@ func (c *muxConn) lockForEnqueue() error {
 // push queues cl behind the command just encoded into c.out, takes the
 // read side for cl when it is free (cl leads when its caller can: lead;
 // otherwise the drainer reads for it), unlocks, and writes when the write
-// side is free, within ctx, cl's context. It reports whether cl leads
-// from now on: its caller must then read the reply itself (await with
-// leads set).
-func (c *muxConn) push(ctx context.Context, cl *call, commands int64, lead bool) (leads bool) {
+// side is free. It reports whether cl leads from now on: its caller must
+// then read the reply itself (await with leads set).
+func (c *muxConn) push(cl *call, commands int64, lead bool) (leads bool) {
 	cl.conn = c
 	// When cl's reply is the next to come and no reader has reached it,
 	// the watchdog must judge it by cl's deadline, not by the last one
@@ -319,26 +307,16 @@ func (c *muxConn) push(ctx context.Context, cl *call, commands int64, lead bool)
 			drain = true
 		}
 	}
-	write, long, handOff := !c.writing, false, false
-	switch {
-	case !write:
-	case c.busy():
-		// The writer goroutine batches better under load.
+	write, handOff := !c.writing, false
+	if write && (c.busy() || len(c.out.full) > 0) {
+		// The writer goroutine batches better under load; and a write of
+		// more than a chunk (a big value, a slow link) could keep this
+		// caller past its context, which a write cannot heed.
 		write, handOff = false, true
-	case len(c.out.full) > 0:
-		// More than a chunk (a big value, a long pipeline) may take a
-		// while to write (a slow link): written within ctx where a write
-		// can stop and resume (see writeWithin), else by the writer
-		// goroutine, so that this caller can leave.
-		long = c.resumable
-		write, handOff = long, !long
 	}
 	c.writing = true
 	c.mu.Unlock()
-	switch {
-	case long:
-		c.writeWithin(ctx, cl.deadline)
-	case write:
+	if write {
 		c.writeOnce()
 	}
 	if handOff {

@@ -66,7 +66,7 @@ func (n *Node) pipeline(ctx context.Context, cmds [][]any, size int, rps []wire.
 	}
 	c.out.cur = enc(c.out.cur)
 	cl.Kind, cl.pipe, cl.lead = wire.ReplyPipe, rps, true
-	leads := c.push(ctx, cl, int64(len(rps)), true)
+	leads := c.push(cl, int64(len(rps)), true)
 	if err := c.await(ctx, cl, leads); err != nil {
 		return failure.CtxErr(n.addr, true, err)
 	}

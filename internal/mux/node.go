@@ -285,7 +285,7 @@ func (n *Node) roundTripSized(ctx context.Context, cl *call, cmd string, rp *wir
 	}
 	c.out.cur = enc(c.out.cur)
 	cl.Reply, cl.lead = *rp, true
-	leads := c.push(ctx, cl, int64(rp.Count()), true)
+	leads := c.push(cl, int64(rp.Count()), true)
 	if err := c.await(ctx, cl, leads); err != nil {
 		return failure.CtxErr(n.addr, true, err)
 	}
@@ -486,7 +486,7 @@ func (n *Node) Exec(ctx context.Context, keys []string, buf []byte, rps []wire.R
 	}
 	c.out.cur = append(c.out.cur, buf...)
 	cl.Kind, cl.pipe, cl.lead = wire.ReplyPipe, rps, true
-	leads := c.push(ctx, cl, int64(cl.replies()), true)
+	leads := c.push(cl, int64(cl.replies()), true)
 	if err := c.await(ctx, cl, leads); err != nil {
 		return failure.CtxErr(n.addr, true, err)
 	}
@@ -507,7 +507,7 @@ func (n *Node) send(ctx context.Context, keys []string, buf []byte, rps []wire.R
 	}
 	cl.Kind, cl.pipe = wire.ReplyPipe, rps
 	c.out.cur = append(c.out.cur, buf...)
-	c.push(ctx, cl, int64(cl.replies()), false)
+	c.push(cl, int64(cl.replies()), false)
 	return cl, nil
 }
 

@@ -1,9 +1,6 @@
 package mux
 
 import (
-	"context"
-	"errors"
-	"os"
 	"runtime"
 	"time"
 )
@@ -98,19 +95,11 @@ func (c *muxConn) keep(b []byte) {
 	}
 }
 
-// write sends o whole, under WriteTimeout. Only the write side's holder
-// calls it.
+// write sends o whole. Only the write side's holder calls it.
 func (c *muxConn) write(o outbuf) error {
 	if wt := c.node.cfg.WriteTimeout; wt > 0 {
 		c.nc.SetWriteDeadline(time.Now().Add(wt))
 	}
-	_, err := c.writeOut(o)
-	return err
-}
-
-// writeOut sends o, and returns how much of it was written: all of it,
-// or what was before an error.
-func (c *muxConn) writeOut(o outbuf) (int, error) {
 	var err error
 	var n int
 	switch {
@@ -134,7 +123,7 @@ func (c *muxConn) writeOut(o outbuf) (int, error) {
 		c.node.flushes.Add(1)
 		c.node.commands.Add(o.count)
 	}
-	return n, err
+	return err
 }
 
 func signal(ch chan struct{}) {
@@ -154,12 +143,6 @@ func (c *muxConn) writeOnce() {
 		c.fail(err) // the write side stays taken: nothing more is written
 		return
 	}
-	c.wrote(o)
-}
-
-// wrote ends a caller's write of o: its chunks are kept for reuse, and
-// what accumulated meanwhile is left to the writer goroutine.
-func (c *muxConn) wrote(o outbuf) {
 	c.mu.Lock()
 	c.mark(o.upto)
 	c.recycle(o)
@@ -171,75 +154,6 @@ func (c *muxConn) wrote(o outbuf) {
 	if more {
 		signal(c.writeSig)
 	}
-}
-
-// writeWithin is writeOnce for more than a chunk, which may take a while
-// to write (a big value, a long pipeline, a slow link), on a connection
-// whose writes can resume (muxConn.resumable): written under the
-// caller's context deadline (and WriteTimeout's, when earlier), and
-// interrupted when the context ends (see interrupter), so that the
-// caller can leave. What it left unwritten then goes back ahead of what
-// was buffered since, and the writer goroutine writes it, from the byte
-// where the write stopped: the stream stays whole. A write that outlasts
-// WriteTimeout fails the connection, as the writer's would.
-func (c *muxConn) writeWithin(ctx context.Context, deadline int64) {
-	c.mu.Lock()
-	o := c.takeOut()
-	c.mu.Unlock()
-	var limit time.Time // WriteTimeout's
-	if wt := c.node.cfg.WriteTimeout; wt > 0 {
-		limit = time.Now().Add(wt)
-	}
-	d := limit
-	if deadline != 0 && (d.IsZero() || deadline < d.UnixNano()) {
-		d = time.Unix(0, deadline)
-	}
-	// The deadline first: a context ended already then sets a past one
-	// after it, not before.
-	c.nc.SetWriteDeadline(d)
-	var disarm func()
-	if ctx.Done() != nil {
-		disarm = c.writeWait.arm(ctx, c.nc.SetWriteDeadline)
-	}
-	n, err := c.writeOut(o)
-	if disarm != nil {
-		disarm()
-	}
-	if !d.IsZero() || disarm != nil {
-		// The writer goroutine sets WriteTimeout's deadline, if any, on
-		// each write; none otherwise.
-		c.nc.SetWriteDeadline(time.Time{})
-	}
-	switch {
-	case err == nil:
-		c.wrote(o)
-	case errors.Is(err, os.ErrDeadlineExceeded) && (limit.IsZero() || time.Now().Before(limit)):
-		// The caller's deadline, not WriteTimeout's: the writer goroutine
-		// takes over (the write side stays taken).
-		c.mu.Lock()
-		c.requeue(o, n)
-		c.mu.Unlock()
-		signal(c.writeSig)
-	default:
-		c.fail(err) // the write side stays taken: nothing more is written
-	}
-}
-
-// requeue puts what a write of o left unwritten, after its first n
-// bytes, back ahead of what was buffered since, with its commands, for
-// the next write. The chunks written whole are kept for reuse. Under mu.
-func (c *muxConn) requeue(o outbuf, n int) {
-	rest := append(o.full, o.cur)
-	for len(rest) > 0 && n >= len(rest[0]) {
-		n -= len(rest[0])
-		c.keep(rest[0])
-		rest = rest[1:]
-	}
-	if len(rest) > 0 {
-		rest[0] = rest[0][n:]
-	}
-	c.out.full = append(rest, c.out.full...)
-	c.out.count += o.count
 }
 
 // writeLoop holds the write side when a writer hands it over, and writes
