@@ -59,13 +59,13 @@ import (
 // loaded — so that big values are read by the server side by side and
 // do not delay the small commands behind them. These connections open as
 // the load needs them and stay open. On a connection with at most 2
-// commands in flight, with Conns as with Lanes, a caller whose context
-// can end writes its request itself, a big one too, under its context's
-// deadline, and reads its reply itself once it is whole in the read
-// buffer (64 KiB on a lane); should the context end first, the caller
-// leaves, and the connection's own goroutines finish the write from
-// where it stopped and read the reply (over TLS, the writer goroutine
-// writes a request of more than 16 KiB from the start).
+// commands in flight, with Conns as with Lanes, a caller writes its
+// request itself when it fits one 16 KiB chunk (a bigger one is left to
+// the connection's writer goroutine, which a context cannot keep
+// waiting), and a caller whose context can end reads its reply itself
+// once it is whole in the read buffer (64 KiB on a lane); should the
+// context end first, the caller leaves, and the connection's own
+// goroutine reads the reply and drops it.
 //
 // So, whatever the load, a node has at most Lanes (or Conns) shared
 // connections plus 4 for big values open; besides them only the Blocking
