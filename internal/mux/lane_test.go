@@ -297,7 +297,7 @@ func TestMuxLanesPipelineAtModerateLoad(t *testing.T) {
 // which the writer gathers batches; a node of fixed connections always
 // gathers.
 func TestMuxLoadDecidesWhenWritersGather(t *testing.T) {
-	n := &Node{lanes: 2, adaptive: true}
+	n := &Node{lanes: 2, adaptive: true, gatherAbove: poolLoad}
 	for _, tc := range []struct {
 		callers int64
 		gathers bool

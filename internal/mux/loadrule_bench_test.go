@@ -32,7 +32,7 @@ func BenchmarkMuxLoadRule(b *testing.B) {
 	for _, lanes := range []int{0, 1} {
 		with := openMuxNode(b, srv.Addr(), Options{Lanes: lanes})
 		without := openMuxNode(b, srv.Addr(), Options{Lanes: lanes})
-		without.noLoadRule = true
+		without.gatherAbove = -1
 		if err := with.Set(ctx, "loadrule:k", make([]byte, 64), time.Hour); err != nil {
 			b.Fatal(err)
 		}

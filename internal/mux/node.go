@@ -118,10 +118,10 @@ type Node struct {
 	// batches (see gathers). Pipelines sent and awaited apart (send,
 	// Send) are not counted.
 	callers atomic.Int64
-	// noLoadRule turns the load rule off (gathers always),
-	// for BenchmarkMuxLoadRule's side-by-side measure; tests set it before
-	// the node is used.
-	noLoadRule bool
+	// gatherAbove is the load (see loadOf) above which an adaptive node's
+	// writers gather batches: poolLoad (see gathers). BenchmarkMuxLoadRule
+	// measures the rule against a node whose writers always gather, -1.
+	gatherAbove int64
 	// The adaptive lanes' life: a lane is being dialled for room
 	// (growing), not before growAfter (Unix ns) after a failed dial; one
 	// idle for laneIdle is closed.
@@ -167,7 +167,7 @@ func newMuxNode(cfg backend.Config, addr string, opts Options) *Node {
 	if lanes == 0 {
 		lanes = opts.Lanes
 	}
-	n := &Node{cfg: cfg, addr: addr, opts: opts, lanes: lanes, adaptive: opts.Conns == 0, laneIdle: laneIdle,
+	n := &Node{cfg: cfg, addr: addr, opts: opts, lanes: lanes, adaptive: opts.Conns == 0, gatherAbove: poolLoad, laneIdle: laneIdle,
 		slots: make([]muxSlot, lanes+bulkConns), stop: make(chan struct{})}
 	for i := range n.slots {
 		n.slots[i].i = i

@@ -223,13 +223,13 @@ func (n *Node) loadOf() int64 {
 
 // gathers reports whether a lane's writer waits for the callers about to
 // enqueue before it writes (see writeLoop): on a node of fixed
-// connections always, on an adaptive one above poolLoad. Below it, the
-// server has time to spare: a wait leaves it idle while the client hands
-// out the last replies, and writing each command as it comes keeps the
-// server busy; under load, a write per batch spares system calls the
-// client and the server are short of.
+// connections always, on an adaptive one above gatherAbove (poolLoad).
+// Below it, the server has time to spare: a wait leaves it idle while the
+// client hands out the last replies, and writing each command as it
+// comes keeps the server busy; under load, a write per batch spares
+// system calls the client and the server are short of.
 func (n *Node) gathers() bool {
-	return n.noLoadRule || !n.adaptive || n.loadOf() > poolLoad
+	return !n.adaptive || n.loadOf() > n.gatherAbove
 }
 
 // poolLoad is the load (callers per lane, see loadOf) above which an
