@@ -21,8 +21,10 @@
 // decorator need not implement. Decorators (such as localcache.Near) wrap
 // any Backend and expose the wrapped one through Unwrap. The values the
 // contract passes around — [Config], [Stats], [Result], [Dedicated],
-// [NodeError], the errors — are defined in package backend, where go doc
-// shows their fields and methods, and re-exported here.
+// [NodeError], the errors — are defined in package backend, which the
+// transports import too, and named here by aliases: go doc shows an
+// alias's own comment only, so each of them lists the fields and methods
+// of its type, one line each; backend documents them in full.
 //
 // # Choosing
 //
