@@ -1,7 +1,7 @@
 // Package kit is redisx kit: one cache API for Go services over
-// interchangeable Redis client strategies, and the benchmarks that show
-// which strategy to choose at a given concurrency. This package holds
-// documentation only.
+// interchangeable Redis client strategies. The module also holds the
+// benchmarks that show which strategy to choose at a given concurrency.
+// This package holds documentation only.
 //
 // # Map of the module
 //

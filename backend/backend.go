@@ -1,8 +1,8 @@
 // Package backend defines, once, the values that cross the strategy
-// contract: the settings a backend is opened with ([Config], [ReadFrom],
-// [SentinelConfig]), what it reports ([Stats], [Result], [NodeError]), the
-// connection it lends for a transaction ([Dedicated]) and the errors it
-// returns ([ErrNotFound], [ErrConnection]…).
+// contract. They are the settings a backend is opened with ([Config],
+// [ReadFrom], [SentinelConfig]), what it reports ([Stats], [Result],
+// [NodeError]), the connection it lends for a transaction ([Dedicated]) and
+// the errors it returns ([ErrNotFound], [ErrConnection]…).
 //
 // Package strategy re-exports every name of this package under the same
 // name (strategy.Config is backend.Config), beside the contract's

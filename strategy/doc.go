@@ -1,6 +1,7 @@
-// Package strategy holds the contract between the redisx facade and the
-// client strategies behind it, and the option types of this module's
-// strategies; their machinery lives in internal packages.
+// Package strategy defines the client strategies behind the redisx facade.
+// It holds the contract between the facade and the strategies, and the
+// option types of this module's strategies; their machinery lives in
+// internal packages.
 //
 // A user picks a strategy value — [Multiplexed], [Pool], [SlotGrouped],
 // localcache.Near, goredis.Strategy — and hands it to redisx.New as
