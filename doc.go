@@ -1,7 +1,7 @@
 // Package kit is redisx kit: one cache API for Go services over
-// interchangeable Redis client strategies, and the benchmarks that show
-// which strategy to choose at a given concurrency. This package holds
-// documentation only.
+// interchangeable Redis client strategies. The module also holds the
+// benchmarks that show which strategy to choose at a given concurrency.
+// This package holds documentation only.
 //
 // # Map of the module
 //
@@ -16,9 +16,9 @@
 //     go-redis); strategy/strategytest checks any Backend against the
 //     contract, fault scenarios included.
 //   - backend: the values the contract passes around (Config, Stats,
-//     Result, Dedicated, NodeError, the errors), defined once, where go
-//     doc shows their fields and methods; strategy and redisx re-export
-//     them.
+//     Result, Dedicated, NodeError, the errors), defined once and
+//     documented in full there; strategy and redisx name them by aliases
+//     whose doc comments list each type's fields and methods.
 //   - localcache: Near, an in-process ristretto cache in front of any
 //     strategy, kept coherent by Redis's invalidation messages.
 //   - redisxtest: real redis-server processes for users' tests, and the

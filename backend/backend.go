@@ -1,8 +1,8 @@
 // Package backend defines, once, the values that cross the strategy
-// contract: the settings a backend is opened with ([Config], [ReadFrom],
-// [SentinelConfig]), what it reports ([Stats], [Result], [NodeError]), the
-// connection it lends for a transaction ([Dedicated]) and the errors it
-// returns ([ErrNotFound], [ErrConnection]…).
+// contract. They are the settings a backend is opened with ([Config],
+// [ReadFrom], [SentinelConfig]), what it reports ([Stats], [Result],
+// [NodeError]), the connection it lends for a transaction ([Dedicated]) and
+// the errors it returns ([ErrNotFound], [ErrConnection]…).
 //
 // Package strategy re-exports every name of this package under the same
 // name (strategy.Config is backend.Config), beside the contract's
@@ -10,8 +10,9 @@
 // strategy's own. The values live here, in a package that imports no
 // other of this module, because both strategy and the transports it
 // opens use them: strategy imports the transports, so the transports
-// cannot import strategy. Programs use strategy's names; this package is
-// where their fields and methods are documented.
+// cannot import strategy. Programs use strategy's names: go doc shows an
+// alias's own comment only, so each alias lists the fields and methods of
+// its type, one line each; this package documents them in full.
 package backend
 
 import (

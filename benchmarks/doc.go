@@ -1,9 +1,9 @@
-// Package benchmarks measures the redisx strategies side by side with
-// their peers — rueidis, redigo's redis.Pool, go-redis's pool and its
-// auto-pipelining — on
-// real Redis servers, across concurrency levels, and says which
-// configuration to use where. It is the library behind the redisx-bench
-// command (benchmarks/cmd/redisx-bench, `make bench`).
+// Package benchmarks measures the redisx strategies beside their peers to
+// say which configuration to use at which concurrency. The peers are
+// rueidis, redigo's redis.Pool, go-redis's pool and its auto-pipelining;
+// every measure is taken on real Redis servers, across concurrency levels.
+// It is the library behind the redisx-bench command
+// (benchmarks/cmd/redisx-bench, `make bench`).
 //
 // # The harness
 //

@@ -14,26 +14,99 @@ import (
 // KeyPrefix starts every key the harness writes (see workload.KeyPrefix).
 const KeyPrefix = workload.KeyPrefix
 
-// Client is an opened target: what a workload's operations call (see
-// workload.Client).
+// Client is an opened target: what a workload's operations call. It is
+// workload.Client, an interface of four methods, safe for concurrent
+// use:
+//
+//   - Get(ctx context.Context, key string) ([]byte, error): a missing key
+//     is redisx.ErrNotFound and nil.
+//   - Set(ctx context.Context, key string, value []byte, ttl
+//     time.Duration) error.
+//   - MGet(ctx context.Context, keys ...string) ([][]byte, error): one
+//     value per key, in order, nil where a key is missing; on a cluster
+//     the keys may lie in different slots.
+//   - Close() error.
+//
+// *redisx.Client implements it; the peers are adapted to it. The custom
+// workload's del and mset ops also need workload.Deleter and
+// workload.MSetter.
 type Client = workload.Client
 
 // Op is one operation of a workload (see load.Op).
 type Op = load.Op
 
-// Workload is what the targets are measured doing (see
-// workload.Workload).
+// Workload is what the targets are measured doing. It is
+// workload.Workload, where its fields are documented in full; in one
+// line each:
+//
+//   - Name string: "family" or "family/variant" ("get",
+//     "values/set-32KiB").
+//   - Description string: what one operation is, for the reports.
+//   - Cluster bool: run on the cluster rather than the standalone server.
+//   - Levels []int: when set, replaces the plan's levels.
+//   - Targets []string: when set, the targets it runs; nil: every one
+//     that applies.
+//   - Setup func(ctx, *redisx.Client) error: stores the data the
+//     operations read, once before the workload's cells.
+//   - Op func(c Client, workers int) Op: the operation on c for a run
+//     of workers goroutines.
+//   - Prime func(ctx, Client) error: brings an isolated target to the
+//     state of a long-lived client, before its warm-up.
+//   - Custom *workload.Custom: the user's workload this one was made
+//     from, if any.
+//   - Writes float64: the share of the ops that write.
+//
+// Its method:
+//
+//   - Family() string: the part of the name before the first "/".
 type Workload = workload.Workload
 
-// Env is what a target connects to (see target.Env).
+// Env is what a target connects to: the servers of one workload and the
+// shared connection settings. It is target.Env, a struct of fields
+// Addrs (the standalone server, or the cluster's seeds), Cluster,
+// Sentinel (*redisx.SentinelOptions, when the target should follow the
+// sentinels), Username, Password, TLS, DB and ClientName (which every
+// connection the target opens must set: the harness counts connections
+// by it), with one method:
+//
+//   - Options(s strategy.Strategy) redisx.Options: the redisx options
+//     that connect s to the Env.
 type Env = target.Env
 
-// Target is one client configuration under measurement (see
-// target.Target).
+// Target is one client configuration under measurement. It is
+// target.Target, where its fields are documented in full; in one line
+// each:
+//
+//   - Name string: identifies the target in cells and verdicts
+//     ("pool-32").
+//   - Open func(ctx, Env) (Client, error): connects to the Env; the
+//     caller closes the Client.
+//   - Conns int: the connections it may open per server, for the record.
+//   - Peer bool: a client that is not redisx, never recommended.
+//   - Stale bool: its reads may be stale up to a TTL; a tie never goes
+//     to it.
+//   - Topology: AnyTopology, StandaloneOnly or ClusterOnly.
+//   - Only []string: when set, the workload families it runs in.
+//   - Isolated bool: open only while measured, opened afresh for each
+//     sample.
+//   - URL, Go string: the target as a redisx URL and as a Go expression;
+//     empty for a peer.
+//   - Servers *Servers: when set, a deployment of its own to measure
+//     instead of the run's.
+//
+// Its method:
+//
+//   - RunsIn(w Workload) bool: whether it applies to w on the
+//     deployment w needs.
 type Target = target.Target
 
-// Servers are the deployments a run measures, and how to reach them (see
-// target.Servers).
+// Servers are the deployments a run measures, and how to reach them. It
+// is target.Servers, a struct of fields Standalone (a standalone
+// server's "host:port"; empty: the workloads that need one are skipped),
+// Cluster (a Redis Cluster's seeds; nil: the cluster workloads are
+// skipped), Sentinel (the sentinels that manage the standalone server),
+// Username, Password, TLS, DB, and Force (run even when a database holds
+// keys outside KeyPrefix).
 type Servers = target.Servers
 
 // Topologies of a Target.

@@ -1,5 +1,5 @@
-// Package localcache puts an in-process cache in front of any redisx
-// strategy and keeps it coherent with the server: Near.
+// Package localcache is Near: an in-process cache in front of any redisx
+// strategy, kept coherent with the server.
 //
 // A local read costs tens of nanoseconds where a Redis round trip costs
 // tens of microseconds, but a near-cache is only worth having if it never

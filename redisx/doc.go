@@ -1,8 +1,9 @@
-// Package redisx is the cache API of redisx kit: Get, AppendGet, Set, Del,
-// MGet, MSet and GetOrLoad over Redis, plus Do for any other command,
-// DoMulti for pipelines, Watch for optimistic transactions, Subscribe,
-// PSubscribe and SSubscribe for Pub/Sub, and Ping for health checks,
-// backed by an interchangeable client strategy chosen with one option.
+// Package redisx is the cache API of redisx kit over Redis. It offers Get,
+// AppendGet, Set, Del, MGet, MSet and GetOrLoad, plus Do for any other
+// command, DoMulti for pipelines, Watch for optimistic transactions,
+// Subscribe, PSubscribe and SSubscribe for Pub/Sub, and Ping for health
+// checks, backed by an interchangeable client strategy chosen with one
+// option.
 //
 //	c, err := redisx.New(ctx, redisx.Options{
 //		Addrs:    []string{"127.0.0.1:6379"},

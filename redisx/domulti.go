@@ -7,11 +7,14 @@ import (
 	"github.com/redisx-go/kit/internal/failure"
 )
 
-// Result is the outcome of one command of DoMulti or Tx.Exec: its reply,
-// in Do's types ([]byte, string, int64, []any, nil), or its error. A
-// server error reply for that command (WRONGTYPE…) is its Err — wrapping
-// a redis.Error, which errors.As extracts — and does not fail the other
-// commands.
+// Result is the outcome of one command of DoMulti or Tx.Exec
+// (strategy.Result, the same type), a struct of two fields:
+//
+//   - Value any: the command's reply, in Do's types ([]byte, string,
+//     int64, []any, nil).
+//   - Err error: the command's error. A server error reply for that
+//     command (WRONGTYPE…) is its Err — wrapping a redis.Error, which
+//     errors.As extracts — and does not fail the other commands.
 type Result = backend.Result
 
 // DoMulti sends cmds, each a command as Do takes it, as one pipeline — one

@@ -1,7 +1,7 @@
 // Package redisxtest starts real redis-server processes for tests, after
-// net/http/httptest: a standalone server or a Redis Cluster on free
-// loopback ports, with a password, an ACL user or TLS when asked, stopped
-// when the test ends.
+// net/http/httptest. It starts a standalone server or a Redis Cluster on
+// free loopback ports, with a password, an ACL user or TLS when asked,
+// stopped when the test ends.
 //
 //	func TestCache(t *testing.T) {
 //		srv := redisxtest.Start(t, redisxtest.Options{})

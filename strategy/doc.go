@@ -1,6 +1,7 @@
-// Package strategy holds the contract between the redisx facade and the
-// client strategies behind it, and the option types of this module's
-// strategies; their machinery lives in internal packages.
+// Package strategy defines the client strategies behind the redisx facade.
+// It holds the contract between the facade and the strategies, and the
+// option types of this module's strategies; their machinery lives in
+// internal packages.
 //
 // A user picks a strategy value — [Multiplexed], [Pool], [SlotGrouped],
 // localcache.Near, goredis.Strategy — and hands it to redisx.New as
@@ -21,8 +22,10 @@
 // decorator need not implement. Decorators (such as localcache.Near) wrap
 // any Backend and expose the wrapped one through Unwrap. The values the
 // contract passes around — [Config], [Stats], [Result], [Dedicated],
-// [NodeError], the errors — are defined in package backend, where go doc
-// shows their fields and methods, and re-exported here.
+// [NodeError], the errors — are defined in package backend, which the
+// transports import too, and named here by aliases: go doc shows an
+// alias's own comment only, so each of them lists the fields and methods
+// of its type, one line each; backend documents them in full.
 //
 // # Choosing
 //

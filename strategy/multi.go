@@ -10,9 +10,14 @@ import (
 )
 
 // Result is the outcome of one command of a pipeline (MultiDoer) or of a
-// transaction: backend.Result, its reply (Value, in Do's types) or its
-// error (Err). A server error reply for that command (WRONGTYPE…) is its
-// Err, wrapping a redis.Error; it does not fail the other commands.
+// transaction (Dedicated's DoMulti). It is backend.Result, a struct of
+// two fields:
+//
+//   - Value any: the command's reply, in Do's types ([]byte, string,
+//     int64, []any, nil).
+//   - Err error: the command's error. A server error reply for that
+//     command (WRONGTYPE…) is its Err, wrapping a redis.Error; it does
+//     not fail the other commands.
 type Result = backend.Result
 
 // MultiDoer is an optional interface that may be implemented by a
@@ -52,9 +57,27 @@ func DoEach(ctx context.Context, b Backend, cmds ...[]any) []Result {
 }
 
 // Dedicated is a connection lent to one caller for a session of several
-// round trips, such as a transaction (WATCH … MULTI … EXEC):
-// backend.Dedicated, whose methods DoMulti, Slot and Release are
-// documented there. Dedicator lends it.
+// round trips, such as a transaction (WATCH … MULTI … EXEC): whatever
+// state the commands give it stays the caller's until Release. It is not
+// safe for concurrent use. Dedicator lends it. It is backend.Dedicated,
+// an interface of three methods:
+//
+//   - DoMulti(ctx context.Context, cmds ...[]any) ([]Result, error):
+//     writes cmds in one write and reads one reply per command, as
+//     MultiDoer's does, with no command refused for its class (blocking
+//     commands extend the read deadline by their block time). Its error
+//     is a failure of the connection or of ctx, after which the
+//     connection is in doubt and Release destroys it.
+//   - Slot() int: the cluster slot the connection serves (its keys must
+//     hash to it: the server refuses others with MOVED or CROSSSLOT), or
+//     -1 when it serves every key (a standalone server).
+//   - Release(reuse bool): ends the loan, exactly once: with reuse the
+//     connection goes back to its pool, clean (the caller has run
+//     UNWATCH or DISCARD if needed); otherwise it is closed.
+//
+// The backend's Close does not wait for a loan to end: it closes the
+// connection, so that a DoMulti in flight fails at once and later ones
+// return ErrClosed; Release is then safe and does nothing more.
 type Dedicated = backend.Dedicated
 
 // Dedicator is an optional interface that may be implemented by a

@@ -3,10 +3,15 @@ package strategy
 import "github.com/redisx-go/kit/backend"
 
 // ReadFrom says which node serves reads, for Config.ReadFrom
-// (redisx.Options.ReadFrom fills it): backend.ReadFrom, whose String is
-// the value of a URL's read_from parameter. redisx.ReadFrom documents
-// which reads go where, how replicas are found and checked, and the
-// consistency this gives.
+// (redisx.Options.ReadFrom fills it): ReadPrimary, the zero value,
+// ReadReplicaPreferred or ReadNearest. It is backend.ReadFrom, a uint8
+// with one method:
+//
+//   - String() string: the value of a URL's read_from parameter:
+//     primary, replica or nearest.
+//
+// redisx.ReadFrom documents which reads go where, how replicas are found
+// and checked, and the consistency this gives.
 type ReadFrom = backend.ReadFrom
 
 // The values of ReadFrom.

@@ -9,10 +9,21 @@ import (
 )
 
 // SentinelConfig names the sentinels of a Redis deployment managed by
-// Redis Sentinel, for Config.Sentinel: backend.SentinelConfig, whose
-// fields are Master, Addrs, Username and Password (the sentinels' own
-// credentials). redisx.SentinelOptions describes how the master is found
-// and followed.
+// Redis Sentinel, for Config.Sentinel (redisx.Options.Sentinel fills
+// it). It is backend.SentinelConfig, a struct of four fields:
+//
+//   - Master string: the name the sentinels monitor the master under.
+//   - Addrs []string: the sentinels' addresses, host:port.
+//   - Username string: the sentinels' own user, if any (Config's is the
+//     data nodes').
+//   - Password string: the sentinels' own password, if any.
+//
+// Config.TLS and DialTimeout apply to the sentinels too. Multiplexed and
+// Pool follow the master the sentinels name, and Open fails with an
+// error wrapping ErrConnection if none answers as a master; SlotGrouped,
+// goredis.Strategy and a master in cluster mode refuse it;
+// localcache.Near follows the master its inner strategy reports.
+// redisx.SentinelOptions describes how the master is found and followed.
 type SentinelConfig = backend.SentinelConfig
 
 // MasterFollower is an optional interface that may be implemented by a

@@ -55,9 +55,20 @@ func Temporary(err error) bool { return failure.Temporary(err) }
 const MaxValueSize = backend.MaxValueSize
 
 // NodeError reports the keys of a multi-key call that failed on one node
-// (SlotGrouped on a cluster): backend.NodeError, whose fields are Node,
-// Keys and Err and whose Unwrap returns Err. errors.As finds it in the
-// joined error.
+// (SlotGrouped on a cluster); other nodes' results are returned alongside
+// it, and errors.As finds it in the joined error. It is never Unsent: the
+// call's other parts may have been applied. It is backend.NodeError, a
+// struct of three fields:
+//
+//   - Node string: the node's address, host:port.
+//   - Keys []string: the keys whose part failed.
+//   - Err error: the node's error.
+//
+// Its methods, on *NodeError:
+//
+//   - Error() string: names the node and how many keys failed on it, not
+//     the keys themselves, followed by the node's error.
+//   - Unwrap() error: returns Err.
 type NodeError = backend.NodeError
 
 // Strategy is implemented by the values users choose from (Multiplexed,
@@ -188,13 +199,69 @@ type Unwrapper interface {
 	Unwrap() Backend
 }
 
-// Stats describes a backend's connections at one moment: backend.Stats,
-// where its fields are documented. Fields a strategy does not track are
-// zero.
+// Stats describes a backend's connections at one moment; fields a
+// strategy does not track are zero. It is backend.Stats, a struct whose
+// fields are, by the part of the module that fills them:
+//
+//   - Strategy string: "multiplexed", "pool", "go-redis", …; Conns int:
+//     the open connections to the server(s).
+//   - Multiplexed: Lanes, its shared connections (see Multiplexed.Lanes);
+//     BigValueConns, those open for SETs of big values; PipelineDepth,
+//     the most commands awaiting a reply on one connection now; Pending,
+//     the commands written and not yet answered; Flushes and Commands,
+//     the write batches flushed and the commands they carried
+//     (Commands/Flushes is the mean batch size).
+//   - Pool, summed over nodes: InUse, connections lent to callers; Idle,
+//     those waiting in the pool; MaxConns, the pool's bound; Acquires;
+//     AcquireWait, the total time callers waited for a connection;
+//     EmptyAcquires, acquires that found no idle connection;
+//     CanceledAcquire, acquires abandoned because their context ended.
+//   - Topology: Nodes, the servers connected to (0 once closed); on a
+//     cluster Masters, the masters in the slot map; Redirects, the MOVED
+//     and ASK redirects followed; TopologyRefreshes, the slot-map
+//     reloads.
+//   - localcache.Near: LocalHits and LocalMisses, the reads served
+//     locally and not; Invalidations, local entries dropped by
+//     invalidation messages or own writes; InvalidationsReceived, the
+//     keys the server's invalidation messages named; LocalFlushes,
+//     whole-cache flushes (FLUSHALL, a lost invalidation connection);
+//     Evictions, entries evicted for room; LocalBytes, the bytes held
+//     (approximate).
+//   - Every strategy: Dials, connections opened, redials included;
+//     DialErrors, failed dials; BrokenConns, connections discarded after
+//     a network or protocol error or a cancelled call.
 type Stats = backend.Stats
 
-// Config is the connection settings every strategy shares:
-// backend.Config, where its fields are documented (addresses,
-// credentials, TLS, DB, timeouts, Sentinel, ReadFrom). redisx fills it
-// from Options; strategies must not modify it.
+// Config is the connection settings every strategy shares; redisx fills
+// it from Options, and strategies must not modify it. It is
+// backend.Config, where each field is documented in full; in one line
+// each:
+//
+//   - Addrs []string: a standalone server's "host:port", or seed nodes of
+//     a Redis Cluster. Required.
+//   - Username, Password string: AUTH's (an ACL user when Username is
+//     set). Never logged nor put in errors.
+//   - Credentials func(ctx) (username, password string, err error):
+//     called for every new connection, its answer used instead of
+//     Username and Password (secrets that rotate, tokens that expire).
+//   - MaxConnAge time.Duration: when positive, every connection is
+//     replaced once it is that old, without failing a call.
+//   - DB int: the database selected on every connection (standalone
+//     only).
+//   - TLS *tls.Config: when non-nil, every connection is a TLS one.
+//   - DialTimeout time.Duration: bounds connecting and authenticating
+//     one connection.
+//   - ReadTimeout time.Duration: bounds the wait for a reply when the
+//     call's context has no deadline, extended by a blocking command's
+//     block time (redisx defaults it to 3 s).
+//   - WriteTimeout time.Duration: bounds each write of a shared
+//     Multiplexed connection, and Pool's write of a big request.
+//   - ClientName string: set with CLIENT SETNAME on every connection
+//     when not empty.
+//   - Sentinel *SentinelConfig: when non-nil, the master comes from the
+//     sentinels and Addrs are ignored.
+//   - ReadFrom ReadFrom: which node serves reads.
+//   - OnConnect func(ctx, addr string, nc net.Conn) error: for decorators
+//     such as localcache.Near, called on every new connection that may
+//     serve a read, once its handshake is done; redisx never sets it.
 type Config = backend.Config

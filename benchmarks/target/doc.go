@@ -1,5 +1,5 @@
-// Package target names the client configurations a run measures and opens
-// them as workload.Clients: the redisx strategies, and the peers.
+// Package target defines the client configurations a run measures: the
+// redisx strategies, and the peers. It opens each as a workload.Client.
 //
 // A [Target] is a name and an Open function over an [Env] (the servers of
 // a workload and the connection settings). [StrategyTarget] measures

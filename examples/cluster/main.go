@@ -1,8 +1,9 @@
-// Command cluster writes keys across the slots of a Redis Cluster, then
-// times the same cross-slot MGET through a plain strategy.Multiplexed
-// client (one MGET per slot, one after another) and through
-// strategy.SlotGrouped (one pipeline per master, all masters at once), and
-// prints both clients' statistics.
+// Command cluster compares a cross-slot MGET on a Redis Cluster through
+// strategy.Multiplexed and through strategy.SlotGrouped. It writes keys
+// across the slots, then times the same MGET through a plain Multiplexed
+// client (one MGET per slot, one after another) and through SlotGrouped
+// (one pipeline per master, all masters at once), and prints both clients'
+// statistics.
 //
 // Without -seeds it starts its own 3-master cluster on free loopback ports
 // (redis-server and redis-cli must be installed) and stops it on exit:

@@ -1,5 +1,6 @@
 // Command fromurl builds its client from a redis:// URL, so that the
-// server, the credentials and the strategy come from configuration:
+// server, the credentials and the strategy come from configuration. For
+// example:
 //
 //	go run ./examples/fromurl -url 'redis://127.0.0.1:6379/0?strategy=pool&size=16'
 //

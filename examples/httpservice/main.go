@@ -1,8 +1,8 @@
 // Command httpservice is a small cache-aside HTTP service, ready to be
-// load-tested: items are read through redisx's GetOrLoad in front of a
-// slow store, and the strategy comes from the -url flag, so the same
-// service can be measured over a multiplexed connection, a pool or a
-// near-cache without a code change.
+// load-tested over each strategy. Items are read through redisx's GetOrLoad
+// in front of a slow store, and the strategy comes from the -url flag, so
+// the same service can be measured over a multiplexed connection, a pool or
+// a near-cache without a code change.
 //
 //	go run ./examples/httpservice -url 'redis://127.0.0.1:6379?strategy=pool&size=32'
 //	curl -X PUT -d 'hello' localhost:8080/items/1

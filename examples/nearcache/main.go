@@ -1,7 +1,7 @@
 // Command nearcache shows localcache.Near, the coherent near-cache, in
-// front of strategy.Multiplexed: a hot key served from process memory, a
-// write by an independent client (go-redis) reaching the cache within
-// milliseconds, and FLUSHALL emptying it.
+// front of strategy.Multiplexed. It serves a hot key from process memory,
+// then shows a write by an independent client (go-redis) reaching the cache
+// within milliseconds, and FLUSHALL emptying it.
 //
 // Without -addr it starts its own redis-server on a free loopback port
 // (redis-server must be installed) and stops it on exit:

@@ -1,7 +1,8 @@
-// Command otel shows what redisx reports to OpenTelemetry: a client span
-// per call (opt-in, through Options.TracerProvider) and the metrics —
+// Command otel shows what redisx reports to OpenTelemetry. That is a client
+// span per call (opt-in, through Options.TracerProvider) and the metrics —
 // db.client.operation.duration, the stable database-client histogram, and
-// the connection and cache gauges — printed by the SDK's stdout exporters.
+// the connection and cache gauges — printed here by the SDK's stdout
+// exporters.
 //
 //	go run ./examples/otel                  # starts its own redis-server
 //	go run ./examples/otel -addr 127.0.0.1:6379

@@ -1,7 +1,7 @@
-// Command pubsub shows Pub/Sub through redisx: a subscription to a channel
-// and a pattern, messages published to them, and — on the server it
-// starts itself — a restart of that server, after which the subscription
-// is back by itself and says so with a Reconnected marker.
+// Command pubsub shows Pub/Sub through redisx. It subscribes to a channel
+// and a pattern, publishes messages to them, and — on the server it starts
+// itself — restarts that server, after which the subscription is back by
+// itself and says so with a Reconnected marker.
 //
 //	go run ./examples/pubsub                      # its own redis-server
 //	go run ./examples/pubsub -addr 127.0.0.1:6379 # yours (not restarted)

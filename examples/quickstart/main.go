@@ -1,4 +1,4 @@
-// Command quickstart connects to one Redis server and shows the cache API:
+// Command quickstart shows the cache API on one Redis server:
 // Set, Get, MGet, GetOrLoad and Stats.
 //
 //	go run ./examples/quickstart -addr 127.0.0.1:6379 -strategy pool

@@ -1,7 +1,8 @@
-// Command sentinel serves reads and writes through a client that follows
-// Redis Sentinel, crashes the master while it serves, and prints what the
-// client saw: which calls failed, for how long, and that the values
-// written before the crash read back from the new master.
+// Command sentinel shows a client that follows Redis Sentinel through a
+// crash of the master. It serves reads and writes through that client,
+// crashes the master while it serves, and prints what the client saw: which
+// calls failed, for how long, and that the values written before the crash
+// read back from the new master.
 //
 // It starts its own group — a master, 2 replicas and 3 sentinels on free
 // loopback ports (redis-server and redis-sentinel must be installed) —

@@ -1,9 +1,9 @@
 // Command transaction moves money between accounts with optimistic
-// transactions (WATCH … MULTI … EXEC through redisx.Client.Watch): twenty
-// goroutines make random transfers at once, each transfer read, checked
-// and written only if no other one touched its accounts in between, tried
-// again when one did. The total stays what it was, and no account goes
-// below zero.
+// transactions (WATCH … MULTI … EXEC through redisx.Client.Watch). Twenty
+// goroutines make random transfers at once, each transfer read, checked and
+// written only if no other one touched its accounts in between, tried again
+// when one did. The total stays what it was, and no account goes below
+// zero.
 //
 //	go run ./examples/transaction                      # its own redis-server
 //	go run ./examples/transaction -addr 127.0.0.1:6379 # yours (keys under example:tx:)

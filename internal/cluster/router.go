@@ -1,11 +1,11 @@
-// Package cluster routes calls over a Redis Cluster: the Router keeps one
-// transport node per master and an immutable table (slot → master)
-// swapped atomically. MOVED patches the slot at once and refreshes the
-// whole map in the background; ASK sends ASKING and the command together
-// to the importing node; every other failure is returned, the map
-// refreshed when it may be stale (see route): retries are
-// redisx.Client's, by one policy. Open tells a cluster from a standalone
-// server, whose node it returns as it is.
+// Package cluster routes calls over a Redis Cluster. The Router keeps one
+// transport node per master and an immutable table (slot → master) swapped
+// atomically. MOVED patches the slot at once and refreshes the whole map in
+// the background; ASK sends ASKING and the command together to the
+// importing node; every other failure is returned, the map refreshed when
+// it may be stale (see route): retries are redisx.Client's, by one policy.
+// Open tells a cluster from a standalone server, whose node it returns as
+// it is.
 //
 // The rest of the mechanism, by file: nodes.go, which nodes are held open
 // and when one that left the map is closed; refresh.go, the reloads of the

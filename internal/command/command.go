@@ -1,13 +1,13 @@
-// Package command knows what Redis commands do with their arguments: which
-// are keys, whether the command writes, how a cluster client should send a
-// keyless command (to one node, every master, every node) and combine the
-// replies, which connection it needs (Classify: a blocking command needs
-// one of its own, one that changes a connection's state is refused) and
-// how long it may block the server's answer (BlockTime). The table is generated from a real server's COMMAND
-// reply (see gen.go), and keys are found by interpreting its key
-// specifications exactly as the server does (db.c,
-// getKeysUsingKeySpecs), movable-key commands such as EVAL, XREAD and
-// ZUNIONSTORE included.
+// Package command knows what Redis commands do with their arguments. It
+// says which are keys, whether the command writes, how a cluster client
+// should send a keyless command (to one node, every master, every node) and
+// combine the replies, which connection it needs (Classify: a blocking
+// command needs one of its own, one that changes a connection's state is
+// refused) and how long it may block the server's answer (BlockTime). The
+// table is generated from a real server's COMMAND reply (see gen.go), and
+// keys are found by interpreting its key specifications exactly as the
+// server does (db.c, getKeysUsingKeySpecs), movable-key commands such as
+// EVAL, XREAD and ZUNIONSTORE included.
 //
 // A cluster routes a command by its keys; a near-cache invalidates the
 // keys of a write. Both need the same answer for every command, so it

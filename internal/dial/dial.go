@@ -1,6 +1,6 @@
-// Package dial opens the transports' connections to a server — TCP, TLS,
-// credentials and the handshake (AUTH, SELECT, CLIENT SETNAME, and the
-// checks that a Redis server, a master, answers) — and reads what the
+// Package dial opens the transports' connections to a server. That is TCP,
+// TLS, credentials and the handshake (AUTH, SELECT, CLIENT SETNAME, and the
+// checks that a Redis server, a master, answers); it also reads what the
 // kernel knows of one (Acks).
 package dial
 

@@ -1,8 +1,8 @@
-// Package failure classifies and words the errors of this module: whether
-// the request of a call that failed was sent (Unsent), whether its
-// failure may pass (Temporary), and the wrappers that say so — one
-// "redisx: " prefix per message, the sentinels of package backend kept
-// for errors.Is.
+// Package failure classifies and words the errors of this module. It tells
+// whether the request of a call that failed was sent (Unsent) and whether
+// its failure may pass (Temporary), and its wrappers say so — one "redisx:
+// " prefix per message, the sentinels of package backend kept for
+// errors.Is.
 package failure
 
 import (

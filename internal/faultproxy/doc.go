@@ -1,7 +1,7 @@
 // Package faultproxy is an in-process TCP proxy that puts network faults
-// between a client under test and a real server: a slow link, a thin one,
-// a peer that accepts and hangs up, a connection cut mid-stream, a
-// half-open peer that never answers, a reset.
+// between a client under test and a real server. Its faults are a slow
+// link, a thin one, a peer that accepts and hangs up, a connection cut
+// mid-stream, a half-open peer that never answers, a reset.
 //
 // [Start] listens on a free loopback port; point the client at
 // [Proxy.Addr] instead of the server. Each accepted connection gets its own

@@ -1,7 +1,7 @@
-// Package param reads and writes the values of URL parameters — counts,
-// durations, fractions and sizes — with the messages its errors carry,
-// for strategy.URLParams, and tells which strategy a value given to a
-// URL is (Kind).
+// Package param reads and writes the values of URL parameters for
+// strategy.URLParams: counts, durations, fractions and sizes, with the
+// messages its errors carry. It also tells which strategy a value given to
+// a URL is (Kind).
 package param
 
 import (

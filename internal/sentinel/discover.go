@@ -1,5 +1,5 @@
 // Package sentinel runs a transport's node over the master that Redis
-// Sentinel names: it asks the sentinels for the master, watches them for
+// Sentinel names. It asks the sentinels for the master, watches them for
 // failovers (+switch-master) and moves every call to the new master when
 // one happens. strategy opens it for Multiplexed and Pool when
 // Config.Sentinel is set.

@@ -1,9 +1,9 @@
-// Package subscribe keeps one subscribed connection alive: it dials it
-// and has it subscribed, pings it so that a dead or half-open connection
-// is noticed, hands what the server pushes to its user, and when the
-// connection is lost dials again and subscribes again — with backoff,
-// for as long as its context lasts, or until the server refuses it for
-// good, which ends it with that error.
+// Package subscribe keeps one subscribed connection alive. It dials it and
+// has it subscribed, pings it so that a dead or half-open connection is
+// noticed, hands what the server pushes to its user, and when the
+// connection is lost dials again and subscribes again — with backoff, for
+// as long as its context lasts, or until the server refuses it for good,
+// which ends it with that error.
 //
 // What the connection subscribes to, what a push means and what a loss
 // or a restore calls for (a marker, a flush, a rediscovery) belong to the

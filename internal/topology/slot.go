@@ -1,7 +1,7 @@
-// Package topology knows the layout of a Redis Cluster: the slot of a key
-// ([Slot]), the slot map a node reports ([Discover]: CLUSTER SHARDS, or
-// CLUSTER SLOTS, read into [Shard]s and a [Map]) and where a MOVED or ASK
-// redirection points ([ParseRedirect]).
+// Package topology knows the layout of a Redis Cluster. That is the slot of
+// a key ([Slot]), the slot map a node reports ([Discover]: CLUSTER SHARDS,
+// or CLUSTER SLOTS, read into [Shard]s and a [Map]) and where a MOVED or
+// ASK redirection points ([ParseRedirect]).
 //
 // Discover is the one place that asks a node for the map — the cluster
 // router, the near-cache's invalidation connections and the benchmark

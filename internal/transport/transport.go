@@ -1,9 +1,10 @@
 // Package transport is the contract, inside the module, between a
-// transport's nodes (internal/mux, internal/pool) and what routes calls
-// over them (internal/cluster, internal/sentinel, SlotGrouped): the method
-// set of a node (Node, Backend), how a transport opens one (Transport),
-// the count of calls that keeps a shared node open (Held), and the sums of
-// nodes' statistics.
+// transport's nodes and what routes calls over them. The nodes are
+// internal/mux's and internal/pool's; internal/cluster, internal/sentinel
+// and SlotGrouped route over them. It defines the method set of a node
+// (Node, Backend), how a transport opens one (Transport), the count of
+// calls that keeps a shared node open (Held), and the sums of nodes'
+// statistics.
 package transport
 
 import (

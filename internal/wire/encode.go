@@ -1,8 +1,8 @@
 // Package wire turns the transports' commands into bytes and their replies
-// into values: the encoders of the cache-level commands (AppendGet,
-// AppendSet…, on internal/resp), the destinations a reply is decoded into
-// (Reply), and the checks, encoding and results of pipelines (CheckMulti,
-// AppendMulti, Results).
+// into values. It holds the encoders of the cache-level commands
+// (AppendGet, AppendSet…, on internal/resp), the destinations a reply is
+// decoded into (Reply), and the checks, encoding and results of pipelines
+// (CheckMulti, AppendMulti, Results).
 package wire
 
 import (

@@ -1,14 +1,14 @@
 // Package strategytest checks a strategy.Backend against the contract of
-// package strategy, on real redis-server processes it starts on loopback:
+// package strategy, on real redis-server processes it starts on loopback.
 // [RunBackend] runs every check for the backends an Opener opens — a
 // strategy of this module, a decorator such as localcache.Near, or a
 // strategy of your own — beside their own tests. The checks call the
 // Backend directly, not through redisx.Client, so that what they find is
-// the Backend's: its handling of a closed backend, of a context that
-// ends, of a server that stalls or a connection cut under it. (The
-// facade-level suite for users is redisxtest.RunConformance.)
-// [RunContractOn] runs the checks that need no proxy on servers of the
-// caller's own: a Redis Cluster, a master behind Sentinel.
+// the Backend's: its handling of a closed backend, of a context that ends,
+// of a server that stalls or a connection cut under it. (The facade-level
+// suite for users is redisxtest.RunConformance.) [RunContractOn] runs the
+// checks that need no proxy on servers of the caller's own: a Redis
+// Cluster, a master behind Sentinel.
 //
 // The fault scenarios (bar R5 of the design) run through an
 // internal/faultproxy proxy between the backend and the server: a slow

@@ -1,8 +1,8 @@
-// Command redisx-bench measures the redisx strategies side by side with
-// their peers (rueidis, redigo's Pool, go-redis's pool and its
-// auto-pipelining) across concurrency levels and workloads, and says
-// which configuration to use at which level — a significant win, a
-// configuration equivalent to the best within 5% (the one of fewest
+// Command redisx-bench measures the redisx strategies beside their peers
+// and says which configuration to use at which concurrency. The peers are
+// rueidis, redigo's Pool, go-redis's pool and its auto-pipelining, measured
+// across concurrency levels and workloads. A verdict is a significant win,
+// a configuration equivalent to the best within 5% (the one of fewest
 // connections), or, when the samples cannot tell, "undecided" and no
 // configuration: a verdict still undecided gets more samples, up to
 // -max-repeats.

@@ -1,6 +1,6 @@
-// Package verdicttest checks verdicts for tests: the rule that no verdict
-// names a target another beats (bar V1), and a tally of outcomes over
-// many verdicts (bar V2's rates).
+// Package verdicttest checks verdicts in tests against bars V1 and V2. For
+// V1 it checks the rule that no verdict names a target another beats; for
+// V2's rates it keeps a tally of outcomes over many verdicts.
 package verdicttest
 
 import (
