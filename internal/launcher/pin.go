@@ -10,18 +10,14 @@ import (
 	"strings"
 )
 
-// LastCPU is the CPU PinLast pins servers to: the last this process may
-// run on when it started.
-func LastCPU() int { return runtime.NumCPU() - 1 }
-
 // PinLast moves every process of servers, all its threads, to the last
 // CPU with taskset -a -p, so that a client measured beside them does not
-// compete with them for the other CPUs (the client itself is not moved).
-// It reports whether every one was pinned, and a note saying where, or
-// why not: one CPU, taskset missing (util-linux), a server not started
-// here, or taskset's error.
+// compete with them for the other CPUs (the client is not pinned). It
+// reports whether every one was pinned, and a note saying where, or why
+// not: one CPU, taskset missing (util-linux), a server not started here,
+// or taskset's error.
 func PinLast(ctx context.Context, servers ...*Server) (pinned bool, note string) {
-	cpus := LastCPU() + 1
+	cpus := runtime.NumCPU()
 	taskset, err := exec.LookPath("taskset")
 	switch {
 	case len(servers) == 0:
@@ -31,7 +27,7 @@ func PinLast(ctx context.Context, servers ...*Server) (pinned bool, note string)
 	case err != nil:
 		return false, "taskset not found (util-linux)"
 	}
-	cpu := strconv.Itoa(LastCPU())
+	cpu := strconv.Itoa(cpus - 1)
 	var errs []error
 	for _, s := range servers {
 		if s.external {
@@ -55,7 +51,7 @@ func PinLast(ctx context.Context, servers ...*Server) (pinned bool, note string)
 	if len(servers) > 1 {
 		what += "es"
 	}
-	return true, fmt.Sprintf("%d %s on CPU %s of %d (taskset -a -p -c %s)", len(servers), what, cpu, cpus, cpu)
+	return true, fmt.Sprintf("%d %s on CPU %s of %d (taskset -a -p -c %s); the client is not pinned", len(servers), what, cpu, cpus, cpu)
 }
 
 // processID reads process_id from an INFO server reply.

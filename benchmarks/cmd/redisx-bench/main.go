@@ -13,8 +13,8 @@
 //
 // With no address it starts its own redis-server processes on free
 // loopback ports — a standalone server and a 3-master cluster, pinned to
-// the last CPU with taskset when there are at least 2, the client kept on
-// the others (see -pin) — and stops them on exit, Ctrl-C included. It writes report.json, report.csv, report.md and
+// the last CPU with taskset when there are at least 2 — and stops them on
+// exit, Ctrl-C included. It writes report.json, report.csv, report.md and
 // report.html into -out (default ./results) and a summary on stdout;
 // progress goes to stderr. Interrupted, it still writes what it measured
 // (the report is marked partial) and exits with status 130; it exits with
@@ -186,7 +186,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.profile, "profile", "", "read your workload, read-only, from a server: redis://[user:pw@]host:port; prints it as the flags above, then runs it on -addr (or the embedded servers); refused if it is also measured, unless -force")
 	fs.IntVar(&o.at, "at", 0, "your concurrency: the report opens with the one configuration for your workload (custom, else the first) at this level, added to its levels if missing (default: its highest level)")
 	fs.Int64Var(&o.seed, "seed", 1, "seed of the shuffles of the targets' order")
-	fs.BoolVar(&o.pin, "pin", true, "pin the embedded servers to the last CPU with taskset, and keep the client off it (an open loop only with 3 CPUs or more)")
+	fs.BoolVar(&o.pin, "pin", true, "pin the embedded servers to the last CPU with taskset")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -461,7 +461,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			}
 		}()
 		emb.Servers.Force = o.force
-		emb.KeepClientOff(&plan)
 		servers = emb.Servers
 		if emb.PinNote != "" {
 			fmt.Fprintln(stderr, emb.PinNote)
