@@ -23,12 +23,12 @@ func renderAnswerVerdict(a *verdict.Answer, margin float64) string {
 	case a.RunnerUp == "":
 		return "the only redisx target measured"
 	case a.Confidence == verdict.Significant:
-		return fmt.Sprintf("significant: %s over %s, p = %s", iv, a.RunnerUp, renderP(a.PValue))
+		return fmt.Sprintf("significant: %s over %s, %s", iv, a.RunnerUp, verdict.PText(a.PValue))
 	case a.Confidence == verdict.Equivalent:
-		return fmt.Sprintf("equivalent to %s within %s: %s, p = %s; named by the tie-break toward fewer connections",
-			a.RunnerUp, renderMargin(margin), iv, renderP(a.PValue))
+		return fmt.Sprintf("equivalent to %s within %s: %s, %s; named by the tie-break toward fewer connections",
+			a.RunnerUp, renderMargin(margin), iv, verdict.PText(a.PValue))
 	}
-	return fmt.Sprintf("%s: %s against %s, p = %s", a.Confidence, iv, a.RunnerUp, renderP(a.PValue))
+	return fmt.Sprintf("%s: %s against %s, %s", a.Confidence, iv, a.RunnerUp, verdict.PText(a.PValue))
 }
 
 // renderAnswerHead is the answer's first line, without a prefix: the

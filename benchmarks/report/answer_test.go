@@ -172,3 +172,21 @@ func TestReportsNameOneConfiguration(t *testing.T) {
 		}
 	}
 }
+
+// TestAnswerSaysPBelowItsSmallestPrintedValue: a p-value under 0.001 is
+// written "p < 0.001" in a sentence, not "p = <0.001".
+func TestAnswerSaysPBelowItsSmallestPrintedValue(t *testing.T) {
+	r := renderSyntheticReport()
+	r.Answer = &verdict.Answer{
+		Workload: "get", Concurrency: 10, Strategy: "multiplexed", Confidence: verdict.Significant,
+		Margin: 2.08, PValue: 0.00004, RunnerUp: "pool-8",
+	}
+	var text bytes.Buffer
+	if err := report.WriteSummary(&text, r); err != nil {
+		t.Fatal(err)
+	}
+	first, _, _ := strings.Cut(text.String(), "\n")
+	if want := "over pool-8, p < 0.001"; !strings.Contains(first, want) || strings.Contains(text.String(), "p = <") {
+		t.Errorf("answer line %q; want it to say %q, and no \"p = <\" anywhere", first, want)
+	}
+}

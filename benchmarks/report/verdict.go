@@ -121,11 +121,11 @@ func renderVerdict(rec *verdict.Recommendation, margin float64) string {
 	case rec.Confidence == verdict.Significant && rec.RunnerUp == "":
 		return rec.Strategy + " wins (the only target)"
 	case rec.Confidence == verdict.Significant:
-		return fmt.Sprintf("%s wins over %s by %s, p = %s", rec.Strategy, rec.RunnerUp, strings.TrimPrefix(iv, "+"), renderP(rec.PValue))
+		return fmt.Sprintf("%s wins over %s by %s, %s", rec.Strategy, rec.RunnerUp, strings.TrimPrefix(iv, "+"), verdict.PText(rec.PValue))
 	}
-	s := fmt.Sprintf("%s, equivalent to %s within %s: %s, p = %s", rec.Strategy, rec.RunnerUp, renderMargin(margin), iv, renderP(rec.PValue))
+	s := fmt.Sprintf("%s, equivalent to %s within %s: %s, %s", rec.Strategy, rec.RunnerUp, renderMargin(margin), iv, verdict.PText(rec.PValue))
 	if rec.Confidence != verdict.Equivalent { // a report of version 2 and its "tie"
-		s = fmt.Sprintf("%s, %s with %s: %s, p = %s", rec.Strategy, rec.Confidence, rec.RunnerUp, iv, renderP(rec.PValue))
+		s = fmt.Sprintf("%s, %s with %s: %s, %s", rec.Strategy, rec.Confidence, rec.RunnerUp, iv, verdict.PText(rec.PValue))
 	}
 	if rec.TieBreak != "" {
 		s += "; by the tie-break: " + rec.TieBreak

@@ -197,7 +197,7 @@ func (ps *pairs) unfit(i int, near []int) string {
 			continue
 		}
 		if v := ps.of(j, i); v.faster(ps.ru) {
-			return fmt.Sprintf("%s is significantly slower than %s (%s, p = %.3f)", name, ps.cands[j].Target, percent(ps.of(i, j).m), v.p)
+			return fmt.Sprintf("%s is significantly slower than %s (%s, %s)", name, ps.cands[j].Target, percent(ps.of(i, j).m), PText(v.p))
 		}
 		if slices.Contains(near, j) && !ps.of(i, j).equivalent(ps.ru) {
 			return fmt.Sprintf("%s is not shown within %s of %s", name, marginText(ps.ru.margin), ps.cands[j].Target)
@@ -309,6 +309,18 @@ func percent(x float64) string {
 		return "n/a"
 	}
 	return fmt.Sprintf("%+.1f%%", 100*x)
+}
+
+// PText writes a p-value as a clause of a sentence: "p = 0.034", or
+// "p < 0.001" below that, or "p n/a" when there is none.
+func PText(p float64) string {
+	switch {
+	case math.IsNaN(p) || math.IsInf(p, 0) || p < 0:
+		return "p n/a"
+	case p < 0.001:
+		return "p < 0.001"
+	}
+	return "p = " + strconv.FormatFloat(p, 'f', 3, 64)
 }
 
 // marginText writes a margin as a percentage: "5%".
