@@ -10,12 +10,12 @@ import (
 	"github.com/redisx-go/kit/strategy/strategytest"
 )
 
-// TestBackendContract runs the Backend-level suite, fault scenarios (R5)
+// TestGoRedisBackendContract runs the Backend-level suite, fault scenarios (R5)
 // included, over a go-redis client made from the suite's settings as a
 // service would make it: contexts' deadlines honoured
 // (ContextTimeoutEnabled), the suite's timeouts, and the client closed
 // with the backend.
-func TestBackendContract(t *testing.T) {
+func TestGoRedisBackendContract(t *testing.T) {
 	strategytest.RunBackend(t, func(ctx context.Context, cfg strategy.Config) (strategy.Backend, error) {
 		rdb := redisv9.NewClient(&redisv9.Options{
 			Addr:                  cfg.Addrs[0],
