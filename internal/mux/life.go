@@ -254,7 +254,7 @@ type heard struct {
 }
 
 func (h *heard) look(c *muxConn) {
-	if p := c.progress.Load(); h.c != c || h.progress != p {
+	if p := c.live.progress.Load(); h.c != c || h.progress != p {
 		*h = heard{c: c, progress: p, at: time.Now()}
 	}
 }
@@ -307,7 +307,7 @@ type silence struct {
 // would. Where nothing tells, a request being written is never overdue:
 // WriteTimeout bounds the write.
 func (s *silence) look(c *muxConn, timeout time.Duration) (overdue bool, quiet time.Duration) {
-	progress := c.progress.Load()
+	progress := c.live.progress.Load()
 	if c.pending.Load() <= 0 {
 		*s = silence{}
 		return false, 0
