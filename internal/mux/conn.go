@@ -380,7 +380,7 @@ func (c *muxConn) fail(err error) {
 	close(c.quit)
 	c.nc.Close()
 	if !closing {
-		c.node.broken.Add(1)
+		c.node.counts.broken.Add(1)
 	}
 	for _, cl := range q {
 		cl.fail = err

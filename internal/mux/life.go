@@ -60,7 +60,7 @@ func (n *Node) dial(s *muxSlot) *muxDial {
 func (n *Node) redial(s *muxSlot, d *muxDial) {
 	defer n.wg.Done()
 	nc, err := dial.DialData(n.life, &n.cfg, n.addr)
-	n.dials.Add(1)
+	n.counts.dials.Add(1)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.dialing = nil
@@ -71,9 +71,9 @@ func (n *Node) redial(s *muxSlot, d *muxDial) {
 		}
 		err = backend.ErrClosed
 	case err != nil:
-		n.dialErrors.Add(1)
+		n.counts.dialErrors.Add(1)
 		if s.i >= n.lanes {
-			n.bulkAfter.Store(time.Now().Add(growBackoff).UnixNano())
+			n.routing.bulkAfter.Store(time.Now().Add(growBackoff).UnixNano())
 		}
 		if c := s.cur.Load(); c != nil && !c.broken.Load() {
 			// A replacement for age failed: the old connection serves on.

@@ -120,8 +120,8 @@ func (c *muxConn) write(o outbuf) error {
 	}
 	c.sizes.tx.Add(int64(n))
 	if err == nil {
-		c.node.flushes.Add(1)
-		c.node.commands.Add(o.count)
+		c.node.counts.flushes.Add(1)
+		c.node.counts.commands.Add(o.count)
 	}
 	return err
 }
