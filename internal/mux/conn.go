@@ -45,18 +45,26 @@ import (
 // the writer goroutine. No reply ever reaches the wrong caller, and a
 // cancelled call never costs the connection.
 //
-// The read side's holder owns rbatch and ri; the hand-offs (a channel send
-// to the next leader or the drainer) order its accesses. No lock is held
-// across I/O.
+// Each field below is either set by startConn and then only read, or
+// owned by one role, or guarded by the lock named with its group. No lock
+// is held across I/O.
 type muxConn struct {
 	node *Node
 	nc   net.Conn
-	r    *resp.Reader
-	quit chan struct{} // closed when the connection fails or is closed
+	slot int // the connection's index among its node's (see route.go)
+	// What the peer has acknowledged, for a socket that tells (see
+	// sendState), from ackBase, its count when the connection was handed
+	// over (the handshake's bytes, all acknowledged by then: they were
+	// answered).
+	acks    dial.Acks
+	ackBase int64
 
 	writeSig chan struct{} // capacity 1: the writer goroutine holds the write side
 	drainSig chan struct{} // capacity 1: the drainer holds the read side, or may exit
 
+	quit chan struct{} // closed by fail, when the connection fails or is closed
+
+	// mu guards the fields below, up to ws.
 	mu      sync.Mutex
 	out     outbuf   // encoded commands not yet written
 	free    [][]byte // written chunks, for reuse
@@ -65,65 +73,68 @@ type muxConn struct {
 	writing bool     // someone holds the write side
 	reading bool     // someone holds the read side
 	err     error    // set once, when the connection fails: what its callers get
-
 	// Idle watch (watchIdle): calls pushed so far, as counted by push and
 	// as last seen by the watchdog, and whether the drainer was given the
 	// read side to watch an idle connection.
 	pushes, seen uint64
 	watching     bool // until the drainer's wait on the idle socket ends
+	// Where the last writes ended (marks[nmarks-1] the latest; see
+	// sendState).
+	marks  [sendMarks]sendMark
+	nmarks uint64
 
-	// The write side's: the chunks of a write, for writev.
-	iov  net.Buffers
-	iovs [][]byte
+	// The write side's holder's: the chunks of a write, for writev.
+	ws struct {
+		iov  net.Buffers
+		iovs [][]byte
+	}
 
-	// The read side: the calls taken from queue whose replies come next,
-	// rbatch[ri] first. Only its holder touches them.
-	rbatch []*call
-	ri     int
+	// The read side's holder's; the hand-offs (a channel send to the next
+	// leader or the drainer) order its accesses.
+	rs struct {
+		r *resp.Reader // set by startConn; its buffer is the holder's
+		// The calls taken from queue whose replies come next, batch[i]
+		// first.
+		batch []*call
+		i     int
+		// A leading caller waiting, with a context that can end, for its
+		// reply to be whole in the buffer (never while a reply is parsed;
+		// see awaitWhole).
+		wait interrupter
+	}
 
-	// A leading caller waiting, with a context that can end, for its reply
-	// to be whole in the buffer (never while a reply is parsed; see
-	// awaitWhole).
-	readWait interrupter
+	// mu guards wait: the call whose reply the drainer waits for, with
+	// nothing buffered (see drainFor).
+	drainer struct {
+		mu   sync.Mutex
+		wait *call
+	}
 
-	// dmu guards drainWait: the call whose reply the drainer waits for,
-	// with nothing buffered (see drainFor).
-	dmu       sync.Mutex
-	drainWait *call
+	// Callers waiting for room under MaxPending sleep on ch, which the
+	// reader closes (and mu's holder replaces) when replies free pending
+	// slots while waiters is not zero.
+	room struct {
+		waiters atomic.Int32
+		mu      sync.Mutex
+		ch      chan struct{}
+	}
 
+	// Atomics, last so that they share no cache line with mu and the
+	// fields it guards: broken, set once by fail (under mu) and read as
+	// callers route; the others written on every call, by callers and by
+	// the write and read sides.
 	broken  atomic.Bool
 	pending atomic.Int64 // commands enqueued and not yet answered
 
-	// The sizes of c's calls (see depthCap): bytes written and read, and
-	// calls answered.
-	txBytes, rxBytes, answered atomic.Int64
-
-	// slot is the connection's index among its node's (see route.go).
-	slot int
+	// The sizes of c's calls (see depthCap): bytes written (by the write
+	// side) and read, and calls answered (by the read side).
+	sizes struct{ tx, rx, answered atomic.Int64 }
 
 	// What the watchdog looks at (see silence): progress, which counts
 	// the bytes received and the replies answered, and the context
 	// deadline of the call whose reply comes next (Unix nanoseconds, 0 for
 	// none), published by the read side as it reaches each call.
-	progress     atomic.Int64
-	headDeadline atomic.Int64
-
-	// Where the requests are (see sendState): under mu, where the last
-	// writes ended (marks[nmarks-1] the latest); and what the peer has
-	// acknowledged, for a socket that tells (acks), from ackBase, its
-	// count when the connection was handed over (the handshake's bytes,
-	// all acknowledged by then: they were answered).
-	marks   [sendMarks]sendMark
-	nmarks  uint64
-	acks    dial.Acks
-	ackBase int64
-
-	// Callers waiting for room under MaxPending sleep on room, which the
-	// reader closes (and roomMu's holder replaces) when replies free
-	// pending slots while waiters is not zero.
-	waiters atomic.Int32
-	roomMu  sync.Mutex
-	room    chan struct{}
+	live struct{ progress, headDeadline atomic.Int64 }
 }
 
 var errUnsolicited = errors.New("reply with no command waiting for it")
@@ -141,7 +152,7 @@ func (n *Node) startConn(nc net.Conn, slot int) *muxConn {
 	if slot >= n.lanes {
 		size = bulkReadBuffer
 	}
-	c.r = resp.NewReader(progressReader{c}, size)
+	c.rs.r = resp.NewReader(progressReader{c}, size)
 	if c.acks = dial.AcksOf(nc); c.acks != (dial.Acks{}) {
 		c.ackBase, _, _ = c.acks.Read()
 	}
@@ -168,8 +179,8 @@ type progressReader struct{ c *muxConn }
 
 func (p progressReader) Read(b []byte) (int, error) {
 	n, err := p.c.nc.Read(b)
-	p.c.progress.Add(int64(n))
-	p.c.rxBytes.Add(int64(n))
+	p.c.live.progress.Add(int64(n))
+	p.c.sizes.rx.Add(int64(n))
 	return n, err
 }
 
@@ -181,11 +192,11 @@ func (p progressReader) Read(b []byte) (int, error) {
 // answered). A deeper pipeline would wait turns that other connections
 // could use.
 func (c *muxConn) depthCap() int64 {
-	calls := c.answered.Load()
+	calls := c.sizes.answered.Load()
 	if calls < 16 {
 		return serverReadBytes // too few to tell: as for calls of a byte
 	}
-	tx, rx := max(c.txBytes.Load()/calls, 1), max(c.rxBytes.Load()/calls, 1)
+	tx, rx := max(c.sizes.tx.Load()/calls, 1), max(c.sizes.rx.Load()/calls, 1)
 	return max(min(serverReadBytes/tx, serverWriteBytes/rx), 1)
 }
 
@@ -208,8 +219,8 @@ func (c *muxConn) reserve(limit int64) bool {
 // waiting for room, if any.
 func (c *muxConn) release(n int64) {
 	c.pending.Add(-n)
-	c.answered.Add(n)
-	c.progress.Add(n)
+	c.sizes.answered.Add(n)
+	c.live.progress.Add(n)
 	c.wakeWaiters()
 }
 
@@ -222,13 +233,13 @@ func (c *muxConn) unreserve() {
 
 // wakeWaiters wakes the callers waiting for room, if any.
 func (c *muxConn) wakeWaiters() {
-	if c.waiters.Load() > 0 {
-		c.roomMu.Lock()
-		if c.room != nil {
-			close(c.room)
-			c.room = nil
+	if c.room.waiters.Load() > 0 {
+		c.room.mu.Lock()
+		if c.room.ch != nil {
+			close(c.room.ch)
+			c.room.ch = nil
 		}
-		c.roomMu.Unlock()
+		c.room.mu.Unlock()
 	}
 }
 
@@ -238,16 +249,16 @@ func (c *muxConn) wakeWaiters() {
 // wakes the waiter; a waiter whose undo shows room (two attempts crossed)
 // retries at once instead of sleeping, so no freed slot is left unclaimed.
 func (c *muxConn) waitRoom(ctx context.Context, limit int64) error {
-	c.waiters.Add(1)
-	defer c.waiters.Add(-1)
+	c.room.waiters.Add(1)
+	defer c.room.waiters.Add(-1)
 	c.pending.Add(-1)
 	for {
-		c.roomMu.Lock()
-		if c.room == nil {
-			c.room = make(chan struct{})
+		c.room.mu.Lock()
+		if c.room.ch == nil {
+			c.room.ch = make(chan struct{})
 		}
-		room := c.room
-		c.roomMu.Unlock()
+		room := c.room.ch
+		c.room.mu.Unlock()
 		if c.reserve(limit) {
 			return nil
 		}
@@ -369,7 +380,7 @@ func (c *muxConn) fail(err error) {
 	close(c.quit)
 	c.nc.Close()
 	if !closing {
-		c.node.broken.Add(1)
+		c.node.counts.broken.Add(1)
 	}
 	for _, cl := range q {
 		cl.fail = err
@@ -393,28 +404,28 @@ func (c *muxConn) overdue(now, quiet time.Time, timeout time.Duration) bool {
 	if now.Before(quiet.Add(timeout)) {
 		return false
 	}
-	d := c.headDeadline.Load()
+	d := c.live.headDeadline.Load()
 	return d == 0 || now.UnixNano() >= d || c.drainingAbandoned()
 }
 
 // drainFor records that the drainer waits for the first byte of cl's
-// reply (nil: it no longer does) and publishes cl's deadline, under dmu:
+// reply (nil: it no longer does) and publishes cl's deadline, under drainer.mu:
 // a caller that leaves meanwhile can then be seen to have left (see
 // drainingAbandoned). A call is recycled only once its reply is read,
 // after the drainer's wait, so the call recorded is never one reused.
 func (c *muxConn) drainFor(cl *call) {
-	c.dmu.Lock()
-	c.drainWait = cl
+	c.drainer.mu.Lock()
+	c.drainer.wait = cl
 	if cl != nil {
 		c.publishHead(cl)
 	}
-	c.dmu.Unlock()
+	c.drainer.mu.Unlock()
 }
 
 // drainingAbandoned reports whether the drainer waits for the reply of a
 // call whose caller has left.
 func (c *muxConn) drainingAbandoned() bool {
-	c.dmu.Lock()
-	defer c.dmu.Unlock()
-	return c.drainWait != nil && c.drainWait.state.Load() == callAbandoned
+	c.drainer.mu.Lock()
+	defer c.drainer.mu.Unlock()
+	return c.drainer.wait != nil && c.drainer.wait.state.Load() == callAbandoned
 }

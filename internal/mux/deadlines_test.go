@@ -71,7 +71,7 @@ func conn0(t *testing.T, n *Node) *muxConn {
 
 // awaitingBytes reports whether a leading caller of c waits for its reply
 // with a context that can end.
-func awaitingBytes(c *muxConn) bool { return c.readWait.waiting() }
+func awaitingBytes(c *muxConn) bool { return c.rs.wait.waiting() }
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
@@ -465,7 +465,7 @@ func TestMuxIdleWatchToggles(t *testing.T) {
 	waitFor(t, "the drainer watches the idle connection", func() bool {
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		return c.reading && len(c.queue) == 0 && len(c.rbatch) == c.ri
+		return c.reading && len(c.queue) == 0 && len(c.rs.batch) == c.rs.i
 	})
 	if _, err := srv.CLI(context.Background(), "CLIENT", "KILL", "TYPE", "normal"); err != nil {
 		t.Fatal(err)

@@ -25,7 +25,7 @@ const (
 // dialled: the first slot without a live connection. The callers that
 // found every lane busy meanwhile join the open ones' pipelines.
 func (n *Node) grow() {
-	if time.Now().UnixNano() < n.growAfter.Load() || !n.growing.CompareAndSwap(false, true) {
+	if time.Now().UnixNano() < n.routing.growAfter.Load() || !n.routing.growing.CompareAndSwap(false, true) {
 		return
 	}
 	for i := range n.lanes {
@@ -47,16 +47,16 @@ func (n *Node) grow() {
 		s.mu.Unlock()
 		return
 	}
-	n.growing.Store(false)
+	n.routing.growing.Store(false)
 }
 
 // grown is the end of grow's dial: another lane may be dialled for room
 // from now on, or after growBackoff when this one failed.
 func (n *Node) grown(err error) {
 	if err != nil {
-		n.growAfter.Store(time.Now().Add(growBackoff).UnixNano())
+		n.routing.growAfter.Store(time.Now().Add(growBackoff).UnixNano())
 	}
-	n.growing.Store(false)
+	n.routing.growing.Store(false)
 }
 
 // closeIdle closes slot i, whose connection c has had no command for

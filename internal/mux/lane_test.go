@@ -305,7 +305,7 @@ func TestMuxLoadDecidesWhenWritersGather(t *testing.T) {
 		{0, false}, {1, false}, {4, false}, // up to poolLoad
 		{5, true}, {8, true}, {16, true}, {1000, true},
 	} {
-		n.callers.Store(tc.callers)
+		n.routing.callers.Store(tc.callers)
 		if got := n.gathers(); got != tc.gathers {
 			t.Errorf("%d callers on 2 lanes: gathers() = %v; want %v", tc.callers, got, tc.gathers)
 		}
@@ -417,7 +417,7 @@ func TestMuxBulkDialFailureBacksOff(t *testing.T) {
 	if i, _ := n.pickBulk(); i != n.lanes {
 		t.Errorf("pickBulk just after a failed dial = %d; want %d, the busy open connection", i, n.lanes)
 	}
-	n.bulkAfter.Store(time.Now().UnixNano())
+	n.routing.bulkAfter.Store(time.Now().UnixNano())
 	if i, _ := n.pickBulk(); i != n.lanes+1 {
 		t.Errorf("pickBulk after the backoff = %d; want %d, dialled again", i, n.lanes+1)
 	}

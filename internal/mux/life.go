@@ -60,7 +60,7 @@ func (n *Node) dial(s *muxSlot) *muxDial {
 func (n *Node) redial(s *muxSlot, d *muxDial) {
 	defer n.wg.Done()
 	nc, err := dial.DialData(n.life, &n.cfg, n.addr)
-	n.dials.Add(1)
+	n.counts.dials.Add(1)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.dialing = nil
@@ -71,9 +71,9 @@ func (n *Node) redial(s *muxSlot, d *muxDial) {
 		}
 		err = backend.ErrClosed
 	case err != nil:
-		n.dialErrors.Add(1)
+		n.counts.dialErrors.Add(1)
 		if s.i >= n.lanes {
-			n.bulkAfter.Store(time.Now().Add(growBackoff).UnixNano())
+			n.routing.bulkAfter.Store(time.Now().Add(growBackoff).UnixNano())
 		}
 		if c := s.cur.Load(); c != nil && !c.broken.Load() {
 			// A replacement for age failed: the old connection serves on.
@@ -254,7 +254,7 @@ type heard struct {
 }
 
 func (h *heard) look(c *muxConn) {
-	if p := c.progress.Load(); h.c != c || h.progress != p {
+	if p := c.live.progress.Load(); h.c != c || h.progress != p {
 		*h = heard{c: c, progress: p, at: time.Now()}
 	}
 }
@@ -307,7 +307,7 @@ type silence struct {
 // would. Where nothing tells, a request being written is never overdue:
 // WriteTimeout bounds the write.
 func (s *silence) look(c *muxConn, timeout time.Duration) (overdue bool, quiet time.Duration) {
-	progress := c.progress.Load()
+	progress := c.live.progress.Load()
 	if c.pending.Load() <= 0 {
 		*s = silence{}
 		return false, 0

@@ -52,8 +52,8 @@ func (n *Node) DoMulti(ctx context.Context, cmds ...[]any) []backend.Result {
 // call awaiting len(rps) replies.
 func (n *Node) pipeline(ctx context.Context, cmds [][]any, size int, rps []wire.Reply, enc func([]byte) []byte) error {
 	if n.adaptive {
-		n.callers.Add(1)
-		defer n.callers.Add(-1)
+		n.routing.callers.Add(1)
+		defer n.routing.callers.Add(-1)
 	}
 	cl := n.calls.get(ctx)
 	cl.cmds = cmds

@@ -99,50 +99,66 @@ func Open(ctx context.Context, cfg backend.Config, addr string, o Options) (*Nod
 
 // Node is the Multiplexed backend of one node.
 type Node struct {
-	cfg   backend.Config
-	addr  string
-	opts  Options
-	slots []muxSlot // the lanes, then bulkConns connections for big values
-	calls callPool
-
+	// Set by newMuxNode, then only read (a test may set gatherAbove or
+	// laneIdle before the first call).
+	cfg  backend.Config
+	addr string
+	opts Options
 	// lanes is the number of lanes: Conns, or at most Lanes when
-	// adaptive (see route.go); pins, the ordering rule's record.
+	// adaptive (see route.go).
 	lanes    int
 	adaptive bool
-	pins     pins
-	// calmPicks counts the picks in a row that found the node calm (see
-	// Node.calm), up to calmPicks.
-	calmPicks atomic.Int64
-	// callers counts the callers inside a call on an adaptive node, from
-	// routing to return (see loadOf): whether its lanes' writers gather
-	// batches (see gathers). Pipelines sent and awaited apart (send,
-	// Send) are not counted.
-	callers atomic.Int64
 	// gatherAbove is the load (see loadOf) above which an adaptive node's
 	// writers gather batches: poolLoad (see gathers). BenchmarkMuxLoadRule
 	// measures the rule against a node whose writers always gather, -1.
 	gatherAbove int64
-	// The adaptive lanes' life: a lane is being dialled for room
-	// (growing), not before growAfter (Unix ns) after a failed dial; one
-	// idle for laneIdle is closed.
-	growing   atomic.Bool
-	growAfter atomic.Int64
-	// bulkAfter (Unix ns): after a failed dial of a connection for big
-	// values, none is dialled for room before then (see pickBulk).
-	bulkAfter atomic.Int64
-	laneIdle  time.Duration
+	laneIdle    time.Duration // an adaptive lane idle this long is closed
 
-	closed   atomic.Bool
-	life     context.Context // the node's own: dials run under it; Close cancels it
-	cancel   context.CancelFunc
-	wg       sync.WaitGroup // every connection's reader and writer, dials, and the watchdog
-	stop     chan struct{}
-	sideOnce sync.Once
-	side     *pool.Node // dedicated connections for blocking commands
-	sideErr  error
-	sideOpen atomic.Pointer[pool.Node] // side, once made: for Stats
+	// What routing reads and updates without a lock, as callers route.
+	routing struct {
+		// calmPicks counts the picks in a row that found the node calm
+		// (see Node.calm), up to calmPicks.
+		calmPicks atomic.Int64
+		// callers counts the callers inside a call on an adaptive node,
+		// from routing to return (see loadOf): whether its lanes' writers
+		// gather batches (see gathers). Pipelines sent and awaited apart
+		// (send, Send) are not counted.
+		callers atomic.Int64
+		// The adaptive lanes' growth: a lane is being dialled for room
+		// (growing), not before growAfter (Unix ns) after a failed dial.
+		growing   atomic.Bool
+		growAfter atomic.Int64
+		// bulkAfter (Unix ns): after a failed dial of a connection for big
+		// values, none is dialled for room before then (see pickBulk).
+		bulkAfter atomic.Int64
+	}
 
-	dials, dialErrors, broken, flushes, commands atomic.Int64
+	// Each guards itself: a slot with its mu and atomics (see muxSlot),
+	// the pool of calls, and the ordering rule's record (pins).
+	slots []muxSlot // the lanes, then bulkConns connections for big values
+	calls callPool
+	pins  pins
+
+	// The node's life: Close sets closed, cancels life (dials run under
+	// it) and closes stop, then waits for wg: every connection's reader
+	// and writer, dials, and the watchdog.
+	closed atomic.Bool
+	life   context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	stop   chan struct{}
+
+	// The dedicated connections for blocking commands, made once (once
+	// guards node and err); open is node once made, for Stats.
+	side struct {
+		once sync.Once
+		node *pool.Node
+		err  error
+		open atomic.Pointer[pool.Node]
+	}
+
+	// Stats' counters.
+	counts struct{ dials, dialErrors, broken, flushes, commands atomic.Int64 }
 }
 
 type muxSlot struct {
@@ -172,7 +188,7 @@ func newMuxNode(cfg backend.Config, addr string, opts Options) *Node {
 	for i := range n.slots {
 		n.slots[i].i = i
 	}
-	n.calmPicks.Store(calmPicks)
+	n.routing.calmPicks.Store(calmPicks)
 	n.life, n.cancel = context.WithCancel(context.Background())
 	n.wg.Add(1)
 	go n.watchdog(cfg.ReadTimeout)
@@ -273,8 +289,8 @@ func (n *Node) roundTrip(ctx context.Context, cl *call, cmd string, rp *wire.Rep
 // a connection for big values.
 func (n *Node) roundTripSized(ctx context.Context, cl *call, cmd string, rp *wire.Reply, size int, enc func([]byte) []byte) error {
 	if n.adaptive {
-		n.callers.Add(1)
-		defer n.callers.Add(-1)
+		n.routing.callers.Add(1)
+		defer n.routing.callers.Add(-1)
 	}
 	c, err := n.enqueue(ctx, cl, size > 0)
 	if err != nil {
@@ -393,16 +409,16 @@ func (n *Node) Do(ctx context.Context, args ...any) (any, error) {
 }
 
 func (n *Node) sidePool() (*pool.Node, error) {
-	n.sideOnce.Do(func() {
+	n.side.once.Do(func() {
 		cfg := n.cfg
 		cfg.OnConnect = nil // blocking commands and transactions: no read a cache keeps
-		n.side, n.sideErr = pool.New(cfg, n.addr, pool.Options{Size: n.opts.Blocking})
-		n.sideOpen.Store(n.side)
+		n.side.node, n.side.err = pool.New(cfg, n.addr, pool.Options{Size: n.opts.Blocking})
+		n.side.open.Store(n.side.node)
 	})
 	if n.closed.Load() {
 		return nil, backend.ErrClosed
 	}
-	return n.side, n.sideErr
+	return n.side.node, n.side.err
 }
 
 // Stats implements Statser. The dedicated connections of blocking
@@ -410,11 +426,11 @@ func (n *Node) sidePool() (*pool.Node, error) {
 func (n *Node) Stats() backend.Stats {
 	s := backend.Stats{
 		Strategy:    "multiplexed",
-		Flushes:     n.flushes.Load(),
-		Commands:    n.commands.Load(),
-		Dials:       n.dials.Load(),
-		DialErrors:  n.dialErrors.Load(),
-		BrokenConns: n.broken.Load(),
+		Flushes:     n.counts.flushes.Load(),
+		Commands:    n.counts.commands.Load(),
+		Dials:       n.counts.dials.Load(),
+		DialErrors:  n.counts.dialErrors.Load(),
+		BrokenConns: n.counts.broken.Load(),
 	}
 	if !n.closed.Load() {
 		s.Nodes = 1
@@ -432,7 +448,7 @@ func (n *Node) Stats() backend.Stats {
 			}
 		}
 	}
-	if side := n.sideOpen.Load(); side != nil {
+	if side := n.side.open.Load(); side != nil {
 		ss := side.Stats()
 		s.Conns += ss.Conns
 		s.Dials += ss.Dials
@@ -462,9 +478,9 @@ func (n *Node) Close() error {
 			c.fail(backend.ErrClosed)
 		}
 	}
-	n.sideOnce.Do(func() {}) // no side pool from now on
-	if n.side != nil {
-		n.side.Close()
+	n.side.once.Do(func() {}) // no side pool from now on
+	if n.side.node != nil {
+		n.side.node.Close()
 	}
 	n.wg.Wait()
 	return nil
@@ -476,8 +492,8 @@ func (n *Node) Close() error {
 // command's own error is in its reply.
 func (n *Node) Exec(ctx context.Context, keys []string, buf []byte, rps []wire.Reply) error {
 	if n.adaptive {
-		n.callers.Add(1)
-		defer n.callers.Add(-1)
+		n.routing.callers.Add(1)
+		defer n.routing.callers.Add(-1)
 	}
 	cl := n.keysCall(ctx, keys)
 	c, err := n.enqueue(ctx, cl, false)

@@ -48,13 +48,13 @@ func (c *muxConn) lead(ctx context.Context, cl *call) error {
 	if !c.nextBatch() {
 		return c.failure() // the connection failed and took the queue, cl with it
 	}
-	if c.rbatch[c.ri] != cl {
+	if c.rs.batch[c.rs.i] != cl {
 		// Cannot happen: the read side is only given to the next call's caller.
 		c.failRead(errors.New("internal error: read side given to a call that is not next"), cl)
 		return c.failure()
 	}
 	c.publishHead(cl)
-	if n := cl.replies(); !c.r.WholeN(n) {
+	if n := cl.replies(); !c.rs.r.WholeN(n) {
 		whole, err := c.awaitWhole(ctx, cl, n)
 		switch {
 		case err != nil:
@@ -69,12 +69,12 @@ func (c *muxConn) lead(ctx context.Context, cl *call) error {
 			return wait(ctx, cl)
 		}
 	}
-	if err := cl.read(c.r); err != nil {
+	if err := cl.read(c.rs.r); err != nil {
 		c.failRead(err, cl)
 		return c.failure()
 	}
-	c.rbatch[c.ri] = nil
-	c.ri++
+	c.rs.batch[c.rs.i] = nil
+	c.rs.i++
 	c.release(1)
 	c.pass()
 	return nil
@@ -91,8 +91,8 @@ func (c *muxConn) lead(ctx context.Context, cl *call) error {
 func (c *muxConn) awaitWhole(ctx context.Context, cl *call, n int) (whole bool, err error) {
 	done := ctx.Done()
 	if done == nil {
-		if c.r.Buffered() == 0 {
-			if err := c.r.Wait(); err != nil {
+		if c.rs.r.Buffered() == 0 {
+			if err := c.rs.r.Wait(); err != nil {
 				c.failRead(err, cl)
 				return false, c.failure()
 			}
@@ -105,14 +105,14 @@ func (c *muxConn) awaitWhole(ctx context.Context, cl *call, n int) (whole bool, 
 	if cl.deadline != 0 {
 		c.nc.SetReadDeadline(time.Unix(0, cl.deadline))
 	}
-	disarm := c.readWait.arm(ctx, c.nc.SetReadDeadline)
+	disarm := c.rs.wait.arm(ctx, c.nc.SetReadDeadline)
 	whole = true
-	for !c.r.WholeN(n) {
-		if c.r.Buffered() >= c.r.Size() {
+	for !c.rs.r.WholeN(n) {
+		if c.rs.r.Buffered() >= c.rs.r.Size() {
 			whole = false
 			break
 		}
-		if err = c.r.Fill(); err != nil {
+		if err = c.rs.r.Fill(); err != nil {
 			break
 		}
 	}
@@ -166,10 +166,10 @@ func (c *muxConn) toDrainer() {
 // or nowhere when nothing is queued.
 func (c *muxConn) pass() {
 	for c.nextBatch() {
-		next := c.rbatch[c.ri]
+		next := c.rs.batch[c.rs.i]
 		// Now, not once the next reader runs: it may run late.
 		c.publishHead(next)
-		if !c.r.WholeN(next.replies()) {
+		if !c.rs.r.WholeN(next.replies()) {
 			if !c.busy() && next.lead && next.state.CompareAndSwap(callWaiting, callLeading) {
 				next.done <- struct{}{}
 				return
@@ -183,17 +183,17 @@ func (c *muxConn) pass() {
 	}
 }
 
-// readNext reads the reply of rbatch[ri] and delivers it; false when the
+// readNext reads the reply of rs.batch[rs.i] and delivers it; false when the
 // connection failed (every call has been failed then).
 func (c *muxConn) readNext() bool {
-	next := c.rbatch[c.ri]
+	next := c.rs.batch[c.rs.i]
 	c.publishHead(next)
-	if err := next.read(c.r); err != nil {
+	if err := next.read(c.rs.r); err != nil {
 		c.failRead(err, nil)
 		return false
 	}
-	c.rbatch[c.ri] = nil
-	c.ri++
+	c.rs.batch[c.rs.i] = nil
+	c.rs.i++
 	// Released first: a caller woken by its reply then finds its lane
 	// free (see pickLane), as a lone caller should.
 	c.release(1)
@@ -201,18 +201,18 @@ func (c *muxConn) readNext() bool {
 	return true
 }
 
-// nextBatch makes sure rbatch[ri] is the next call to be answered, taking
-// the queued calls when rbatch is used up. It returns false, and gives up
+// nextBatch makes sure rs.batch[rs.i] is the next call to be answered, taking
+// the queued calls when rs.batch is used up. It returns false, and gives up
 // the read side, when nothing is queued.
 func (c *muxConn) nextBatch() bool {
-	if c.ri < len(c.rbatch) {
+	if c.rs.i < len(c.rs.batch) {
 		return true
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	clear(c.rbatch)
-	c.rbatch, c.queue, c.ri = c.queue, c.rbatch[:0], 0
-	if len(c.rbatch) == 0 {
+	clear(c.rs.batch)
+	c.rs.batch, c.queue, c.rs.i = c.queue, c.rs.batch[:0], 0
+	if len(c.rs.batch) == 0 {
 		c.reading = false
 		if c.err != nil {
 			signal(c.drainSig) // the drainer may exit now
@@ -247,7 +247,7 @@ func (c *muxConn) drain() {
 		// An idle connection: wait for a reply to a call queued meanwhile,
 		// or for the server to close the connection. Until the wait ends,
 		// push publishes the deadline of the first call queued.
-		err := c.r.Wait()
+		err := c.rs.r.Wait()
 		c.mu.Lock()
 		c.watching = false
 		unsolicited := len(c.queue) == 0
@@ -263,15 +263,15 @@ func (c *muxConn) drain() {
 		}
 	}
 	for c.nextBatch() {
-		next := c.rbatch[c.ri]
-		if c.r.Buffered() == 0 && !c.busy() && next.lead && next.state.CompareAndSwap(callWaiting, callLeading) {
+		next := c.rs.batch[c.rs.i]
+		if c.rs.r.Buffered() == 0 && !c.busy() && next.lead && next.state.CompareAndSwap(callWaiting, callLeading) {
 			c.publishHead(next)
 			next.done <- struct{}{}
 			return
 		}
-		if c.r.Buffered() == 0 {
+		if c.rs.r.Buffered() == 0 {
 			c.drainFor(next)
-			err := c.r.Wait()
+			err := c.rs.r.Wait()
 			c.drainFor(nil)
 			if err != nil {
 				c.failRead(err, nil)
@@ -316,14 +316,14 @@ func (c *muxConn) watchIdle() (unused bool) {
 func (c *muxConn) failRead(err error, own *call) {
 	c.fail(err)
 	fail := c.failure()
-	for _, cl := range c.rbatch[c.ri:] {
+	for _, cl := range c.rs.batch[c.rs.i:] {
 		if cl != own {
 			cl.fail = fail
 			c.node.calls.deliver(cl)
 		}
 	}
-	clear(c.rbatch)
-	c.rbatch, c.ri = c.rbatch[:0], 0
+	clear(c.rs.batch)
+	c.rs.batch, c.rs.i = c.rs.batch[:0], 0
 	c.mu.Lock()
 	c.reading = false
 	c.mu.Unlock()
@@ -334,7 +334,7 @@ func (c *muxConn) failRead(err error, own *call) {
 // next to come. Runs of calls share a deadline (none, most often), so the
 // store is rarely needed.
 func (c *muxConn) publishHead(cl *call) {
-	if c.headDeadline.Load() != cl.deadline {
-		c.headDeadline.Store(cl.deadline)
+	if c.live.headDeadline.Load() != cl.deadline {
+		c.live.headDeadline.Store(cl.deadline)
 	}
 }

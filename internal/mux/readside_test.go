@@ -399,8 +399,8 @@ func TestMuxPassingTheReadSideNeverParsesAPartialPipeline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(100 * time.Millisecond) // both GETs' replies are in the socket; the BLPOP's is 2 s away
-	if err := c.r.Wait(); err != nil { // into the read buffer
+	time.Sleep(100 * time.Millisecond)    // both GETs' replies are in the socket; the BLPOP's is 2 s away
+	if err := c.rs.r.Wait(); err != nil { // into the read buffer
 		t.Fatal(err)
 	}
 

@@ -196,13 +196,13 @@ func (n *Node) pickLane() (int, *muxConn) {
 // load changes sides and on the calmPicks picks after.
 func (n *Node) calm(inFlight int64) bool {
 	if inFlight >= int64(n.lanes) {
-		if n.calmPicks.Load() != 0 {
-			n.calmPicks.Store(0)
+		if n.routing.calmPicks.Load() != 0 {
+			n.routing.calmPicks.Store(0)
 		}
 		return false
 	}
-	if c := n.calmPicks.Load(); c < calmPicks {
-		n.calmPicks.Add(1)
+	if c := n.routing.calmPicks.Load(); c < calmPicks {
+		n.routing.calmPicks.Add(1)
 		return false
 	}
 	return true
@@ -218,7 +218,7 @@ const calmPicks = 64
 // run yet: on a busy machine, most of them.
 func (n *Node) loadOf() int64 {
 	l := int64(n.lanes)
-	return (n.callers.Load() + l - 1) / l
+	return (n.routing.callers.Load() + l - 1) / l
 }
 
 // gathers reports whether a lane's writer waits for the callers about to
@@ -275,7 +275,7 @@ func (n *Node) pickBulk() (int, *muxConn) {
 			least, leastLoad = i, p
 		}
 	}
-	if undialled >= 0 && (least < 0 || time.Now().UnixNano() >= n.bulkAfter.Load()) {
+	if undialled >= 0 && (least < 0 || time.Now().UnixNano() >= n.routing.bulkAfter.Load()) {
 		return undialled, nil
 	}
 	return least, nil

@@ -43,7 +43,7 @@ func TestSilenceStartsOverWhenAReplyIsAnswered(t *testing.T) {
 	look("nothing pending", false)
 	queue() // call A
 	written()
-	c.progress.Add(64) // A's reply arrives, not yet answered
+	c.live.progress.Add(64) // A's reply arrives, not yet answered
 	look("A's reply just arrived", false)
 	c.release(1) // A answered, no new byte
 	queue()      // call B, sent now
@@ -53,9 +53,9 @@ func TestSilenceStartsOverWhenAReplyIsAnswered(t *testing.T) {
 	time.Sleep(rt + 10*time.Millisecond)
 	look("B silent for a ReadTimeout since first seen", true)
 
-	c.headDeadline.Store(time.Now().Add(time.Hour).UnixNano())
+	c.live.headDeadline.Store(time.Now().Add(time.Hour).UnixNano())
 	look("B silent, with a deadline an hour away", false)
-	c.headDeadline.Store(0)
+	c.live.headDeadline.Store(0)
 	look("B silent, without a deadline", true)
 
 	c.release(1)

@@ -109,19 +109,19 @@ func (c *muxConn) write(o outbuf) error {
 		n, err = c.nc.Write(o.full[0])
 	default:
 		// WriteTo consumes the slice it is given: give it a copy of the
-		// chunk list (c.iov, whose backing array c.iovs keeps), so that
+		// chunk list (c.ws.iov, whose backing array c.ws.iovs keeps), so that
 		// recycle still sees every chunk whole.
-		c.iovs = append(append(c.iovs[:0], o.full...), o.cur)
-		c.iov = c.iovs
+		c.ws.iovs = append(append(c.ws.iovs[:0], o.full...), o.cur)
+		c.ws.iov = c.ws.iovs
 		var n64 int64
-		n64, err = c.iov.WriteTo(c.nc)
+		n64, err = c.ws.iov.WriteTo(c.nc)
 		n = int(n64)
-		clear(c.iovs)
+		clear(c.ws.iovs)
 	}
-	c.txBytes.Add(int64(n))
+	c.sizes.tx.Add(int64(n))
 	if err == nil {
-		c.node.flushes.Add(1)
-		c.node.commands.Add(o.count)
+		c.node.counts.flushes.Add(1)
+		c.node.counts.commands.Add(o.count)
 	}
 	return err
 }
@@ -212,7 +212,7 @@ const sendMarks = 8
 // mark records the end of a write that took the calls pushed through
 // upto. Under mu.
 func (c *muxConn) mark(upto uint64) {
-	c.marks[c.nmarks%sendMarks] = sendMark{calls: upto, bytes: c.txBytes.Load()}
+	c.marks[c.nmarks%sendMarks] = sendMark{calls: upto, bytes: c.sizes.tx.Load()}
 	c.nmarks++
 }
 
@@ -238,7 +238,7 @@ func (c *muxConn) written(i uint64) (end int64, ok bool) {
 // Neither: no request awaits a reply, or one is being written and
 // nothing tells how far.
 func (c *muxConn) sendState() (sent, moving bool, acked int64) {
-	next := uint64(c.answered.Load()) + 1
+	next := uint64(c.sizes.answered.Load()) + 1
 	c.mu.Lock()
 	queued := c.pushes >= next
 	end, written := c.written(next)
