@@ -19,8 +19,9 @@ type Stats struct {
 	PipelineDepth int64
 
 	// Multiplexed: commands written but not yet answered, write batches
-	// flushed, and commands they carried (Commands/Flushes is the mean
-	// batch size).
+	// handed to the socket (counted as the write starts, so a caller that
+	// has its reply sees its command counted), and commands they carried
+	// (Commands/Flushes is the mean batch size).
 	Pending  int64
 	Flushes  int64
 	Commands int64

@@ -209,7 +209,8 @@ type Unwrapper interface {
 //     BigValueConns, those open for SETs of big values; PipelineDepth,
 //     the most commands awaiting a reply on one connection now; Pending,
 //     the commands written and not yet answered; Flushes and Commands,
-//     the write batches flushed and the commands they carried
+//     the write batches handed to the socket (counted as each write
+//     starts) and the commands they carried
 //     (Commands/Flushes is the mean batch size).
 //   - Pool, summed over nodes: InUse, connections lent to callers; Idle,
 //     those waiting in the pool; MaxConns, the pool's bound; Acquires;

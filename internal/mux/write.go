@@ -100,6 +100,11 @@ func (c *muxConn) write(o outbuf) error {
 	if wt := c.node.cfg.WriteTimeout; wt > 0 {
 		c.nc.SetWriteDeadline(time.Now().Add(wt))
 	}
+	// Counted before the write: once the bytes leave, the replies may be
+	// read and their callers return (and read Stats) before this
+	// goroutine runs again.
+	c.node.counts.flushes.Add(1)
+	c.node.counts.commands.Add(o.count)
 	var err error
 	var n int
 	switch {
@@ -119,10 +124,6 @@ func (c *muxConn) write(o outbuf) error {
 		clear(c.ws.iovs)
 	}
 	c.sizes.tx.Add(int64(n))
-	if err == nil {
-		c.node.counts.flushes.Add(1)
-		c.node.counts.commands.Add(o.count)
-	}
 	return err
 }
 
