@@ -537,9 +537,21 @@ func commandLine(args []string) string {
 		default:
 			a = redact(a)
 		}
-		out = append(out, a)
+		out = append(out, shellQuote(a))
 	}
 	return strings.Join(out, " ")
+}
+
+// shellQuote returns a as a POSIX shell reads it back: as it is when it
+// holds only characters no shell treats specially, else in single quotes
+// (a single quote inside written '\''), so that the command line of a
+// report can be pasted into a shell: a URL's ? and & would otherwise be a
+// glob and a background job.
+func shellQuote(a string) string {
+	if a != "" && strings.Trim(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@%+=:,./-") == "" {
+		return a
+	}
+	return "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
 }
 
 // sentinelPassword is a redis-sentinel URL's password of the sentinels.

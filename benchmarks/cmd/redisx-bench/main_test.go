@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -167,8 +168,30 @@ func TestCommandLineHidesPasswords(t *testing.T) {
 			t.Errorf("commandLine = %q; it shows %s", got, secret)
 		}
 	}
-	if want := "redisx-bench -password xxxxx -password=xxxxx -url redis://u:xxxxx@h:1/0 -target x=redis://:xxxxx@h?strategy=pool -levels 1 -url=redis-sentinel://:xxxxx@h1:26379,h2:26379/m?sentinel_password=xxxxx&db=1"; got != want {
+	if want := "redisx-bench -password xxxxx -password=xxxxx -url redis://u:xxxxx@h:1/0 -target 'x=redis://:xxxxx@h?strategy=pool' -levels 1 '-url=redis-sentinel://:xxxxx@h1:26379,h2:26379/m?sentinel_password=xxxxx&db=1'"; got != want {
 		t.Errorf("commandLine = %q; want %q", got, want)
+	}
+}
+
+// TestCommandLineReadsBackInAShell: the command line of a report, pasted
+// into a shell, gives the harness the arguments it was run with.
+func TestCommandLineReadsBackInAShell(t *testing.T) {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh")
+	}
+	args := []string{"-target", "pool-8b=redis://?strategy=pool&size=8", "-mix", "get:80,set:20", "-only", "", "-value", "64 B", "-x", "it's", "-levels", "1,10"}
+	line := strings.TrimPrefix(commandLine(args), "redisx-bench ")
+	got, err := exec.Command(sh, "-c", "for a in "+line+`; do printf '<%s>' "$a"; done`).Output()
+	if err != nil {
+		t.Fatalf("sh: %v", err)
+	}
+	var want strings.Builder
+	for _, a := range args {
+		want.WriteString("<" + a + ">")
+	}
+	if string(got) != want.String() {
+		t.Errorf("sh read %q back as %s; want %s", line, got, want.String())
 	}
 }
 
