@@ -544,9 +544,9 @@ func commandLine(args []string) string {
 
 // shellQuote returns a as a POSIX shell reads it back: as it is when it
 // holds only characters no shell treats specially, else in single quotes
-// (a single quote inside written '\''), so that the command line of a
-// report can be pasted into a shell: a URL's ? and & would otherwise be a
-// glob and a background job.
+// (a single quote inside ends the quotes, is escaped, and reopens them),
+// so that the command line of a report can be pasted into a shell: a
+// URL's ? and & would otherwise be a glob and a background job.
 func shellQuote(a string) string {
 	if a != "" && strings.Trim(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@%+=:,./-") == "" {
 		return a
