@@ -17,6 +17,21 @@ import (
 	"github.com/redisx-go/kit/benchmarks/verdict"
 )
 
+// PrepareDir creates dir (and its parents) if needed and makes sure a
+// file can be created in it, so that a run can refuse a directory it
+// could not write its reports to before it measures, not after.
+func PrepareDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("redisx: report directory: %w", err)
+	}
+	f, err := os.CreateTemp(dir, ".report-check-*")
+	if err != nil {
+		return fmt.Errorf("redisx: report directory: %w", err)
+	}
+	f.Close()
+	return os.Remove(f.Name())
+}
+
 // WriteReports creates dir (and its parents) if needed and writes r into
 // it as report.json (r as it is, indented), report.csv (one row per cell),
 // report.md and report.html (a self-contained page with inline SVG charts,

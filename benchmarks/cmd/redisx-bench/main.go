@@ -422,6 +422,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "redisx-bench:", err)
 		return exitUsage
 	}
+	// Refused now, not after a run of many minutes whose reports it
+	// could not keep.
+	if err := report.PrepareDir(o.out); err != nil {
+		fmt.Fprintln(stderr, "redisx-bench: -out:", err)
+		return exitUsage
+	}
 	servers, embedded, err := o.servers()
 	if err != nil {
 		fmt.Fprintln(stderr, "redisx-bench:", err)
@@ -491,12 +497,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "redisx-bench: the baseline %s has no cell in common with this run: nothing compared\n", o.base)
 		}
 	}
-	if err := report.WriteReports(o.out, rep); err != nil {
-		fmt.Fprintln(stderr, "redisx-bench: write reports:", err)
-		return exitFailed
+	// A report that cannot be written (the directory went away during
+	// the run) still gets its summary printed: the measurements are not
+	// lost with the files.
+	writeErr := report.WriteReports(o.out, rep)
+	if writeErr != nil {
+		fmt.Fprintln(stderr, "redisx-bench: write reports:", writeErr)
 	}
 	if err := report.WriteSummary(stdout, rep); err != nil {
 		fmt.Fprintln(stderr, "redisx-bench: write summary:", err)
+		return exitFailed
+	}
+	if writeErr != nil {
 		return exitFailed
 	}
 	fmt.Fprintf(stderr, "reports in %s (%v)\n", o.out, rep.Finished.Sub(rep.Started).Round(time.Second))

@@ -160,6 +160,26 @@ func TestCLIRejectsBadFlags(t *testing.T) {
 	}
 }
 
+// TestCLIRefusesAnOutItCannotWriteBeforeMeasuring: an -out that is a
+// file is refused at once, with the flag named, before any server
+// starts, rather than after a run whose reports it could not keep.
+func TestCLIRefusesAnOutItCannotWriteBeforeMeasuring(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "results")
+	if err := os.WriteFile(file, []byte("not a directory"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, out := range []string{file, filepath.Join(file, "sub")} {
+		var stdout, stderr bytes.Buffer
+		code := run(context.Background(), []string{"-out", out, "-workloads", "get", "-levels", "1"}, &stdout, &stderr)
+		if code != exitUsage || !strings.Contains(stderr.String(), "-out") {
+			t.Errorf("-out %s: exit %d, stderr %q; want %d and the flag named", out, code, stderr.String(), exitUsage)
+		}
+		if strings.Contains(stderr.String(), "starting") {
+			t.Errorf("-out %s: servers started before the directory was refused: %q", out, stderr.String())
+		}
+	}
+}
+
 func TestCommandLineHidesPasswords(t *testing.T) {
 	got := commandLine([]string{"-password", "p1", "-password=p2", "-url", "redis://u:p3@h:1/0", "-target", "x=redis://p4@h?strategy=pool", "-levels", "1",
 		"-url=redis-sentinel://:p5@h1:26379,h2:26379/m?sentinel_password=p6&db=1"})
