@@ -42,7 +42,7 @@ import (
 // network poller as a pooled connection's caller is; otherwise a caller
 // joins a pipeline — the busiest one still shallower than what the
 // server reads and writes of one connection per turn, an idle lane only
-// when every busy one is that deep — whose writer, from 3 callers inside
+// when every busy one is that deep — whose writer, from 4 callers inside
 // a call per lane on, gathers batches, so batching grows with load (the
 // brief dips between a batch of replies and their callers' next commands
 // do not count). A lane opens when a call finds every open one busy: it

@@ -302,8 +302,8 @@ func TestMuxLoadDecidesWhenWritersGather(t *testing.T) {
 		callers int64
 		gathers bool
 	}{
-		{0, false}, {1, false}, {4, false}, // up to poolLoad
-		{5, true}, {8, true}, {16, true}, {1000, true},
+		{0, false}, {1, false}, {6, false}, // up to poolLoad (3) per lane
+		{7, true}, {8, true}, {16, true}, {1000, true},
 	} {
 		n.routing.callers.Store(tc.callers)
 		if got := n.gathers(); got != tc.gathers {

@@ -233,14 +233,18 @@ func (n *Node) gathers() bool {
 }
 
 // poolLoad is the load (callers per lane, see loadOf) above which an
-// adaptive node's callers join pipelines whose writers gather batches
-// (see route.go). Spreading the callers over the lanes, each command
-// written as it came, up to 4 per lane, measured 1.15–1.26x at 10
-// goroutines on a machine whose host stole up to a third of its CPU, and
-// 0.45–0.63x on a quiet one (a write and a read per GET, against a
-// quarter of each, and 2.5 times the client's CPU per GET;
-// docs/PERFORMANCE.md, "Alternatives measured and not kept").
-const poolLoad = 2
+// adaptive node's writers gather batches (see gathers). At 9 to 12
+// callers on the default 4 lanes (load 3), gathering leaves one batch in
+// flight at a time, and the server and the client wait for each other in
+// turn; writing commands as they come keeps a second batch going:
+// against a threshold of 2, 1.12x GET/s at 10 goroutines (10 of 12
+// alternating rounds ahead), 1.03x at 12, while at 20 goroutines writing
+// as they come measured 0.71x of gathering (docs/PERFORMANCE.md, "The
+// load rule"). Spreading the callers over the lanes instead, each
+// command written as it came, up to 4 per lane, measured 0.45–0.63x on a
+// quiet machine (a write and a read per GET, against a quarter of each;
+// "Alternatives measured and not kept").
+const poolLoad = 3
 
 // sharedRoute is key's lane when lanes are fixed (Options.Conns).
 func (n *Node) sharedRoute(key string) int {
