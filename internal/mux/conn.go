@@ -24,26 +24,21 @@ import (
 // writer goroutine, which writes until nothing is left, so under load
 // batches grow and no caller writes for others for long.
 //
-// Reading. The read side is held by one goroutine at a time: nobody
-// (reading is false), the drainer goroutine, or a caller leading, that is
-// reading its own reply, which is the next on the wire. A caller that
-// queues the only call of an idle connection leads at once: it writes,
-// reads its reply and returns with no goroutine hand-off at all, as a
-// pooled connection would. A reader that has read a reply looks at the
-// next call: when its reply is already whole in the buffer, it reads it
-// and delivers it; otherwise it passes the read side to that call's
-// caller, who is waiting anyway (one wake-up, the one the delivery would
-// have cost), or to the drainer when that caller cannot lead (it left, or
-// it is a pipeline awaited later). A caller never blocks on I/O it cannot
-// abandon when its context can end: a leading caller reads until its
-// reply is whole in the read buffer under a read deadline that its
-// context sets or interrupts, and parses it only then (a parse cannot
-// heed a context); one whose context ends first leaves the reply,
-// unparsed, to the drainer, which reads and drops it; one whose reply is
-// larger than the read buffer leaves the reading to the drainer and waits
-// for it as any other caller; a write of more than a chunk is left to
-// the writer goroutine. No reply ever reaches the wrong caller, and a
-// cancelled call never costs the connection.
+// Reading. One goroutine at a time holds the read side: nobody, the
+// drainer goroutine, or a caller leading, that is reading its own reply,
+// the next on the wire (read.go lists how it moves). A caller that queues
+// the only call of an idle connection leads at once: it writes, reads its
+// reply and returns with no goroutine hand-off at all, as a pooled
+// connection would; a caller that has read its reply hands the read side
+// to the next call's caller, who is waiting anyway (one wake-up, the one
+// a delivery would have cost). A caller never blocks on I/O it cannot
+// abandon when its context can end: it reads until its reply is whole in
+// the read buffer, under a read deadline that its context sets or
+// interrupts, and parses it only then (a parse cannot heed a context);
+// one whose context ends first, or whose reply is larger than the read
+// buffer, leaves the reading to the drainer; a write of more than a chunk
+// is left to the writer goroutine. No reply ever reaches the wrong
+// caller, and a cancelled call never costs the connection.
 //
 // Each field below is either set by startConn and then only read, or
 // owned by one role, or guarded by the lock named with its group. No lock

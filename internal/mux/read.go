@@ -7,8 +7,28 @@ import (
 	"time"
 )
 
-// The read side of a muxConn (see its doc): a leading caller, the
-// drainer, or nobody reads replies, and they hand the read side on.
+// The read side of a muxConn: who reads its replies, one holder at a
+// time — nobody (reading is false), the drainer goroutine, or a leading
+// caller, which reads its own reply, the next on the wire. It moves only
+// as follows:
+//
+//	nobody  → caller   push: a call queued while nobody reads, whose
+//	                   caller awaits it at once
+//	nobody  → drainer  push: a call awaited later (a pipeline's);
+//	                   watchIdle: to hear an idle connection close
+//	caller  → caller   pass: the next reply is not whole in the buffer,
+//	                   and its caller can lead (handToCaller)
+//	caller  → drainer  pass: the same, but its caller cannot lead;
+//	                   lead: the reply is larger than the read buffer;
+//	                   leave: the caller's context ended first
+//	drainer → caller   drain: nothing is buffered, and the next call's
+//	                   caller can lead (handToCaller)
+//	any     → nobody   nextBatch: no call is queued; failRead: the
+//	                   stream failed
+//
+// Whoever holds it reads and delivers the replies already whole in the
+// buffer without handing it on (readNext); under load (busy) the drainer
+// keeps it, as a dedicated reader would.
 
 // await waits for cl's outcome within ctx: its delivery, or the read side,
 // which it then uses to read its own reply (lead). leads is push's result:
@@ -170,17 +190,28 @@ func (c *muxConn) pass() {
 		// Now, not once the next reader runs: it may run late.
 		c.publishHead(next)
 		if !c.rs.r.WholeN(next.replies()) {
-			if !c.busy() && next.lead && next.state.CompareAndSwap(callWaiting, callLeading) {
-				next.done <- struct{}{}
-				return
+			if !c.handToCaller(next) {
+				c.toDrainer()
 			}
-			c.toDrainer()
 			return
 		}
 		if !c.readNext() {
 			return
 		}
 	}
+}
+
+// handToCaller gives the read side to the caller of next, the call whose
+// reply comes next, and reports whether it did: only while the
+// connection is not busy, and only to a caller that waits for its reply
+// right after queueing the call (lead) and has not left.
+func (c *muxConn) handToCaller(next *call) bool {
+	if c.busy() || !next.lead || !next.state.CompareAndSwap(callWaiting, callLeading) {
+		return false
+	}
+	c.publishHead(next)
+	next.done <- struct{}{}
+	return true
 }
 
 // readNext reads the reply of rs.batch[rs.i] and delivers it; false when the
@@ -264,9 +295,7 @@ func (c *muxConn) drain() {
 	}
 	for c.nextBatch() {
 		next := c.rs.batch[c.rs.i]
-		if c.rs.r.Buffered() == 0 && !c.busy() && next.lead && next.state.CompareAndSwap(callWaiting, callLeading) {
-			c.publishHead(next)
-			next.done <- struct{}{}
+		if c.rs.r.Buffered() == 0 && c.handToCaller(next) {
 			return
 		}
 		if c.rs.r.Buffered() == 0 {
