@@ -21,6 +21,7 @@ require (
 	go.uber.org/goleak v1.3.0
 	golang.org/x/net v0.59.0
 	golang.org/x/perf v0.0.0-20260908200009-22c9c6c9d4da
+	golang.org/x/sys v0.48.0
 )
 
 require (
@@ -33,5 +34,4 @@ require (
 	go.opentelemetry.io/otel/log v1.47.0 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
 	golang.org/x/sync v0.25.0 // indirect
-	golang.org/x/sys v0.48.0 // indirect
 )

@@ -60,9 +60,9 @@ import (
 // do not delay the small commands behind them. These connections open as
 // the load needs them and stay open. On a connection with at most 2
 // commands in flight, with Conns as with Lanes, a caller writes its
-// request itself when it fits one 16 KiB chunk (a bigger one is left to
-// the connection's writer goroutine, which a context cannot keep
-// waiting), and a caller whose context can end reads its reply itself
+// request itself — a bigger one than a 16 KiB chunk only as far as the
+// socket takes it without waiting, the rest left to the connection's
+// writer goroutine, which a context cannot keep waiting — and a caller whose context can end reads its reply itself
 // once it is whole in the read buffer (64 KiB on a lane); should the
 // context end first, the caller leaves, and the connection's own
 // goroutine reads the reply and drops it.

@@ -6,6 +6,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/redisx-go/kit/backend"
@@ -20,9 +21,11 @@ import (
 // queue under mu, in the same critical section, so the byte stream and the
 // queue have the same order. Whoever finds the write side free takes it:
 // a caller writes what is buffered once, on its own goroutine (a lone
-// caller pays no hand-off); whatever accumulated meanwhile is left to the
-// writer goroutine, which writes until nothing is left, so under load
-// batches grow and no caller writes for others for long.
+// caller pays no hand-off) — of more than a chunk, only what the socket
+// takes without waiting (writeSome); whatever is left, and whatever
+// accumulated meanwhile, goes to the writer goroutine, which writes until
+// nothing is left, so under load batches grow and no caller writes for
+// others for long.
 //
 // Reading. One goroutine at a time holds the read side: nobody, the
 // drainer goroutine, or a caller leading, that is reading its own reply,
@@ -36,8 +39,8 @@ import (
 // the read buffer, under a read deadline that its context sets or
 // interrupts, and parses it only then (a parse cannot heed a context);
 // one whose context ends first, or whose reply is larger than the read
-// buffer, leaves the reading to the drainer; a write of more than a chunk
-// is left to the writer goroutine. No reply ever reaches the wrong
+// buffer, leaves the reading to the drainer; of a write of more than a
+// chunk, it writes only what the socket takes at once. No reply ever reaches the wrong
 // caller, and a cancelled call never costs the connection.
 //
 // Each field below is either set by startConn and then only read, or
@@ -130,6 +133,11 @@ type muxConn struct {
 	// deadline of the call whose reply comes next (Unix nanoseconds, 0 for
 	// none), published by the read side as it reaches each call.
 	live struct{ progress, headDeadline atomic.Int64 }
+
+	// raw writes to the socket without waiting (see writeNow); nil when
+	// it cannot (TLS). Set by startConn, then only read; last, so that it
+	// moves none of the fields above.
+	raw syscall.RawConn
 }
 
 var errUnsolicited = errors.New("reply with no command waiting for it")
@@ -148,6 +156,7 @@ func (n *Node) startConn(nc net.Conn, slot int) *muxConn {
 		size = bulkReadBuffer
 	}
 	c.rs.r = resp.NewReader(progressReader{c}, size)
+	c.raw = rawConn(nc)
 	if c.acks = dial.AcksOf(nc); c.acks != (dial.Acks{}) {
 		c.ackBase, _, _ = c.acks.Read()
 	}
@@ -313,17 +322,27 @@ func (c *muxConn) push(cl *call, commands int64, lead bool) (leads bool) {
 			drain = true
 		}
 	}
-	write, handOff := !c.writing, false
-	if write && (c.busy() || len(c.out.full) > 0) {
-		// The writer goroutine batches better under load; and a write of
-		// more than a chunk (a big value, a slow link) could keep this
-		// caller past its context, which a write cannot heed.
+	write, some, handOff := !c.writing, false, false
+	switch {
+	case !write:
+	case c.busy():
+		// The writer goroutine batches better under load.
 		write, handOff = false, true
+	case len(c.out.full) > 0:
+		// A write of more than a chunk (a big value, a slow link) could
+		// keep this caller past its context, which a write cannot heed:
+		// the caller writes what the socket takes without waiting, and
+		// leaves the rest to the writer goroutine (writeSome); where
+		// the socket cannot be written that way (TLS), all of it.
+		write, some, handOff = false, c.raw != nil, c.raw == nil
 	}
 	c.writing = true
 	c.mu.Unlock()
-	if write {
+	switch {
+	case write:
 		c.writeOnce()
+	case some:
+		c.writeSome()
 	}
 	if handOff {
 		signal(c.writeSig)

@@ -100,11 +100,7 @@ func (c *muxConn) write(o outbuf) error {
 	if wt := c.node.cfg.WriteTimeout; wt > 0 {
 		c.nc.SetWriteDeadline(time.Now().Add(wt))
 	}
-	// Counted before the write: once the bytes leave, the replies may be
-	// read and their callers return (and read Stats) before this
-	// goroutine runs again.
-	c.node.counts.flushes.Add(1)
-	c.node.counts.commands.Add(o.count)
+	c.count(o)
 	var err error
 	var n int
 	switch {
@@ -127,6 +123,17 @@ func (c *muxConn) write(o outbuf) error {
 	return err
 }
 
+// count counts the write of o in Stats, before it starts: once the bytes
+// leave, the replies may be read and their callers return (and read
+// Stats) before the writer runs again. A write of nothing but the rest of
+// a batch a caller began (see writeSome) is not another batch.
+func (c *muxConn) count(o outbuf) {
+	if o.count > 0 {
+		c.node.counts.flushes.Add(1)
+		c.node.counts.commands.Add(o.count)
+	}
+}
+
 func signal(ch chan struct{}) {
 	select {
 	case ch <- struct{}{}:
@@ -144,6 +151,13 @@ func (c *muxConn) writeOnce() {
 		c.fail(err) // the write side stays taken: nothing more is written
 		return
 	}
+	c.wrote(o)
+}
+
+// wrote ends a caller's write of o, written whole: its chunks are kept
+// for reuse, and what accumulated meanwhile is left to the writer
+// goroutine.
+func (c *muxConn) wrote(o outbuf) {
 	c.mu.Lock()
 	c.mark(o.upto)
 	c.recycle(o)
@@ -155,6 +169,77 @@ func (c *muxConn) writeOnce() {
 	if more {
 		signal(c.writeSig)
 	}
+}
+
+// writeSome is writeOnce for more than a chunk (a big value, a long
+// pipeline), which could keep the caller past its context if written
+// whole, as a write cannot heed one: the caller writes only what the
+// socket takes at once, without waiting (writeNow), which on an idle
+// connection is most often all of it, and spares a hand-off to the
+// writer goroutine. What the socket did not take goes back ahead of
+// what was buffered since, and the writer goroutine writes it; the write
+// side stays taken meanwhile, so the stream stays whole. The caller then
+// goes on to read its reply, as it did when the writer goroutine wrote
+// it all, and never waits on the write.
+func (c *muxConn) writeSome() {
+	c.mu.Lock()
+	o := c.takeOut()
+	c.mu.Unlock()
+	if wt := c.node.cfg.WriteTimeout; wt > 0 {
+		// As write sets it: the deadline the last write left may have
+		// passed, and a socket past its deadline takes nothing.
+		c.nc.SetWriteDeadline(time.Now().Add(wt))
+	}
+	c.count(o)
+	c.ws.iovs = append(append(c.ws.iovs[:0], o.full...), o.cur)
+	n, err := writeNow(c.raw, c.ws.iovs)
+	clear(c.ws.iovs)
+	c.sizes.tx.Add(int64(n))
+	if err == nil && n == o.bytes() {
+		c.wrote(o)
+		return
+	}
+	// The rest, or all of it after an error, to the writer goroutine,
+	// whose write then fails the connection as it would have: this
+	// caller goes on to read meanwhile, and may yet read what the server
+	// sent before it closed (a refusal of this request).
+	c.mu.Lock()
+	c.requeue(o, n)
+	c.mu.Unlock()
+	signal(c.writeSig)
+}
+
+// requeue puts what is left of o after its first n bytes, written, back
+// ahead of what was buffered since, for the writer goroutine; the chunks
+// written whole are kept for reuse. The commands were counted with o's
+// write. Under mu.
+func (c *muxConn) requeue(o outbuf, n int) {
+	rest := make([][]byte, 0, len(o.full)+1+len(c.out.full))
+	for _, b := range append(o.full, o.cur) {
+		if len(b) == 0 || n >= len(b) && len(rest) == 0 {
+			n -= len(b)
+			c.keep(b)
+			continue
+		}
+		tail := b[n:]
+		if n > 0 && cap(b) > keepChunk && len(tail) <= keepChunk {
+			// Copied, so that keeping it for reuse once written does not
+			// keep b's array, too large to keep, alive.
+			tail = append([]byte(nil), tail...)
+		}
+		rest = append(rest, tail)
+		n = 0
+	}
+	c.out.full = append(rest, c.out.full...)
+}
+
+// bytes is the length of what o holds.
+func (o *outbuf) bytes() int {
+	n := len(o.cur)
+	for _, b := range o.full {
+		n += len(b)
+	}
+	return n
 }
 
 // writeLoop holds the write side when a writer hands it over, and writes
