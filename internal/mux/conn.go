@@ -6,7 +6,6 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/redisx-go/kit/backend"
@@ -134,10 +133,10 @@ type muxConn struct {
 	// none), published by the read side as it reaches each call.
 	live struct{ progress, headDeadline atomic.Int64 }
 
-	// raw writes to the socket without waiting (see writeNow); nil when
-	// it cannot (TLS). Set by startConn, then only read; last, so that it
-	// moves none of the fields above.
-	raw syscall.RawConn
+	// now writes to the socket without waiting (see writeSome); nil when
+	// it cannot (TLS). Set by startConn, then used by the write side's
+	// holder; last, so that it moves none of the fields above.
+	now *nowWriter
 }
 
 var errUnsolicited = errors.New("reply with no command waiting for it")
@@ -156,7 +155,7 @@ func (n *Node) startConn(nc net.Conn, slot int) *muxConn {
 		size = bulkReadBuffer
 	}
 	c.rs.r = resp.NewReader(progressReader{c}, size)
-	c.raw = rawConn(nc)
+	c.now = newNowWriter(nc)
 	if c.acks = dial.AcksOf(nc); c.acks != (dial.Acks{}) {
 		c.ackBase, _, _ = c.acks.Read()
 	}
@@ -334,7 +333,7 @@ func (c *muxConn) push(cl *call, commands int64, lead bool) (leads bool) {
 		// the caller writes what the socket takes without waiting, and
 		// leaves the rest to the writer goroutine (writeSome); where
 		// the socket cannot be written that way (TLS), all of it.
-		write, some, handOff = false, c.raw != nil, c.raw == nil
+		write, some, handOff = false, c.now != nil, c.now == nil
 	}
 	c.writing = true
 	c.mu.Unlock()

@@ -192,7 +192,7 @@ func (c *muxConn) writeSome() {
 	}
 	c.count(o)
 	c.ws.iovs = append(append(c.ws.iovs[:0], o.full...), o.cur)
-	n, err := writeNow(c.raw, c.ws.iovs)
+	n, err := c.now.writeNow(c.ws.iovs)
 	clear(c.ws.iovs)
 	c.sizes.tx.Add(int64(n))
 	if err == nil && n == o.bytes() {

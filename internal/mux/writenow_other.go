@@ -2,14 +2,14 @@
 
 package mux
 
-import (
-	"net"
-	"syscall"
-)
+import "net"
 
-// rawConn returns nil: writeNow is not available here, and a write of
-// more than a chunk is left to the writer goroutine whole.
-func rawConn(net.Conn) syscall.RawConn { return nil }
+// nowWriter is not available here: a write of more than a chunk is left
+// to the writer goroutine whole.
+type nowWriter struct{}
 
-// writeNow is never called where rawConn returns nil.
-func writeNow(syscall.RawConn, [][]byte) (int, error) { return 0, nil }
+// newNowWriter returns nil: see nowWriter.
+func newNowWriter(net.Conn) *nowWriter { return nil }
+
+// writeNow is never called: newNowWriter returns nil.
+func (*nowWriter) writeNow([][]byte) (int, error) { return 0, nil }

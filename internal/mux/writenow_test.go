@@ -39,9 +39,9 @@ func TestWriteNowNeverWaits(t *testing.T) {
 		t.Fatal("accept failed")
 	}
 	defer peer.Close()
-	rc := rawConn(nc)
-	if rc == nil {
-		t.Fatal("rawConn(a TCP connection) = nil")
+	w := newNowWriter(nc)
+	if w == nil {
+		t.Fatal("newNowWriter(a TCP connection) = nil")
 	}
 
 	// 32 MiB in three chunks: more than any socket buffer takes at once.
@@ -55,7 +55,7 @@ func TestWriteNowNeverWaits(t *testing.T) {
 		all = append(all, b...)
 	}
 	start := time.Now()
-	n, err := writeNow(rc, append([][]byte(nil), chunks...))
+	n, err := w.writeNow(append([][]byte(nil), chunks...))
 	if took := time.Since(start); err != nil || n <= 0 || n >= len(all) || took > time.Second {
 		t.Fatalf("writeNow(32 MiB, nobody reading) = %d, %v after %v; want part of it, no error, at once", n, err, took)
 	}
@@ -71,7 +71,7 @@ func TestWriteNowNeverWaits(t *testing.T) {
 	// The rest, from where the first write stopped, as requeue leaves it.
 	rest := [][]byte{all[n:]}
 	for len(rest[0]) > 0 {
-		m, err := writeNow(rc, [][]byte{rest[0]})
+		m, err := w.writeNow([][]byte{rest[0]})
 		if err != nil {
 			t.Fatal(err)
 		}
