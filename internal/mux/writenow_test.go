@@ -62,6 +62,14 @@ func TestWriteNowNeverWaits(t *testing.T) {
 	if len(chunks[0]) != 5<<20 || chunks[0][0] != 'a' {
 		t.Fatal("writeNow changed the slices it was given")
 	}
+	// The socket is full now: a second write takes nothing, or next to
+	// nothing, and still returns at once.
+	start = time.Now()
+	m, err := w.writeNow([][]byte{all[n:]})
+	if took := time.Since(start); err != nil || took > time.Second {
+		t.Fatalf("writeNow on a full socket = %d, %v after %v; want no error, at once", m, err, took)
+	}
+	n += m
 	got := make([]byte, len(all))
 	done := make(chan error, 1)
 	go func() {
