@@ -40,9 +40,10 @@ import (
 // than it has lanes (shared connections), a caller that finds a lane with
 // nothing in flight writes and reads its own reply on it, woken by the
 // network poller as a pooled connection's caller is; otherwise a caller
-// joins a pipeline — the busiest one still shallower than what the
-// server reads and writes of one connection per turn, an idle lane only
-// when every busy one is that deep — whose writer, from 4 callers inside
+// joins a pipeline — the busiest one still shallower than its depth cap
+// (64 KiB of requests or 32 KiB of replies in flight, at the lane's
+// bytes per call so far), an idle lane only when every busy one is that
+// deep — whose writer, from 4 callers inside
 // a call per lane on, gathers batches, so batching grows with load (the
 // brief dips between a batch of replies and their callers' next commands
 // do not count). A lane opens when a call finds every open one busy: it

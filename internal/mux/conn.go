@@ -188,27 +188,33 @@ func (p progressReader) Read(b []byte) (int, error) {
 }
 
 // depthCap is the most calls in flight on c for a caller to join its
-// pipeline rather than a less loaded lane's (see pickLane): what the
-// server handles of one connection in one turn of its event loop — it
-// reads up to 16 KiB of requests, and writes up to 64 KiB of replies —
-// at the sizes of c's calls so far (bytes sent and received per call
-// answered). A deeper pipeline would wait turns that other connections
-// could use.
+// pipeline rather than a less loaded lane's (see pickLane): laneTxBytes
+// of requests or laneRxBytes of replies, whichever comes first, at the
+// sizes of c's calls so far (bytes sent and received per call answered).
 func (c *muxConn) depthCap() int64 {
 	calls := c.sizes.answered.Load()
 	if calls < 16 {
-		return serverReadBytes // too few to tell: as for calls of a byte
+		return laneTxBytes // too few to tell: as for calls of a byte
 	}
 	tx, rx := max(c.sizes.tx.Load()/calls, 1), max(c.sizes.rx.Load()/calls, 1)
-	return max(min(serverReadBytes/tx, serverWriteBytes/rx), 1)
+	return max(min(laneTxBytes/tx, laneRxBytes/rx), 1)
 }
 
-// What a Redis server reads of one connection's requests (PROTO_IOBUF_LEN)
-// and writes of its replies (NET_MAX_WRITES_PER_EVENT) in one turn of its
-// event loop.
+// The bytes in flight on a lane (see depthCap) beyond which a caller
+// takes another. A Redis server reads 16 KiB of a connection's requests
+// (PROTO_IOBUF_LEN) and writes up to 64 KiB of its replies
+// (NET_MAX_WRITES_PER_EVENT) per turn of its event loop. Requests are
+// capped at four such reads: another turn on the same connection costs
+// the server and the client less than another connection's batches,
+// each a write and a read more on both sides — at 1000 goroutines,
+// against a cap of one read, 1.17x SET-then-GET/s and 1.16x SET/s (12
+// alternating rounds; docs/PERFORMANCE.md, "The depth cap"). Replies are
+// capped at half a turn's writes: a GET of 64 B then stays near the depth
+// it had (about 460), where a deeper one measured 0.82–0.98x, and big
+// replies are read by more lanes' drainers side by side.
 const (
-	serverReadBytes  = 16 << 10
-	serverWriteBytes = 64 << 10
+	laneTxBytes = 64 << 10
+	laneRxBytes = 32 << 10
 )
 
 // reserve counts one more command on c and reports whether it fits under

@@ -422,3 +422,31 @@ func TestMuxBulkDialFailureBacksOff(t *testing.T) {
 		t.Errorf("pickBulk after the backoff = %d; want %d, dialled again", i, n.lanes+1)
 	}
 }
+
+// TestDepthCapKeepsSmallCallsOnFewLanes: the depth cap, from a lane's
+// bytes per call, lets 64-byte SETs pipeline about 600 deep (so 1000
+// callers share two lanes, not four), keeps 64-byte GETs near 460, and
+// sends every 40 KiB reply to a lane of its own.
+func TestDepthCapKeepsSmallCallsOnFewLanes(t *testing.T) {
+	const calls = 1000
+	for _, tc := range []struct {
+		name        string
+		tx, rx      int64 // bytes per call
+		least, most int64
+	}{
+		{"SET of 64 B", 101, 5, 550, 700},
+		{"GET of 64 B", 30, 71, 400, 600},
+		{"GET of 40 KiB", 30, 40<<10 + 9, 1, 1},
+	} {
+		c := &muxConn{}
+		c.sizes.tx.Store(tc.tx * calls)
+		c.sizes.rx.Store(tc.rx * calls)
+		c.sizes.answered.Store(calls)
+		if got := c.depthCap(); got < tc.least || got > tc.most {
+			t.Errorf("%s: depthCap() = %d; want %d to %d", tc.name, got, tc.least, tc.most)
+		}
+	}
+	if got := (&muxConn{}).depthCap(); got < calls {
+		t.Errorf("no call answered yet: depthCap() = %d; want no cap below %d", got, calls)
+	}
+}

@@ -18,6 +18,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -31,6 +32,7 @@ import (
 
 type config struct {
 	addr, levels, op, ctxKind string
+	cpuProfile                string
 	d                         time.Duration
 	conns, lanes, pool, size  int
 	keys, serverPID           int
@@ -49,8 +51,9 @@ func main() {
 	flag.IntVar(&c.keys, "keys", 1000, "keys, set before the first level")
 	flag.StringVar(&c.op, "op", "get", "get, set or setget")
 	flag.StringVar(&c.ctxKind, "ctx", "background", "the calls' context: background (cannot end), cancel (can be cancelled, as the harness's), or timeout (a 1 s deadline per call)")
-	flag.BoolVar(&c.costs, "costs", false, "print the client's CPU µs and context switches per operation at each level (cpu_g=N, cs_g=N), and the server's CPU µs (srv_g=N) with -server-pid")
+	flag.BoolVar(&c.costs, "costs", false, "print the client's CPU µs and context switches per operation at each level (cpu_g=N, cs_g=N), the mean write batch and the lanes open (batch_g=N, lanes_g=N), and the server's CPU µs (srv_g=N) with -server-pid")
 	flag.IntVar(&c.serverPID, "server-pid", 0, "the server's process id, for -costs")
+	flag.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the levels to this file")
 	flag.Parse()
 	if err := run(c); err != nil {
 		fmt.Fprintln(os.Stderr, "getloop:", err)
@@ -83,21 +86,35 @@ func run(cfg config) error {
 			return err
 		}
 	}
+	if cfg.cpuProfile != "" {
+		f, err := os.Create(cfg.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	for _, f := range strings.Split(cfg.levels, ",") {
 		g, err := strconv.Atoi(f)
 		if err != nil || g < 1 {
 			return fmt.Errorf("-g %q: want positive integers", cfg.levels)
 		}
-		before := costsNow(cfg.serverPID)
+		before, sb := costsNow(cfg.serverPID), c.Stats()
 		ops, elapsed, err := level(ctx, c, g, cfg.d, keys, v, cfg.op, cfg.ctxKind)
 		if err != nil {
 			return err
 		}
-		after := costsNow(cfg.serverPID)
+		after, sa := costsNow(cfg.serverPID), c.Stats()
 		fmt.Printf("g=%d %.0f\n", g, float64(ops)/elapsed.Seconds())
 		if cfg.costs && ops > 0 {
 			n := float64(ops)
 			fmt.Printf("cpu_g=%d %.2f\ncs_g=%d %.3f\n", g, float64(after.cpu-before.cpu)/1e3/n, g, float64(after.switches-before.switches)/n)
+			if f := sa.Flushes - sb.Flushes; f > 0 {
+				fmt.Printf("batch_g=%d %.1f\nlanes_g=%d %d\n", g, float64(sa.Commands-sb.Commands)/float64(f), g, sa.Lanes)
+			}
 			if cfg.serverPID > 0 {
 				fmt.Printf("srv_g=%d %.2f\n", g, float64(after.server-before.server)/1e3/n)
 			}
