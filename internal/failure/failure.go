@@ -9,7 +9,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
+	"syscall"
 
 	"github.com/gomodule/redigo/redis"
 	"github.com/redisx-go/kit/backend"
@@ -170,6 +172,19 @@ func DialEnded(addr string, err error) error {
 		why = "no answer before the context's deadline"
 	}
 	return fmt.Errorf("%w: dial %s: %s (%w)", backend.ErrConnection, addr, why, err)
+}
+
+// PeerClosed reports whether err, a socket's error, is the peer ending the
+// connection: the end of the stream, a reset (ECONNRESET, ECONNABORTED),
+// or a write after one (EPIPE). A deadline, or the local side's own
+// close, is not.
+func PeerClosed(err error) bool {
+	for _, e := range [...]error{io.EOF, io.ErrUnexpectedEOF, syscall.ECONNRESET, syscall.ECONNABORTED, syscall.EPIPE} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }
 
 // ConnError wraps a network or protocol failure on addr.

@@ -4,7 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"os"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/gomodule/redigo/redis"
@@ -81,6 +85,32 @@ func TestWrappedErrorsKeepOnePrefix(t *testing.T) {
 		}
 		if !errors.Is(tc.err, tc.is) || Unsent(tc.err) != tc.unsent {
 			t.Errorf("%s: errors.Is(%v) = %v, Unsent = %v; want true, %v", tc.name, tc.is, errors.Is(tc.err, tc.is), Unsent(tc.err), tc.unsent)
+		}
+	}
+}
+
+// PeerClosed tells the peer's end of a connection — as a socket reports
+// it, wrapped — from a deadline and from the local side's own close.
+func TestPeerClosed(t *testing.T) {
+	op := func(op string, err error) error {
+		return &net.OpError{Op: op, Net: "tcp", Err: os.NewSyscallError(op, err)}
+	}
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"end of stream", io.EOF, true},
+		{"end in a reply", fmt.Errorf("reading a bulk: %w", io.ErrUnexpectedEOF), true},
+		{"read reset", op("read", syscall.ECONNRESET), true},
+		{"write after a reset", op("write", syscall.EPIPE), true},
+		{"aborted", op("read", syscall.ECONNABORTED), true},
+		{"deadline", op("read", os.ErrDeadlineExceeded), false},
+		{"closed here", &net.OpError{Op: "read", Net: "tcp", Err: net.ErrClosed}, false},
+		{"nil", nil, false},
+	} {
+		if got := PeerClosed(tc.err); got != tc.want {
+			t.Errorf("PeerClosed(%s: %v) = %t; want %t", tc.name, tc.err, got, tc.want)
 		}
 	}
 }

@@ -25,6 +25,7 @@ type exchange struct {
 	stop   func() bool
 	block  time.Duration // the command's block time (see command.BlockTime)
 	unsent bool          // the write failed with nothing written
+	cut    bool          // the peer cut the write part way: the replies are read anyway (see listen)
 }
 
 // begin borrows a connection for a command that may block the server's
@@ -99,17 +100,21 @@ func contextError(ctx context.Context, err error) error {
 
 // send writes the encoded request and returns once it is sent (see
 // pconn.request). A write that failed before its first byte left sets
-// x.unsent: the request provably never reached the server.
+// x.unsent: the request provably never reached the server. One that the
+// peer cut part way sets x.cut: the server may have refused the request
+// and closed, and its replies are read all the same (see listen).
 func (x *exchange) send(ctx context.Context) error {
 	n, err := x.c.request(ctx, &x.n.cfg, x.block)
 	x.unsent = err != nil && n == 0
+	x.cut = err != nil && x.c.listen(ctx, n, err)
 	return err
 }
 
 // end releases or destroys the connection and turns err into the error to
 // return: a context error when the context ended, backend.ErrClosed when Close
-// closed the socket, backend.ErrConnection for other stream errors, reply errors
-// wrapped with cmd.
+// closed the socket, the server's refusal of a request it then closed
+// (a *wire.CutError, see refused), backend.ErrConnection for other stream
+// errors, reply errors wrapped with cmd.
 func (x *exchange) end(ctx context.Context, cmd string, err error) error {
 	cancelled := x.stop != nil && !x.stop()
 	if cancelled || resp.Fatal(err) {
@@ -123,6 +128,9 @@ func (x *exchange) end(ctx context.Context, cmd string, err error) error {
 			return backend.ErrClosed
 		}
 		x.n.broken.Add(1)
+		if cut, ok := err.(*wire.CutError); ok {
+			return x.n.refused(cmd, cut)
+		}
 		if x.unsent {
 			return failure.MarkUnsent(failure.ConnError(x.n.addr, err))
 		}
@@ -152,10 +160,37 @@ func (n *Node) roundTrip(ctx context.Context, cmd string, block time.Duration, r
 		return err
 	}
 	x.c.buf = enc(x.c.buf)
-	if err = x.send(ctx); err == nil {
-		if err = rp.Read(x.c.r); err == nil {
+	if err = x.send(ctx); err == nil || x.cut {
+		if rerr := rp.Read(x.c.r); err == nil && rerr == nil {
 			err = rp.Err
+		} else {
+			err = wire.Cut(err, rerr, rp.Err, 1)
 		}
 	}
 	return x.end(ctx, cmd, err)
+}
+
+// pipe writes the pipeline in x.c.buf and reads its replies into rps, in
+// order. It returns nil when all were read (each command's own error is
+// in its reply), a *wire.CutError when the server refused one of the
+// commands and closed, or the stream's failure.
+func (x *exchange) pipe(ctx context.Context, rps []wire.Reply) error {
+	err := x.send(ctx)
+	if err != nil && !x.cut {
+		return err
+	}
+	n, rerr := wire.ReadSome(x.c.r, rps)
+	var last error
+	if n > 0 {
+		last = rps[n-1].Err
+	}
+	return wire.Cut(err, rerr, last, n)
+}
+
+// refused words cut, a request's refusal as wire.Cut returns it, raw: the
+// refusal wrapped with cmd, the refused command's name (or "pipeline"),
+// and the failure of the connection, which the server closed, for the
+// commands after it.
+func (n *Node) refused(cmd string, cut *wire.CutError) error {
+	return &wire.CutError{N: cut.N, Refusal: failure.ReplyError(cmd, cut.Refusal), Err: failure.ConnError(n.addr, cut.Err)}
 }

@@ -30,6 +30,11 @@ func (n *Node) DoMulti(ctx context.Context, cmds ...[]any) []backend.Result {
 	}
 	rps := wire.MultiReplies(len(cmds))
 	if err := n.ExecBlocking(ctx, command.BlockTimeAll(cmds, classes), func(b []byte) []byte { return wire.AppendMulti(b, cmds) }, rps); err != nil {
+		if cut, ok := err.(*wire.CutError); ok {
+			// Refused and closed: the commands before the refused one
+			// have their replies.
+			return wire.CutResults(cmds, rps, cut)
+		}
 		return failure.FailAll(len(cmds), err)
 	}
 	return wire.Results(cmds, rps)
@@ -44,10 +49,7 @@ func (n *Node) ExecBlocking(ctx context.Context, block time.Duration, enc func([
 		return err
 	}
 	x.c.buf = enc(x.c.buf)
-	if err = x.send(ctx); err == nil {
-		err = wire.ReadAll(x.c.r, rps)
-	}
-	return x.end(ctx, "pipeline", err)
+	return x.end(ctx, "pipeline", x.pipe(ctx, rps))
 }
 
 // Dedicated implements Dedicator: one of the pool's connections, lent
@@ -136,8 +138,13 @@ func (d *dedicated) DoMulti(ctx context.Context, cmds ...[]any) ([]backend.Resul
 	n, err := c.request(ctx, &d.n.cfg, block)
 	unsent := err != nil && n == 0
 	rps := wire.MultiReplies(len(cmds))
-	if err == nil {
-		err = wire.ReadAll(c.r, rps)
+	if err == nil || c.listen(ctx, n, err) {
+		k, rerr := wire.ReadSome(c.r, rps)
+		var last error
+		if k > 0 {
+			last = rps[k-1].Err
+		}
+		err = wire.Cut(err, rerr, last, k)
 	}
 	if stop != nil && !stop() {
 		d.broken = true
@@ -151,6 +158,11 @@ func (d *dedicated) DoMulti(ctx context.Context, cmds ...[]any) ([]backend.Resul
 		}
 		if d.n.closed.Load() {
 			return nil, backend.ErrClosed
+		}
+		if cut, ok := err.(*wire.CutError); ok {
+			// The session's call fails with the refusal: a transaction's
+			// EXEC, after it, never ran.
+			return nil, d.n.refused(command.ArgName(cmds[cut.N-1], 0), cut)
 		}
 		err = failure.ConnError(d.n.addr, err)
 		if unsent {

@@ -444,18 +444,16 @@ func (n *Node) Close() error {
 
 // Exec sends the commands encoded in buf in one write on a borrowed
 // connection and decodes their replies into rps, in order. Only a
-// connection or context failure is returned; each command's own error is
-// in its reply.
+// connection or context failure is returned, or the refusal of a command
+// that the server then closed the connection on (a *wire.CutError); each
+// command's own error is in its reply.
 func (n *Node) Exec(ctx context.Context, _ []string, buf []byte, rps []wire.Reply) error {
 	x, err := n.begin(ctx, 0)
 	if err != nil {
 		return err
 	}
 	x.c.buf = append(x.c.buf, buf...)
-	if err = x.send(ctx); err == nil {
-		err = wire.ReadAll(x.c.r, rps)
-	}
-	return x.end(ctx, "pipeline", err)
+	return x.end(ctx, "pipeline", x.pipe(ctx, rps))
 }
 
 func (n *Node) Address() string { return n.addr }

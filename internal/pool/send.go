@@ -10,6 +10,7 @@ import (
 	"github.com/redisx-go/kit/backend"
 	"github.com/redisx-go/kit/internal/command"
 	"github.com/redisx-go/kit/internal/dial"
+	"github.com/redisx-go/kit/internal/failure"
 )
 
 // bigRequest is the size from which a request may take a while to send:
@@ -50,6 +51,31 @@ func (c *pconn) request(ctx context.Context, cfg *backend.Config, block time.Dur
 	}
 	return n, c.awaitSent(ctx, cfg.ReadTimeout, block)
 }
+
+// listen is for a request whose write failed with err after n of its
+// bytes went out. When the peer ended the connection part way (a reset,
+// a broken pipe: see failure.PeerClosed), the server may have refused the
+// request as it read it and closed, and its refusal, sent before the
+// reset, may sit in the socket's receive buffer (see wire.CutError).
+// listen then arms a read deadline refusalWait away, or ctx's when
+// sooner, so that reading the replies takes what the server sent without
+// waiting for more, and reports true. It reports false for other
+// failures, and once ctx has ended.
+func (c *pconn) listen(ctx context.Context, n int, err error) bool {
+	if n == 0 || n >= len(c.buf) || !failure.PeerClosed(err) {
+		return false
+	}
+	d := time.Now().Add(refusalWait)
+	if cd, ok := ctx.Deadline(); ok && cd.Before(d) {
+		d = cd
+	}
+	return c.setDeadline(ctx, d) == nil
+}
+
+// refusalWait bounds the read, after a write the peer cut, of what the
+// server sent before it closed. After a reset the socket's receive
+// buffer holds all there is, and is read at once.
+const refusalWait = 100 * time.Millisecond
 
 // awaitSent waits until the big request just written has been sent — its
 // last byte acknowledged by the peer, where the socket tells (see

@@ -66,6 +66,17 @@ func Results(cmds [][]any, rps []Reply) []backend.Result {
 	return res
 }
 
+// CutResults are the results of cmds cut short by cut (see CutError):
+// the replies decoded, the refusal last, then cut.Err for each command
+// after it.
+func CutResults(cmds [][]any, rps []Reply, cut *CutError) []backend.Result {
+	res := Results(cmds[:cut.N], rps[:cut.N])
+	for range cmds[cut.N:] {
+		res = append(res, backend.Result{Err: cut.Err})
+	}
+	return res
+}
+
 // SizeOf estimates the encoded size of cmds, in bytes.
 func SizeOf(cmds [][]any) int {
 	n := 0

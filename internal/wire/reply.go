@@ -1,6 +1,10 @@
 package wire
 
 import (
+	"cmp"
+
+	"github.com/gomodule/redigo/redis"
+	"github.com/redisx-go/kit/internal/failure"
 	"github.com/redisx-go/kit/internal/resp"
 )
 
@@ -28,8 +32,10 @@ const (
 	ReplyPipe                   // several commands: see call.pipe
 )
 
-// Read decodes rp's reply from r. Reply-level errors are stored in rp.err;
-// stream-level errors, after which r is unusable, are returned.
+// Read decodes rp's reply from r. Reply-level errors are stored in rp.Err;
+// stream-level errors, after which r is unusable, are returned. A run of
+// status replies (ReplyOK, N of them) cut by a stream error keeps in
+// rp.Err the first error reply read before it, if any.
 func (rp *Reply) Read(r *resp.Reader) error {
 	var err error
 	switch rp.Kind {
@@ -45,6 +51,7 @@ func (rp *Reply) Read(r *resp.Reader) error {
 		for i := 0; i < max(rp.N, 1); i++ {
 			e := r.ReadOK()
 			if resp.Fatal(e) {
+				rp.Err = err // a refusal among the replies before it (see CutError)
 				return e
 			}
 			if err == nil {
@@ -69,10 +76,58 @@ func (rp *Reply) Count() int {
 
 // ReadAll decodes the replies of a pipeline in order.
 func ReadAll(r *resp.Reader, rps []Reply) error {
+	_, err := ReadSome(r, rps)
+	return err
+}
+
+// ReadSome is ReadAll that also returns how many replies it decoded: all
+// of them, or those before the stream error it returns.
+func ReadSome(r *resp.Reader, rps []Reply) (int, error) {
 	for i := range rps {
 		if err := rps[i].Read(r); err != nil {
-			return err
+			return i, err
 		}
 	}
-	return nil
+	return len(rps), nil
+}
+
+// CutError is the failure of a request that the server refused part way
+// and then closed. A server that refuses a request as it reads it, and
+// closes the connection with the rest of it unread — as Redis does on a
+// protocol error: a bulk over proto-max-bulk-len, a malformed request —
+// answers the commands before the refused one, then sends the refusal (an
+// error reply), and nothing more: the commands after it never ran. The
+// client sees its write reset part way, or the stream end right after the
+// refusal; the refusal, not the reset, is the call's error.
+//
+// A CutError reads as Refusal, and unwraps to it only, so that errors.As
+// finds the server's redis.Error and errors.Is does not find
+// backend.ErrConnection; the commands after the refused one get Err.
+type CutError struct {
+	N       int   // replies decoded, the refusal last
+	Refusal error // the refusal, as the call returns it
+	Err     error // the connection's failure, for the commands after it
+}
+
+func (e *CutError) Error() string { return e.Refusal.Error() }
+func (e *CutError) Unwrap() error { return e.Refusal }
+
+// Cut returns the failure of a request whose write failed with werr (nil
+// when it was sent whole) and whose replies' read stopped with the stream
+// error rerr (nil when they were all read), n of them decoded, the last
+// with the error last (a reply-level error, or nil). It is a *CutError
+// with last, raw, as its refusal when last is an error reply and the peer
+// ended the connection right after it: werr is not nil (a write that
+// failed part way, its replies read since: the peer reset it) or rerr is
+// the peer's end (see failure.PeerClosed). Otherwise it is werr, or else
+// rerr.
+func Cut(werr, rerr, last error, n int) error {
+	if werr == nil && rerr == nil {
+		return nil
+	}
+	cause := cmp.Or(werr, rerr)
+	if re, ok := last.(redis.Error); ok && (werr != nil || failure.PeerClosed(rerr)) {
+		return &CutError{N: n, Refusal: re, Err: cause}
+	}
+	return cause
 }
