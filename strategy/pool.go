@@ -12,7 +12,9 @@ import (
 // write and read on the caller's goroutine, release. A connection that saw
 // a network or protocol error, or whose call was cancelled mid-flight, is
 // destroyed rather than returned, so no late reply can reach the next
-// borrower. A blocking command (BLPOP…) may wait its own block time beyond
+// borrower. A request the server refuses as it reads it, then closes on,
+// returns the refusal, also when its write meets the reset first. A
+// blocking command (BLPOP…) may wait its own block time beyond
 // Config.ReadTimeout. Close closes borrowed connections too: the calls on
 // them fail at once with ErrClosed.
 //
