@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -106,5 +107,48 @@ func TestRefusalBeforeResetReachesCaller(t *testing.T) {
 				})
 			}
 		})
+	}
+}
+
+// TestSlotGroupedRefusalFailsOnlyTheRefusedAndLaterGroups: a SlotGrouped
+// MSet over pooled nodes whose pipeline to one node carries a value over
+// proto-max-bulk-len, one group per key (MaxBatch 1). The server runs the
+// groups before it, refuses it and closes the connection: the keys it set
+// are not reported failed, the refused key is, with the refusal, and the
+// keys after it, never run, are reported with a connection error.
+func TestSlotGroupedRefusalFailsOnlyTheRefusedAndLaterGroups(t *testing.T) {
+	cl := crelCluster(t, launcher.ClusterOptions{Args: []string{"--proto-max-bulk-len", "1mb"}})
+	c := crelNew(t, cl, strategy.SlotGrouped{Transport: strategy.Pool{Size: 2}, MaxBatch: 1})
+	defer c.Close()
+	ctx := edgeCtx(t, 30*time.Second)
+	const big = "{refused}big"
+	kv := map[string][]byte{big: bytes.Repeat([]byte("r"), refusedSize)}
+	for i := range 3 { // planned before the big value and after it: a group's keys go in order
+		kv[fmt.Sprintf("{refused}a%d", i)] = []byte("v")
+		kv[fmt.Sprintf("{refused}z%d", i)] = []byte("v")
+	}
+	err := c.MSet(ctx, kv, time.Minute)
+	var ne *strategy.NodeError
+	if !errors.As(err, &ne) || !strings.Contains(err.Error(), "invalid bulk length") {
+		t.Fatalf("MSet with one value over proto-max-bulk-len = %v; want a NodeError with the server's refusal (invalid bulk length)", err)
+	}
+	failed := map[string]bool{}
+	for _, k := range ne.Keys {
+		failed[k] = true
+	}
+	if !failed[big] {
+		t.Errorf("failed keys %v; want %q among them", ne.Keys, big)
+	}
+	for k := range kv {
+		if k == big {
+			continue
+		}
+		v, err := c.Get(edgeCtx(t, 5*time.Second), k)
+		if err != nil && !errors.Is(err, redisx.ErrNotFound) {
+			t.Fatalf("Get(%q): %v", k, err)
+		}
+		if set := v != nil; set == failed[k] {
+			t.Errorf("key %q: set on the server %v, reported failed %v; want exactly the keys not set reported (failed keys %v)", k, set, failed[k], ne.Keys)
+		}
 	}
 }

@@ -284,8 +284,16 @@ func (g *Grouped) run(ctx context.Context, nodes []transport.Node, perNode [][]b
 	fanOut(len(retrying), func(k int) {
 		i := retrying[k]
 		f := nodeFailure{g: g, n: nodes[i]}
+		var cut *wire.CutError
+		errors.As(errs[i], &cut)
 		for j, bg := range perNode[i] {
 			e := errs[i]
+			switch {
+			case cut != nil && j < cut.N:
+				e = nil // answered: the refusal, if it is this group's, is its reply's error
+			case cut != nil:
+				e = cut.Err // never run: the server closed the connection before it
+			}
 			if e == nil {
 				e = rps[i][j].Err
 			}
