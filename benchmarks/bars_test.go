@@ -85,8 +85,11 @@ func (br *bars) get(tg suiteTarget) benchmarks.Op {
 }
 
 // median is one target's median QPS and median p50 latency (of the
-// rounds' p50s, in seconds) at one level.
-type median struct{ qps, p50 float64 }
+// rounds' p50s, in seconds) at one level, and the rounds' QPS.
+type median struct {
+	qps, p50 float64
+	rounds   []float64
+}
 
 // compareOp runs the targets in alternating rounds at each level, each
 // running the op mk builds for it, and returns the medians per target and
@@ -97,7 +100,11 @@ func (br *bars) compareOp(t *testing.T, what string, levels []int, mk func(tg su
 		qps := make([][]float64, len(ts))
 		p50 := make([][]float64, len(ts))
 		for r := 0; r < br.rounds; r++ {
-			for i, tg := range ts {
+			// Each round starts with the next target, so that none always
+			// runs right after the same other one.
+			for j := range ts {
+				i := (j + r) % len(ts)
+				tg := ts[i]
 				op, lat := timed(g, mk(tg))
 				res, err := load.ClosedLoop(context.Background(), g, br.d, op)
 				if res.Errors > 0 {
@@ -111,7 +118,7 @@ func (br *bars) compareOp(t *testing.T, what string, levels []int, mk func(tg su
 			if med[tg.name] == nil {
 				med[tg.name] = map[int]median{}
 			}
-			m := median{verdict.Median(qps[i]), verdict.Median(p50[i])}
+			m := median{verdict.Median(qps[i]), verdict.Median(p50[i]), qps[i]}
 			med[tg.name][g] = m
 			t.Logf("%s %-16s goroutines=%-5d median %8.0f ops/s, p50 %6.1f µs  rounds %s", what, tg.name, g, m.qps, m.p50*1e6, fmtQPS(qps[i]))
 		}
@@ -119,17 +126,22 @@ func (br *bars) compareOp(t *testing.T, what string, levels []int, mk func(tg su
 	return med
 }
 
-// compare is compareOp for GETs of the benchmark keys, returning QPS. It
-// opens the targets, seeds the keys through the first and closes them
-// all before it returns.
-func (br *bars) compare(t *testing.T, levels []int, open ...func() suiteTarget) map[string]map[int]float64 {
+// compareGets is compareOp for GETs of the benchmark keys. It opens the
+// targets, seeds the keys through the first and closes them all before
+// it returns.
+func (br *bars) compareGets(t *testing.T, levels []int, open ...func() suiteTarget) map[string]map[int]median {
 	ts := make([]suiteTarget, len(open))
 	for i, o := range open {
 		ts[i] = o()
 		defer ts[i].close()
 	}
 	seed(t, ts[0])
-	m := br.compareOp(t, "GET", levels, br.get, ts)
+	return br.compareOp(t, "GET", levels, br.get, ts)
+}
+
+// compare is compareGets returning the median QPS alone.
+func (br *bars) compare(t *testing.T, levels []int, open ...func() suiteTarget) map[string]map[int]float64 {
+	m := br.compareGets(t, levels, open...)
 	out := map[string]map[int]float64{}
 	for name, byLevel := range m {
 		out[name] = map[int]float64{}
@@ -179,16 +191,20 @@ func (br *bars) p1p4(t *testing.T) {
 
 // peers is no bar: the zero value Multiplexed{} against go-redis's
 // auto-pipelining (default options) and rueidis, GET at 1, 10, 100 and
-// 1000 goroutines, reported as ratios beside the bars.
+// 1000 goroutines, reported as ratios beside the bars with the 95%
+// interval of each ratio (verdict.RatioInterval over the rounds): a ratio
+// below 1 whose interval holds 1 is no measured loss.
 func (br *bars) peers(t *testing.T) {
 	levels := []int{1, 10, 100, 1000}
-	m := br.compare(t, levels,
+	m := br.compareGets(t, levels,
 		func() suiteTarget { return openRedisx(t, "multiplexed", strategy.Multiplexed{}, 0) },
 		func() suiteTarget { return openGoRedisAutoPipeline(t) },
 		func() suiteTarget { return openRueidis(t) })
 	for _, g := range levels {
 		for _, peer := range []string{"goredis-autopipeline", "rueidis"} {
-			br.aside("Peers", m["multiplexed"][g]/m[peer][g], fmt.Sprintf("multiplexed / %s GET at %d goroutines", peer, g))
+			a, b := m["multiplexed"][g], m[peer][g]
+			lo, hi := verdict.RatioInterval(a.rounds, b.rounds, 0.05)
+			br.aside("Peers", a.qps/b.qps, fmt.Sprintf("multiplexed / %s GET at %d goroutines [%.2f, %.2f]", peer, g, lo, hi))
 		}
 	}
 }
