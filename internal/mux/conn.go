@@ -63,13 +63,15 @@ type muxConn struct {
 
 	// mu guards the fields below, up to ws.
 	mu      sync.Mutex
-	out     outbuf   // encoded commands not yet written
-	free    [][]byte // written chunks, for reuse
-	lists   [][]byte // the emptied chunk list of the last write, for reuse
-	queue   []*call  // calls not yet taken by the read side, in command order
-	writing bool     // someone holds the write side
-	reading bool     // someone holds the read side
-	err     error    // set once, when the connection fails: what its callers get
+	out     outbuf      // encoded commands not yet written
+	free    [][]byte    // written chunks, for reuse
+	lists   [][]byte    // the emptied chunk list of the last write, for reuse
+	queue   []*call     // calls not yet taken by the read side, in command order
+	writing bool        // someone holds the write side
+	reading bool        // someone holds the read side
+	err     error       // set once, when the connection fails: what its callers get
+	closed  bool        // fail has closed the socket (err may be set before: see failWrite)
+	linger  *time.Timer // failWrite's bound on the read side's last reads; fail stops it
 	// Idle watch (watchIdle): calls pushed so far, as counted by push and
 	// as last seen by the watchdog, and whether the drainer was given the
 	// read side to watch an idle connection.
@@ -377,21 +379,24 @@ func (c *muxConn) failure() error {
 
 // fail marks c broken, closes it and fails every queued call: with
 // backend.ErrClosed when the client closes it, otherwise with backend.ErrConnection
-// wrapping err. The calls the read side has taken are failed by its
-// holder, whose next read errors (failRead); when nobody reads, the
-// drainer is woken to exit.
+// wrapping err — or with the failure failWrite recorded first. The calls
+// the read side has taken are failed by its holder, whose next read
+// errors (failRead); when nobody reads, the drainer is woken to exit.
 func (c *muxConn) fail(err error) {
 	c.mu.Lock()
-	if c.err != nil {
+	if c.closed {
 		c.mu.Unlock()
 		return
 	}
-	closing := errors.Is(err, backend.ErrClosed)
-	if !closing {
-		err = failure.ConnError(c.node.addr, err)
+	c.closed = true
+	if c.err == nil {
+		c.broke(err)
 	}
-	c.err = err
-	c.broken.Store(true)
+	if c.linger != nil {
+		c.linger.Stop()
+	}
+	err = c.err
+	closing := errors.Is(err, backend.ErrClosed)
 	q := c.queue
 	c.queue = nil
 	idle := !c.reading
@@ -408,6 +413,17 @@ func (c *muxConn) fail(err error) {
 	if idle {
 		signal(c.drainSig)
 	}
+}
+
+// broke records err as c's failure, which its callers get: backend.ErrClosed
+// when the client closes it, otherwise backend.ErrConnection wrapping err.
+// No call is queued on c from then on. Under mu.
+func (c *muxConn) broke(err error) {
+	if !errors.Is(err, backend.ErrClosed) {
+		err = failure.ConnError(c.node.addr, err)
+	}
+	c.err = err
+	c.broken.Store(true)
 }
 
 // overdue reports whether the reply the read side awaits is late under

@@ -5,6 +5,9 @@ import (
 	"errors"
 	"os"
 	"time"
+
+	"github.com/redisx-go/kit/internal/failure"
+	"github.com/redisx-go/kit/internal/wire"
 )
 
 // The read side of a muxConn: who reads its replies, one holder at a
@@ -91,8 +94,9 @@ func (c *muxConn) lead(ctx context.Context, cl *call) error {
 	}
 	if err := cl.read(c.rs.r); err != nil {
 		c.failRead(err, cl)
-		return c.failure()
+		return cl.cut(err, c.failure())
 	}
+	c.closesAfter(cl)
 	c.rs.batch[c.rs.i] = nil
 	c.rs.i++
 	c.release(1)
@@ -147,8 +151,16 @@ func (c *muxConn) awaitWhole(ctx context.Context, cl *call, n int) (whole bool, 
 		// The reply is not read, only buffered: the stream is intact.
 		return false, c.leave(ctx, cl)
 	}
+	if failure.PeerClosed(err) {
+		if c.rs.r.WholeN(n) {
+			return true, nil // whole before the end, which the next read meets
+		}
+		// The replies the server sent before it closed are all buffered:
+		// parsing them cannot block. The last may refuse cl (see call.cut).
+		cl.read(c.rs.r)
+	}
 	c.failRead(err, cl)
-	return false, c.failure()
+	return false, cl.cut(err, c.failure())
 }
 
 // deadlinePassed reports whether a deadline (Unix ns, 0 for none) has come,
@@ -223,6 +235,7 @@ func (c *muxConn) readNext() bool {
 		c.failRead(err, nil)
 		return false
 	}
+	c.closesAfter(next)
 	c.rs.batch[c.rs.i] = nil
 	c.rs.i++
 	// Released first: a caller woken by its reply then finds its lane
@@ -338,18 +351,38 @@ func (c *muxConn) watchIdle() (unused bool) {
 	return unused
 }
 
+// closesAfter fails c for later (see failLater) when cl's replies, just
+// read, hold an error after which the server closes the connection (see
+// wire.Closes): before cl's caller hears of it, so that its next call,
+// and every other, goes to another connection.
+func (c *muxConn) closesAfter(cl *call) {
+	if cl.Kind == wire.ReplyPipe && wire.Closing(cl.pipe) || cl.Reply.Err != nil && wire.Closes(cl.Reply.Err) {
+		c.failLater(errServerCloses)
+	}
+}
+
+// errServerCloses is the failure of a connection the server closes after
+// a reply (see wire.Closes).
+var errServerCloses = errors.New("the server closes the connection after a protocol error")
+
 // failRead is a stream error met by the read side's holder: the
 // connection fails, every call the read side had taken is failed (but
-// own, the holder's, which returns the failure itself), and the read side
-// is given up; the drainer is woken so that it can exit.
+// own, the holder's, which returns the failure itself; the first, whose
+// replies the error stopped, with its refusal if it was refused: see
+// call.cut), and the read side is given up; the drainer is woken so that
+// it can exit.
 func (c *muxConn) failRead(err error, own *call) {
 	c.fail(err)
 	fail := c.failure()
-	for _, cl := range c.rs.batch[c.rs.i:] {
-		if cl != own {
-			cl.fail = fail
-			c.node.calls.deliver(cl)
+	for j, cl := range c.rs.batch[c.rs.i:] {
+		if cl == own {
+			continue
 		}
+		cl.fail = fail
+		if j == 0 {
+			cl.fail = cl.cut(err, fail)
+		}
+		c.node.calls.deliver(cl)
 	}
 	clear(c.rs.batch)
 	c.rs.batch, c.rs.i = c.rs.batch[:0], 0

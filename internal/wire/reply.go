@@ -2,6 +2,7 @@ package wire
 
 import (
 	"cmp"
+	"strings"
 
 	"github.com/gomodule/redigo/redis"
 	"github.com/redisx-go/kit/internal/failure"
@@ -130,4 +131,25 @@ func Cut(werr, rerr, last error, n int) error {
 		return &CutError{N: n, Refusal: re, Err: cause}
 	}
 	return cause
+}
+
+// Closes reports whether err, a reply-level error, is one after which the
+// server closes the connection: Redis answers a request it cannot read —
+// a bulk over proto-max-bulk-len, a malformed request — with "ERR
+// Protocol error: …", then closes (networking.c, setProtocolError). The
+// connection must take no other call.
+func Closes(err error) bool {
+	re, ok := err.(redis.Error)
+	return ok && strings.HasPrefix(string(re), "ERR Protocol error")
+}
+
+// Closing reports whether one of the replies of rps is an error after
+// which the server closes the connection (see Closes).
+func Closing(rps []Reply) bool {
+	for i := range rps {
+		if rps[i].Err != nil && Closes(rps[i].Err) {
+			return true
+		}
+	}
+	return false
 }

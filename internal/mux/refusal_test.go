@@ -1,0 +1,214 @@
+package mux
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+	"github.com/redisx-go/kit/backend"
+)
+
+// A server's refusal of a request, followed by its close: what a caller
+// gets when the connection's end comes right after the refusal.
+
+// refuser is a server of the test's own on loopback that refuses: it
+// answers the handshake's PING, then hands each connection to the test,
+// which refuses a request on it as Redis refuses one it cannot read (a
+// bulk over proto-max-bulk-len): an error reply, then a close with the
+// rest of the request unread, a reset.
+type refuser struct {
+	ln    net.Listener
+	conns chan *net.TCPConn
+	wg    sync.WaitGroup
+}
+
+const handshakePing = "*1\r\n$4\r\nPING\r\n"
+
+func startRefuser(t *testing.T) *refuser {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &refuser{ln: ln, conns: make(chan *net.TCPConn, 16)}
+	r.wg.Go(func() {
+		for {
+			nc, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			b := make([]byte, len(handshakePing))
+			if _, err := io.ReadFull(nc, b); err != nil || string(b) != handshakePing {
+				nc.Close()
+				continue
+			}
+			if _, err := nc.Write([]byte("+PONG\r\n")); err != nil {
+				nc.Close()
+				continue
+			}
+			r.conns <- nc.(*net.TCPConn)
+		}
+	})
+	t.Cleanup(func() {
+		ln.Close()
+		r.wg.Wait()
+		close(r.conns)
+		for nc := range r.conns {
+			nc.Close()
+		}
+	})
+	return r
+}
+
+func (r *refuser) addr() string { return r.ln.Addr().String() }
+
+// next returns the next connection the client opened.
+func (r *refuser) next(t *testing.T) *net.TCPConn {
+	t.Helper()
+	select {
+	case nc := <-r.conns:
+		t.Cleanup(func() { nc.Close() })
+		return nc
+	case <-time.After(10 * time.Second):
+		t.Fatal("the client opened no connection")
+		return nil
+	}
+}
+
+// awaitRequest waits for the first bytes of a request on nc.
+func awaitRequest(t *testing.T, nc net.Conn) {
+	t.Helper()
+	nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := nc.Read(make([]byte, 1)); err != nil {
+		t.Fatalf("no request reached the server: %v", err)
+	}
+}
+
+// refuse sends the refusal and resets the connection.
+func refuse(t *testing.T, nc *net.TCPConn) {
+	t.Helper()
+	if _, err := nc.Write([]byte("-" + refusal + "\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	nc.SetLinger(0) // close sends an RST
+	nc.Close()
+}
+
+const refusal = "ERR Protocol error: invalid bulk length"
+
+// isRefusal reports whether err is the server's refusal, as a server
+// error: a redis.Error, not a connection failure.
+func isRefusal(err error) bool {
+	var re redis.Error
+	return errors.As(err, &re) && strings.Contains(err.Error(), refusal) && !errors.Is(err, backend.ErrConnection)
+}
+
+// TestMuxWriteResetLeavesTheRefusalToItsCaller: the write side meeting
+// the peer's reset must not take from the read side a refusal the server
+// sent before it: the connection fails (no call is queued on it any
+// more), but the caller whose request the server refused gets the
+// refusal, as the server's error, not the reset. The writer's failure is
+// played here before the refusal arrives; on the wire the refusal comes
+// first, and sits unread in the socket while the writer fails.
+func TestMuxWriteResetLeavesTheRefusalToItsCaller(t *testing.T) {
+	srv := startRefuser(t)
+	n := muxReviewNode(t, srv.addr(), nil, Options{Conns: 1}, 10*time.Second)
+	peer := srv.next(t)
+	c := conn0(t, n)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	got := goGet(ctx, n, "k")
+	awaitRequest(t, peer)
+	waitFor(t, "the caller waits for its reply", func() bool { return awaitingBytes(c) })
+	c.failWrite(&net.OpError{Op: "write", Net: "tcp", Err: os.NewSyscallError("write", syscall.ECONNRESET)})
+	if !c.broken.Load() {
+		t.Error("the connection whose write met a reset is not broken: calls may still be queued on it")
+	}
+	refuse(t, peer)
+	r := <-got
+	if !isRefusal(r.err) {
+		t.Errorf("Get refused by the server, its write side reset = %q, %v (%T); want the refusal %q as a redis.Error", r.v, r.err, r.err, refusal)
+	}
+}
+
+// TestMuxRefusalEndsACallOfSeveralReplies: a call awaiting several
+// replies (a pipeline, a TTL read, a run of SETs) whose stream ends right
+// after an error reply of its own — the server refused the command and
+// closed — gets the refusal, as the server's error, not the connection's
+// end; the commands of a pipeline after the refused one get the
+// connection's failure.
+func TestMuxRefusalEndsACallOfSeveralReplies(t *testing.T) {
+	srv := startRefuser(t)
+	n := muxReviewNode(t, srv.addr(), nil, Options{Conns: 1}, 10*time.Second)
+	for _, tc := range []struct {
+		name string
+		call func(ctx context.Context) error // the refused command's error
+	}{
+		{"DoMulti", func(ctx context.Context) error {
+			res := n.DoMulti(ctx, []any{"GET", "a"}, []any{"GET", "b"})
+			if !errors.Is(res[1].Err, backend.ErrConnection) {
+				t.Errorf("DoMulti: the command after the refused one = %v, %v; want a connection failure", res[1].Value, res[1].Err)
+			}
+			return res[0].Err
+		}},
+		{"GetWithTTL", func(ctx context.Context) error {
+			_, _, err := n.GetWithTTL(ctx, "k")
+			return err
+		}},
+		{"MSet with a TTL", func(ctx context.Context) error {
+			return n.MSet(ctx, map[string][]byte{"a": []byte("1"), "b": []byte("2")}, time.Minute)
+		}},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		errc := make(chan error, 1)
+		go func() { errc <- tc.call(ctx) }()
+		peer := srv.next(t) // the first call's connection, then each one's replacement
+		awaitRequest(t, peer)
+		refuse(t, peer)
+		if err := <-errc; !isRefusal(err) || strings.Count(err.Error(), "redisx:") != 1 {
+			t.Errorf("%s refused by the server, which then closed = %v (%T); want the refusal %q as a redis.Error, with one \"redisx:\" prefix", tc.name, err, err, refusal)
+		}
+		cancel()
+	}
+}
+
+// TestMuxProtocolErrorRetiresTheConnection: a server closes the
+// connection after every "ERR Protocol error" reply (Redis: networking.c,
+// setProtocolError), so the connection that carried one takes no other
+// call, even while the close has not reached the client: it is broken
+// before the refused caller returns, and the next call goes to a new
+// connection. The server here has not closed yet.
+func TestMuxProtocolErrorRetiresTheConnection(t *testing.T) {
+	srv := startRefuser(t)
+	n := muxReviewNode(t, srv.addr(), nil, Options{Conns: 1}, 10*time.Second)
+	first := srv.next(t)
+	c := conn0(t, n)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	got := goGet(ctx, n, "a")
+	awaitRequest(t, first)
+	if _, err := first.Write([]byte("-" + refusal + "\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-got; !isRefusal(r.err) {
+		t.Errorf("Get refused by the server = %q, %v; want the refusal %q", r.v, r.err, refusal)
+	}
+	if !c.broken.Load() {
+		t.Fatal("the connection the server closes after a protocol error is not broken when its caller returns: the next call may take it")
+	}
+	got = goGet(ctx, n, "b")
+	second := srv.next(t)
+	awaitRequest(t, second)
+	refuse(t, second)
+	if r := <-got; !isRefusal(r.err) {
+		t.Errorf("Get after a protocol error = %q, %v; want its own answer, the refusal %q", r.v, r.err, refusal)
+	}
+}
