@@ -70,7 +70,7 @@ type muxConn struct {
 	writing bool        // someone holds the write side
 	reading bool        // someone holds the read side
 	err     error       // set once, when the connection fails: what its callers get
-	closed  bool        // fail has closed the socket (err may be set before: see failWrite)
+	closed  bool        // fail has closed the socket (err may be set before: see failOpen)
 	linger  *time.Timer // failWrite's bound on the read side's last reads; fail stops it
 	// Idle watch (watchIdle): calls pushed so far, as counted by push and
 	// as last seen by the watchdog, and whether the drainer was given the
@@ -292,6 +292,12 @@ func (c *muxConn) lockForEnqueue() error {
 	c.mu.Lock()
 	if c.err != nil {
 		err := c.err
+		if !c.closed {
+			// Failed, but left open to its read side (see failOpen): the
+			// call goes to the slot's next connection, as from a retired
+			// one.
+			err = errRetired
+		}
 		c.mu.Unlock()
 		c.unreserve()
 		return err
@@ -379,7 +385,7 @@ func (c *muxConn) failure() error {
 
 // fail marks c broken, closes it and fails every queued call: with
 // backend.ErrClosed when the client closes it, otherwise with backend.ErrConnection
-// wrapping err — or with the failure failWrite recorded first. The calls
+// wrapping err — or with the failure failOpen recorded first. The calls
 // the read side has taken are failed by its holder, whose next read
 // errors (failRead); when nobody reads, the drainer is woken to exit.
 func (c *muxConn) fail(err error) {
@@ -389,23 +395,22 @@ func (c *muxConn) fail(err error) {
 		return
 	}
 	c.closed = true
-	if c.err == nil {
+	switch {
+	case c.err == nil:
 		c.broke(err)
+	case errors.Is(err, backend.ErrClosed):
+		c.err = err // the client closes it: the calls still queued fail so (see Node.Close)
 	}
 	if c.linger != nil {
 		c.linger.Stop()
 	}
 	err = c.err
-	closing := errors.Is(err, backend.ErrClosed)
 	q := c.queue
 	c.queue = nil
 	idle := !c.reading
 	c.mu.Unlock()
 	close(c.quit)
 	c.nc.Close()
-	if !closing {
-		c.node.counts.broken.Add(1)
-	}
 	for _, cl := range q {
 		cl.fail = err
 		c.node.calls.deliver(cl)
@@ -421,9 +426,33 @@ func (c *muxConn) fail(err error) {
 func (c *muxConn) broke(err error) {
 	if !errors.Is(err, backend.ErrClosed) {
 		err = failure.ConnError(c.node.addr, err)
+		c.node.counts.broken.Add(1)
 	}
 	c.err = err
 	c.broken.Store(true)
+}
+
+// failOpen fails c with err for new calls — they go to the slot's next
+// connection (see lockForEnqueue) — but leaves its socket to the read
+// side's holder, which reads the replies of the calls already queued (the
+// writer writes their requests meanwhile) and closes it once it has
+// delivered them all (nextBatch) or meets the end of the stream
+// (failRead), which fails the rest. Meanwhile finish closes it when its
+// awaited reply is overdue under the rule of Config.ReadTimeout, when the
+// node closes, and after linger unless it is zero. It does nothing, and
+// reports false, when c failed already or nobody reads.
+func (c *muxConn) failOpen(err error, linger time.Duration) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil || !c.reading {
+		return false
+	}
+	c.broke(err)
+	// c's reader and writer are counted in wg until it is closed: the
+	// count is not zero here, and Close may be waiting.
+	c.node.wg.Add(1)
+	go c.node.finish(c, linger)
+	return true
 }
 
 // overdue reports whether the reply the read side awaits is late under

@@ -99,8 +99,8 @@ func Open(ctx context.Context, cfg backend.Config, addr string, o Options) (*Nod
 
 // Node is the Multiplexed backend of one node.
 type Node struct {
-	// Set by newMuxNode, then only read (a test may set gatherAbove or
-	// laneIdle before the first call).
+	// Set by newMuxNode, then only read (a test may set gatherAbove,
+	// laneIdle or refusalWait before the first call).
 	cfg  backend.Config
 	addr string
 	opts Options
@@ -113,6 +113,7 @@ type Node struct {
 	// measures the rule against a node whose writers always gather, -1.
 	gatherAbove int64
 	laneIdle    time.Duration // an adaptive lane idle this long is closed
+	refusalWait time.Duration // see the constant refusalWait
 
 	// What routing reads and updates without a lock, as callers route.
 	routing struct {
@@ -183,7 +184,7 @@ func newMuxNode(cfg backend.Config, addr string, opts Options) *Node {
 	if lanes == 0 {
 		lanes = opts.Lanes
 	}
-	n := &Node{cfg: cfg, addr: addr, opts: opts, lanes: lanes, adaptive: opts.Conns == 0, gatherAbove: poolLoad, laneIdle: laneIdle,
+	n := &Node{cfg: cfg, addr: addr, opts: opts, lanes: lanes, adaptive: opts.Conns == 0, gatherAbove: poolLoad, laneIdle: laneIdle, refusalWait: refusalWait,
 		slots: make([]muxSlot, lanes+bulkConns), stop: make(chan struct{})}
 	for i := range n.slots {
 		n.slots[i].i = i

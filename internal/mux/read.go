@@ -253,17 +253,25 @@ func (c *muxConn) nextBatch() bool {
 		return true
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	clear(c.rs.batch)
 	c.rs.batch, c.queue, c.rs.i = c.queue, c.rs.batch[:0], 0
-	if len(c.rs.batch) == 0 {
-		c.reading = false
-		if c.err != nil {
-			signal(c.drainSig) // the drainer may exit now
-		}
-		return false
+	if len(c.rs.batch) > 0 {
+		c.mu.Unlock()
+		return true
 	}
-	return true
+	c.reading = false
+	err, open := c.err, c.err != nil && !c.closed
+	if err != nil {
+		signal(c.drainSig) // the drainer may exit now
+	}
+	c.mu.Unlock()
+	if open {
+		// Failed but left open to the read side (see failOpen), which has
+		// delivered every reply it was owed: no call is queued on it any
+		// more.
+		c.fail(err)
+	}
+	return false
 }
 
 // drainLoop is the drainer: it holds the read side when a caller cannot
@@ -351,18 +359,22 @@ func (c *muxConn) watchIdle() (unused bool) {
 	return unused
 }
 
-// closesAfter fails c for later (see failLater) when cl's replies, just
-// read, hold an error after which the server closes the connection (see
-// wire.Closes): before cl's caller hears of it, so that its next call,
-// and every other, goes to another connection.
+// closesAfter fails c for new calls (see failOpen) when cl's replies,
+// just read, hold an error after which the server may close the
+// connection (see wire.Closes): before cl's caller hears of it, so that
+// its next call, and every other, goes to another connection. The read
+// side goes on reading the replies of the calls queued behind cl, with
+// no bound but the rule of Config.ReadTimeout: the error may be a
+// script's own, which the server goes on after; if the server closes,
+// the end of the stream fails them.
 func (c *muxConn) closesAfter(cl *call) {
 	if cl.Kind == wire.ReplyPipe && wire.Closing(cl.pipe) || cl.Reply.Err != nil && wire.Closes(cl.Reply.Err) {
-		c.failLater(errServerCloses)
+		c.failOpen(errServerCloses, 0)
 	}
 }
 
-// errServerCloses is the failure of a connection the server closes after
-// a reply (see wire.Closes).
+// errServerCloses is the failure of a connection after a reply the server
+// closes it after (see wire.Closes).
 var errServerCloses = errors.New("the server closes the connection after a protocol error")
 
 // failRead is a stream error met by the read side's holder: the

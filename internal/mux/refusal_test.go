@@ -14,6 +14,8 @@ import (
 
 	"github.com/gomodule/redigo/redis"
 	"github.com/redisx-go/kit/backend"
+	"github.com/redisx-go/kit/internal/failure"
+	"github.com/redisx-go/kit/internal/launcher"
 )
 
 // A server's refusal of a request, followed by its close: what a caller
@@ -210,5 +212,80 @@ func TestMuxProtocolErrorRetiresTheConnection(t *testing.T) {
 	refuse(t, second)
 	if r := <-got; !isRefusal(r.err) {
 		t.Errorf("Get after a protocol error = %q, %v; want its own answer, the refusal %q", r.v, r.err, refusal)
+	}
+}
+
+// TestMuxScriptErrorNamedProtocolErrorKeepsCallsInFlight: an error reply
+// that merely reads "ERR Protocol error: …" — a script's own
+// redis.error_reply, which the server does not close after — must not
+// cost the callers whose commands are in flight behind it on the same
+// connection: the server runs them and answers, so they get their
+// replies, not a connection failure (which, not Unsent, tells a caller
+// its INCR may or may not have run). The connection takes no new call
+// (the server may close it: see wire.Closes), and the next call, a GET,
+// goes to another.
+func TestMuxScriptErrorNamedProtocolErrorKeepsCallsInFlight(t *testing.T) {
+	srv := launcher.Private(t, launcher.Options{Args: []string{"--enable-debug-command", "yes"}})
+	n := muxReviewNode(t, srv.Addr(), nil, Options{Conns: 1}, 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := n.Do(ctx, "DEL", "review:incr"); err != nil {
+		t.Fatal(err)
+	}
+	c := conn0(t, n)
+	pushes := func() uint64 {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.pushes
+	}
+	// Each call queued behind the previous one, in order, on the one
+	// connection: the first keeps the server busy meanwhile.
+	type result struct {
+		v   any
+		err error
+	}
+	do := func(args ...any) <-chan result {
+		before := pushes()
+		ch := make(chan result, 1)
+		go func() {
+			v, err := n.Do(ctx, args...)
+			ch <- result{v, err}
+		}()
+		waitFor(t, "the call is queued", func() bool { return pushes() > before })
+		return ch
+	}
+	// The script's error and the server's sleep before it in one write,
+	// which the server reads at once; the calls behind it in a later
+	// write, which it reads only once it has answered the first.
+	before := pushes()
+	first := make(chan []any, 1)
+	go func() {
+		res := n.DoMulti(ctx, []any{"DEBUG", "SLEEP", "0.2"}, []any{"EVAL", "return redis.error_reply('ERR Protocol error: raised by a script')", "0"})
+		first <- []any{res[0].Err, res[1].Err}
+	}()
+	waitFor(t, "the pipeline is queued", func() bool { return pushes() > before })
+	time.Sleep(50 * time.Millisecond) // written, and read by the server, which sleeps
+	slow := do("DEBUG", "SLEEP", "0.3")
+	incr := do("INCR", "review:incr")
+	if r := <-first; r[0] != nil || r[1] == nil || !strings.Contains(r[1].(error).Error(), "raised by a script") {
+		t.Fatalf("DoMulti = %v; want OK, then the script's error", r)
+	}
+	if !c.broken.Load() {
+		t.Error("the connection is not broken after an error reading \"ERR Protocol error\": new calls may take it, which the server may close")
+	}
+	for _, tc := range []struct {
+		name string
+		ch   <-chan result
+	}{{"DEBUG SLEEP 0.3", slow}, {"INCR", incr}} {
+		if r := <-tc.ch; r.err != nil {
+			t.Errorf("%s behind the script's error = %v, %v (unsent: %v); want its reply: the server ran it and answered", tc.name, r.v, r.err, failure.Unsent(r.err))
+		}
+	}
+	v, err := n.Do(ctx, "GET", "review:incr")
+	if err != nil || string(v.([]byte)) != "1" {
+		t.Errorf("GET after the INCR = %v, %v", v, err)
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		t.Fatal(err)
 	}
 }

@@ -373,7 +373,7 @@ func (c *muxConn) failLater(err error) bool {
 		return false
 	}
 	c.broke(err)
-	c.linger = time.AfterFunc(refusalWait, func() { c.fail(err) })
+	c.linger = time.AfterFunc(c.node.refusalWait, func() { c.fail(err) })
 	return true
 }
 

@@ -134,17 +134,19 @@ func Cut(werr, rerr, last error, n int) error {
 }
 
 // Closes reports whether err, a reply-level error, is one after which the
-// server closes the connection: Redis answers a request it cannot read —
-// a bulk over proto-max-bulk-len, a malformed request — with "ERR
+// server may close the connection: Redis answers a request it cannot read
+// — a bulk over proto-max-bulk-len, a malformed request — with "ERR
 // Protocol error: …", then closes (networking.c, setProtocolError). The
-// connection must take no other call.
+// connection must take no other call. A script may return an error that
+// reads the same (redis.error_reply), and the server then goes on: the
+// calls already sent on the connection are answered.
 func Closes(err error) bool {
 	re, ok := err.(redis.Error)
 	return ok && strings.HasPrefix(string(re), "ERR Protocol error")
 }
 
 // Closing reports whether one of the replies of rps is an error after
-// which the server closes the connection (see Closes).
+// which the server may close the connection (see Closes).
 func Closing(rps []Reply) bool {
 	for i := range rps {
 		if rps[i].Err != nil && Closes(rps[i].Err) {
