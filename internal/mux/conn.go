@@ -63,15 +63,14 @@ type muxConn struct {
 
 	// mu guards the fields below, up to ws.
 	mu      sync.Mutex
-	out     outbuf      // encoded commands not yet written
-	free    [][]byte    // written chunks, for reuse
-	lists   [][]byte    // the emptied chunk list of the last write, for reuse
-	queue   []*call     // calls not yet taken by the read side, in command order
-	writing bool        // someone holds the write side
-	reading bool        // someone holds the read side
-	err     error       // set once, when the connection fails: what its callers get
-	closed  bool        // fail has closed the socket (err may be set before: see failOpen)
-	linger  *time.Timer // failWrite's bound on the read side's last reads; fail stops it
+	out     outbuf   // encoded commands not yet written
+	free    [][]byte // written chunks, for reuse
+	lists   [][]byte // the emptied chunk list of the last write, for reuse
+	queue   []*call  // calls not yet taken by the read side, in command order
+	writing bool     // someone holds the write side
+	reading bool     // someone holds the read side
+	err     error    // set when the connection fails: what its callers get (see fail)
+	closed  bool     // fail has closed the socket (err may be set before: see failOpen)
 	// Idle watch (watchIdle): calls pushed so far, as counted by push and
 	// as last seen by the watchdog, and whether the drainer was given the
 	// read side to watch an idle connection.
@@ -400,9 +399,6 @@ func (c *muxConn) fail(err error) {
 		c.broke(err)
 	case errors.Is(err, backend.ErrClosed):
 		c.err = err // the client closes it: the calls still queued fail so (see Node.Close)
-	}
-	if c.linger != nil {
-		c.linger.Stop()
 	}
 	err = c.err
 	q := c.queue

@@ -16,6 +16,7 @@ import (
 	"github.com/redisx-go/kit/backend"
 	"github.com/redisx-go/kit/internal/failure"
 	"github.com/redisx-go/kit/internal/launcher"
+	"go.uber.org/goleak"
 )
 
 // A server's refusal of a request, followed by its close: what a caller
@@ -287,5 +288,100 @@ func TestMuxScriptErrorNamedProtocolErrorKeepsCallsInFlight(t *testing.T) {
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		t.Fatal(err)
+	}
+}
+
+// pushes returns how many calls were queued on c.
+func pushes(c *muxConn) uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.pushes
+}
+
+// socketClosed reports whether c's socket has been closed.
+func socketClosed(c *muxConn) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closed
+}
+
+// TestMuxCloseClosesAConnectionLeftToItsReader: a connection that takes no
+// call any more but whose socket is left to its read side — after a write
+// the peer reset, for what the server sent before it; after an error
+// reply reading "ERR Protocol error", for the replies of the calls behind
+// it — and that its slot's new connection has replaced, is closed before
+// Close returns, however long it would be left open otherwise: the call
+// still awaiting a reply on it fails, and no goroutine is left.
+func TestMuxCloseClosesAConnectionLeftToItsReader(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		leave func(t *testing.T, c *muxConn, peer *net.TCPConn) // with a Get awaiting its reply on c, a second one behind it
+		reply string                                            // the peer's reply to the first Get
+	}{
+		{"write reset", func(t *testing.T, c *muxConn, peer *net.TCPConn) {
+			c.failWrite(&net.OpError{Op: "write", Net: "tcp", Err: os.NewSyscallError("write", syscall.ECONNRESET)})
+		}, "$-1\r\n"},
+		{"protocol error reply", func(t *testing.T, c *muxConn, peer *net.TCPConn) {}, "-" + refusal + "\r\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := startRefuser(t)
+			before := goleak.IgnoreCurrent()
+			n := muxReviewNode(t, srv.addr(), nil, Options{Conns: 1}, 10*time.Second)
+			n.refusalWait = time.Hour // the connection stays open unless something closes it
+			peer := srv.next(t)
+			c := conn0(t, n)
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			first := goGet(ctx, n, "a")
+			awaitRequest(t, peer)
+			waitFor(t, "the first Get waits for its reply", func() bool { return awaitingBytes(c) })
+			queued := pushes(c)
+			second := goGet(ctx, n, "b")
+			waitFor(t, "the second Get is queued", func() bool { return pushes(c) > queued })
+			tc.leave(t, c, peer)
+			if _, err := peer.Write([]byte(tc.reply)); err != nil {
+				t.Fatal(err)
+			}
+			<-first
+			// The next call dials the slot's new connection.
+			third := goGet(ctx, n, "c")
+			next := srv.next(t)
+			awaitRequest(t, next)
+			if _, err := next.Write([]byte("$-1\r\n")); err != nil {
+				t.Fatal(err)
+			}
+			if r := <-third; !errors.Is(r.err, backend.ErrNotFound) {
+				t.Fatalf("Get on the slot's new connection = %q, %v; want ErrNotFound", r.v, r.err)
+			}
+			if conn0(t, n) == c {
+				t.Fatal("the connection left to its reader is still its slot's")
+			}
+			closed := make(chan struct{})
+			go func() {
+				n.Close()
+				close(closed)
+			}()
+			select {
+			case <-closed:
+			case <-time.After(10 * time.Second):
+				t.Fatal("Close has not returned 10 s after it was called: it waits for a connection left to its reader")
+			}
+			if !socketClosed(c) {
+				t.Error("the connection left to its reader is open after Close returned")
+			}
+			select {
+			case r := <-second:
+				if r.err == nil {
+					t.Errorf("Get awaiting its reply on a connection Close closed = %q, nil; want an error", r.v)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("the Get awaiting its reply on the connection left to its reader has not returned 10 s after Close")
+			}
+			peer.SetReadDeadline(time.Now().Add(10 * time.Second))
+			if _, err := io.Copy(io.Discard, peer); err != nil {
+				t.Errorf("the server's end of the connection left to its reader, after Close: %v; want the end of the stream", err)
+			}
+			goleak.VerifyNone(t, before)
+		})
 	}
 }

@@ -350,34 +350,19 @@ func (c *muxConn) sendState() (sent, moving bool, acked int64) {
 // read it and closed, its refusal sent before the reset and maybe not yet
 // read (see wire.CutError): the connection fails at once — no call is
 // queued on it any more — but its socket stays open for the read side's
-// holder, which reads and delivers what the server sent, then meets the
-// end of the stream and closes it (failRead); within refusalWait at the
-// latest. Any other failure, or one while nobody reads (no call awaits a
-// reply), closes it at once.
+// holder (see failOpen), which reads and delivers what the server sent,
+// then meets the end of the stream and closes it (failRead); within
+// refusalWait at the latest, and at once when the node closes. Any other
+// failure, or one while nobody reads (no call awaits a reply), closes it
+// at once.
 func (c *muxConn) failWrite(err error) {
-	if failure.PeerClosed(err) && c.failLater(err) {
+	if failure.PeerClosed(err) && c.failOpen(err, c.node.refusalWait) {
 		return
 	}
 	c.fail(err)
 }
 
-// failLater fails c with err for its callers — no call is queued on it
-// from then on — but leaves its socket to the read side's holder, which
-// reads what the server sent before it closed until the end of the stream
-// (failRead), or refusalWait at the latest. It does nothing, and reports
-// false, when c failed already or nobody reads.
-func (c *muxConn) failLater(err error) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.err != nil || !c.reading {
-		return false
-	}
-	c.broke(err)
-	c.linger = time.AfterFunc(c.node.refusalWait, func() { c.fail(err) })
-	return true
-}
-
-// refusalWait bounds the reads of a connection failed for later (see
-// failLater). Once the server has closed, the socket's receive buffer
-// holds all there is, and is read at once.
+// refusalWait bounds the reads of a connection whose write the peer reset
+// (see failWrite). Once the server has closed, the socket's receive
+// buffer holds all there is, and is read at once.
 const refusalWait = 100 * time.Millisecond
