@@ -91,7 +91,7 @@ func (cl *call) read(r *resp.Reader) error {
 // that refusal, with fail, the connection's failure, for the commands
 // after it. It returns fail otherwise.
 func (cl *call) cut(err, fail error) error {
-	n, last := 1, cl.Reply.Err // a run of status replies keeps its first error (see wire.Reply.Read)
+	n, last := 1, cl.Reply.Err // of a run of status replies cut, the last one's (see wire.Reply.Read)
 	if cl.Kind == wire.ReplyPipe {
 		n, last = cl.got, nil
 		if n > 0 {

@@ -33,10 +33,12 @@ const (
 	ReplyPipe                   // several commands: see call.pipe
 )
 
-// Read decodes rp's reply from r. Reply-level errors are stored in rp.Err;
-// stream-level errors, after which r is unusable, are returned. A run of
-// status replies (ReplyOK, N of them) cut by a stream error keeps in
-// rp.Err the first error reply read before it, if any.
+// Read decodes rp's reply from r. Reply-level errors are stored in rp.Err
+// (of a run of status replies, ReplyOK, the first); stream-level errors,
+// after which r is unusable, are returned. A run cut by a stream error
+// keeps in rp.Err the error of the last reply read before it (nil when
+// that reply was not an error, or none was read): the refusal, if the
+// server refused the command and closed (see CutError).
 func (rp *Reply) Read(r *resp.Reader) error {
 	var err error
 	switch rp.Kind {
@@ -49,12 +51,14 @@ func (rp *Reply) Read(r *resp.Reader) error {
 	case ReplyAny:
 		rp.Any, err = r.ReadAny()
 	case ReplyOK:
+		var last error // the last reply's error
 		for i := 0; i < max(rp.N, 1); i++ {
 			e := r.ReadOK()
 			if resp.Fatal(e) {
-				rp.Err = err // a refusal among the replies before it (see CutError)
+				rp.Err = last
 				return e
 			}
+			last = e
 			if err == nil {
 				err = e
 			}
@@ -82,10 +86,15 @@ func ReadAll(r *resp.Reader, rps []Reply) error {
 }
 
 // ReadSome is ReadAll that also returns how many replies it decoded: all
-// of them, or those before the stream error it returns.
+// of them, or those before the stream error it returns — and the one it
+// cut, a run of status replies whose last reply read was an error (see
+// Read), which may be the server's refusal (see CutError).
 func ReadSome(r *resp.Reader, rps []Reply) (int, error) {
 	for i := range rps {
 		if err := rps[i].Read(r); err != nil {
+			if rps[i].Kind == ReplyOK && rps[i].Err != nil {
+				return i + 1, err
+			}
 			return i, err
 		}
 	}
