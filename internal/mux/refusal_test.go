@@ -1,8 +1,10 @@
 package mux
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -383,5 +385,74 @@ func TestMuxCloseClosesAConnectionLeftToItsReader(t *testing.T) {
 			}
 			goleak.VerifyNone(t, before)
 		})
+	}
+}
+
+// TestMuxCallsAroundARefusalGetTheirOwnOutcome: on one connection, calls
+// queued before a request the server refuses (a bulk over
+// proto-max-bulk-len) are answered; the refused one gets the refusal;
+// those queued behind it, which the server never reads since it closes
+// the connection, fail with a connection error — never with the refusal,
+// another caller's — and did not run. The server sleeps meanwhile, so
+// that all of them are queued before it reads any but the first.
+func TestMuxCallsAroundARefusalGetTheirOwnOutcome(t *testing.T) {
+	srv := launcher.Private(t, launcher.Options{Args: []string{"--enable-debug-command", "yes", "--proto-max-bulk-len", "1mb"}})
+	n := muxReviewNode(t, srv.Addr(), nil, Options{Conns: 1}, 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	const counter = "refused:around"
+	if _, err := n.Do(ctx, "DEL", counter); err != nil {
+		t.Fatal(err)
+	}
+	c := conn0(t, n)
+	type result struct {
+		v   any
+		err error
+	}
+	// queue starts f and returns once its call is queued on c, behind
+	// the calls queued before.
+	queue := func(f func() (any, error)) <-chan result {
+		before := pushes(c)
+		ch := make(chan result, 1)
+		go func() {
+			v, err := f()
+			ch <- result{v, err}
+		}()
+		waitFor(t, fmt.Sprintf("call %d is queued", before), func() bool { return pushes(c) > before })
+		return ch
+	}
+	do := func(args ...any) <-chan result {
+		return queue(func() (any, error) { return n.Do(ctx, args...) })
+	}
+	big := bytes.Repeat([]byte("r"), 32<<20)
+	sleep := do("DEBUG", "SLEEP", "1") // outlasts the queueing of the calls below by far
+	first := do("INCR", counter)
+	refused := do("SET", "refused:big", big)
+	behind := do("INCR", counter)
+	pipeline := queue(func() (any, error) {
+		res := n.DoMulti(ctx, []any{"INCR", counter}, []any{"GET", counter})
+		return nil, errors.Join(res[0].Err, res[1].Err)
+	})
+	if r := <-sleep; r.err != nil {
+		t.Errorf("DEBUG SLEEP, queued first = %v, %v; want OK", r.v, r.err)
+	}
+	if r := <-first; r.err != nil || r.v != int64(1) {
+		t.Errorf("INCR queued before the refused SET = %v, %v; want 1", r.v, r.err)
+	}
+	if r := <-refused; !strings.Contains(fmt.Sprint(r.err), "invalid bulk length") || errors.Is(r.err, backend.ErrConnection) {
+		t.Errorf("SET over proto-max-bulk-len = %v, %v; want the server's refusal (invalid bulk length)", r.v, r.err)
+	}
+	for _, tc := range []struct {
+		name string
+		ch   <-chan result
+	}{{"INCR", behind}, {"DoMulti", pipeline}} {
+		r := <-tc.ch
+		if !errors.Is(r.err, backend.ErrConnection) || strings.Contains(r.err.Error(), "Protocol error") || strings.Contains(r.err.Error(), "invalid bulk length") {
+			t.Errorf("%s queued behind the refused SET = %v, %v; want a connection failure, not the refusal", tc.name, r.v, r.err)
+		}
+	}
+	v, err := n.Do(ctx, "GET", counter)
+	if err != nil || string(v.([]byte)) != "1" {
+		t.Errorf("GET %s = %q, %v; want 1: the INCRs behind the refused SET never ran", counter, v, err)
 	}
 }
