@@ -393,10 +393,12 @@ func TestMuxCloseClosesAConnectionLeftToItsReader(t *testing.T) {
 // proto-max-bulk-len) are answered; the refused one gets the refusal;
 // those queued behind it, which the server never reads since it closes
 // the connection, fail with a connection error — never with the refusal,
-// another caller's — and did not run. The server sleeps meanwhile, so
-// that all of them are queued before it reads any but the first.
+// another caller's — and did not run. The server holds the first of
+// them (CLIENT PAUSE WRITE, from another connection: it parses nothing
+// after a write command it postponed) until all of them are queued, so
+// that no delay of the client's lets it answer before then.
 func TestMuxCallsAroundARefusalGetTheirOwnOutcome(t *testing.T) {
-	srv := launcher.Private(t, launcher.Options{Args: []string{"--enable-debug-command", "yes", "--proto-max-bulk-len", "1mb"}})
+	srv := launcher.Private(t, launcher.Options{Args: []string{"--proto-max-bulk-len", "1mb"}})
 	n := muxReviewNode(t, srv.Addr(), nil, Options{Conns: 1}, 10*time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -424,18 +426,35 @@ func TestMuxCallsAroundARefusalGetTheirOwnOutcome(t *testing.T) {
 	do := func(args ...any) <-chan result {
 		return queue(func() (any, error) { return n.Do(ctx, args...) })
 	}
+	admin, err := redis.Dial("tcp", srv.Addr(), redis.DialReadTimeout(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	if _, err := admin.Do("CLIENT", "PAUSE", 60000, "WRITE"); err != nil {
+		t.Fatal(err)
+	}
+	paused := true
+	defer func() {
+		if paused {
+			admin.Do("CLIENT", "UNPAUSE")
+		}
+	}()
 	big := bytes.Repeat([]byte("r"), 32<<20)
-	sleep := do("DEBUG", "SLEEP", "1") // outlasts the queueing of the calls below by far
-	first := do("INCR", counter)
+	first := do("INCR", counter) // postponed by the pause: the server parses nothing after it
 	refused := do("SET", "refused:big", big)
 	behind := do("INCR", counter)
 	pipeline := queue(func() (any, error) {
 		res := n.DoMulti(ctx, []any{"INCR", counter}, []any{"GET", counter})
 		return nil, errors.Join(res[0].Err, res[1].Err)
 	})
-	if r := <-sleep; r.err != nil {
-		t.Errorf("DEBUG SLEEP, queued first = %v, %v; want OK", r.v, r.err)
+	if c.broken.Load() {
+		t.Fatal("the connection failed before the server was let go")
 	}
+	if _, err := admin.Do("CLIENT", "UNPAUSE"); err != nil {
+		t.Fatal(err)
+	}
+	paused = false
 	if r := <-first; r.err != nil || r.v != int64(1) {
 		t.Errorf("INCR queued before the refused SET = %v, %v; want 1", r.v, r.err)
 	}
