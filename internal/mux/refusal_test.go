@@ -126,6 +126,10 @@ func isRefusal(err error) bool {
 func TestMuxWriteResetLeavesTheRefusalToItsCaller(t *testing.T) {
 	srv := startRefuser(t)
 	n := muxReviewNode(t, srv.addr(), nil, Options{Conns: 1}, 10*time.Second)
+	// The refusal comes after the write's failure here, not before it as
+	// on the wire: the connection must stay open for it however late this
+	// goroutine sends it (refusalWait is tested on its own).
+	n.refusalWait = time.Minute
 	peer := srv.next(t)
 	c := conn0(t, n)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -141,6 +145,36 @@ func TestMuxWriteResetLeavesTheRefusalToItsCaller(t *testing.T) {
 	r := <-got
 	if !isRefusal(r.err) {
 		t.Errorf("Get refused by the server, its write side reset = %q, %v (%T); want the refusal %q as a redis.Error", r.v, r.err, r.err, refusal)
+	}
+}
+
+// TestMuxWriteResetClosesWithinRefusalWait: a connection whose write met
+// the peer's reset is left to its read side for refusalWait at most: when
+// nothing arrives (a peer that never ends the stream), the caller
+// awaiting its reply fails with a connection error then, not after
+// ReadTimeout, and the socket is closed.
+func TestMuxWriteResetClosesWithinRefusalWait(t *testing.T) {
+	srv := startRefuser(t)
+	n := muxReviewNode(t, srv.addr(), nil, Options{Conns: 1}, time.Minute)
+	n.refusalWait = 50 * time.Millisecond
+	peer := srv.next(t)
+	c := conn0(t, n)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	got := goGet(ctx, n, "k")
+	awaitRequest(t, peer)
+	waitFor(t, "the caller waits for its reply", func() bool { return awaitingBytes(c) })
+	c.failWrite(&net.OpError{Op: "write", Net: "tcp", Err: os.NewSyscallError("write", syscall.ECONNRESET)})
+	select {
+	case r := <-got:
+		if !errors.Is(r.err, backend.ErrConnection) {
+			t.Errorf("Get on a connection whose write met a reset, the peer silent = %q, %v; want a connection failure", r.v, r.err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Get on a connection whose write met a reset, the peer silent, has not returned 10 s later: refusalWait does not bound it")
+	}
+	if !socketClosed(c) {
+		t.Error("the connection whose write met a reset is open after its caller returned")
 	}
 }
 
