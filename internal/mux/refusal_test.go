@@ -262,7 +262,7 @@ func TestMuxProtocolErrorRetiresTheConnection(t *testing.T) {
 // (the server may close it: see wire.Closes), and the next call, a GET,
 // goes to another.
 func TestMuxScriptErrorNamedProtocolErrorKeepsCallsInFlight(t *testing.T) {
-	srv := launcher.Private(t, launcher.Options{Args: []string{"--enable-debug-command", "yes"}})
+	srv := launcher.Private(t, launcher.Options{})
 	n := muxReviewNode(t, srv.Addr(), nil, Options{Conns: 1}, 10*time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -276,7 +276,7 @@ func TestMuxScriptErrorNamedProtocolErrorKeepsCallsInFlight(t *testing.T) {
 		return c.pushes
 	}
 	// Each call queued behind the previous one, in order, on the one
-	// connection: the first keeps the server busy meanwhile.
+	// connection.
 	type result struct {
 		v   any
 		err error
@@ -291,35 +291,52 @@ func TestMuxScriptErrorNamedProtocolErrorKeepsCallsInFlight(t *testing.T) {
 		waitFor(t, "the call is queued", func() bool { return pushes() > before })
 		return ch
 	}
-	// The script's error and the server's sleep before it in one write,
-	// which the server reads at once; the calls behind it in a later
-	// write, which it reads only once it has answered the first.
+	// The server holds the pipeline (its EVAL, a write command, is
+	// postponed by a pause from another connection) until the calls behind
+	// it are queued on the connection too, so that they are sent before
+	// the script's error is read, however slow this client. Let go, it
+	// answers the pipeline, whose last command pauses writes again: the
+	// INCR behind it, and the GET behind that, wait until the test lets
+	// them go, well after the connection stopped taking new calls.
+	admin := pauseWrites(t, srv.Addr())
 	before := pushes()
 	first := make(chan []any, 1)
 	go func() {
-		res := n.DoMulti(ctx, []any{"DEBUG", "SLEEP", "0.2"}, []any{"EVAL", "return redis.error_reply('ERR Protocol error: raised by a script')", "0"})
+		res := n.DoMulti(ctx, []any{"EVAL", "return redis.error_reply('ERR Protocol error: raised by a script')", "0"}, []any{"CLIENT", "PAUSE", 60000, "WRITE"})
 		first <- []any{res[0].Err, res[1].Err}
 	}()
 	waitFor(t, "the pipeline is queued", func() bool { return pushes() > before })
-	time.Sleep(50 * time.Millisecond) // written, and read by the server, which sleeps
-	slow := do("DEBUG", "SLEEP", "0.3")
 	incr := do("INCR", "review:incr")
-	if r := <-first; r[0] != nil || r[1] == nil || !strings.Contains(r[1].(error).Error(), "raised by a script") {
-		t.Fatalf("DoMulti = %v; want OK, then the script's error", r)
+	get := do("GET", "review:incr")
+	if c.broken.Load() {
+		t.Fatal("the connection failed before the server was let go")
+	}
+	admin.unpause()
+	if r := <-first; r[0] == nil || !strings.Contains(r[0].(error).Error(), "raised by a script") || r[1] != nil {
+		t.Fatalf("DoMulti = %v; want the script's error, then OK", r)
 	}
 	if !c.broken.Load() {
 		t.Error("the connection is not broken after an error reading \"ERR Protocol error\": new calls may take it, which the server may close")
 	}
+	// Answered only now: longer than any short timer of the read side's
+	// would have kept the connection open.
+	time.Sleep(300 * time.Millisecond)
+	admin.unpause()
 	for _, tc := range []struct {
 		name string
 		ch   <-chan result
-	}{{"DEBUG SLEEP 0.3", slow}, {"INCR", incr}} {
-		if r := <-tc.ch; r.err != nil {
-			t.Errorf("%s behind the script's error = %v, %v (unsent: %v); want its reply: the server ran it and answered", tc.name, r.v, r.err, failure.Unsent(r.err))
+		want any
+	}{{"INCR", incr, int64(1)}, {"GET", get, "1"}} {
+		r := <-tc.ch
+		if b, ok := r.v.([]byte); ok {
+			r.v = string(b)
+		}
+		if r.err != nil || r.v != tc.want {
+			t.Errorf("%s behind the script's error = %q, %v (unsent: %v); want %q: the server ran it and answered", tc.name, r.v, r.err, failure.Unsent(r.err), tc.want)
 		}
 	}
 	v, err := n.Do(ctx, "GET", "review:incr")
-	if err != nil || string(v.([]byte)) != "1" {
+	if b, _ := v.([]byte); err != nil || string(b) != "1" {
 		t.Errorf("GET after the INCR = %v, %v", v, err)
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
@@ -460,20 +477,7 @@ func TestMuxCallsAroundARefusalGetTheirOwnOutcome(t *testing.T) {
 	do := func(args ...any) <-chan result {
 		return queue(func() (any, error) { return n.Do(ctx, args...) })
 	}
-	admin, err := redis.Dial("tcp", srv.Addr(), redis.DialReadTimeout(10*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
-	if _, err := admin.Do("CLIENT", "PAUSE", 60000, "WRITE"); err != nil {
-		t.Fatal(err)
-	}
-	paused := true
-	defer func() {
-		if paused {
-			admin.Do("CLIENT", "UNPAUSE")
-		}
-	}()
+	admin := pauseWrites(t, srv.Addr())
 	big := bytes.Repeat([]byte("r"), 32<<20)
 	first := do("INCR", counter) // postponed by the pause: the server parses nothing after it
 	refused := do("SET", "refused:big", big)
@@ -485,10 +489,7 @@ func TestMuxCallsAroundARefusalGetTheirOwnOutcome(t *testing.T) {
 	if c.broken.Load() {
 		t.Fatal("the connection failed before the server was let go")
 	}
-	if _, err := admin.Do("CLIENT", "UNPAUSE"); err != nil {
-		t.Fatal(err)
-	}
-	paused = false
+	admin.unpause()
 	if r := <-first; r.err != nil || r.v != int64(1) {
 		t.Errorf("INCR queued before the refused SET = %v, %v; want 1", r.v, r.err)
 	}
@@ -505,7 +506,43 @@ func TestMuxCallsAroundARefusalGetTheirOwnOutcome(t *testing.T) {
 		}
 	}
 	v, err := n.Do(ctx, "GET", counter)
-	if err != nil || string(v.([]byte)) != "1" {
+	if b, _ := v.([]byte); err != nil || string(b) != "1" {
 		t.Errorf("GET %s = %q, %v; want 1: the INCRs behind the refused SET never ran", counter, v, err)
+	}
+}
+
+// pauser pauses a server's writes from a connection of its own.
+type pauser struct {
+	t  *testing.T
+	rc redis.Conn
+}
+
+// pauseWrites has the server at addr postpone every write command, from
+// another connection (CLIENT PAUSE WRITE), until unpause (or the test's
+// end) lets it go: a connection whose write command is postponed has
+// nothing after it parsed meanwhile, so the calls queued behind it are
+// all sent before any of them is answered, however slow the client.
+func pauseWrites(t *testing.T, addr string) *pauser {
+	t.Helper()
+	rc, err := redis.Dial("tcp", addr, redis.DialReadTimeout(10*time.Second), redis.DialWriteTimeout(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &pauser{t: t, rc: rc}
+	t.Cleanup(func() {
+		rc.Do("CLIENT", "UNPAUSE")
+		rc.Close()
+	})
+	if _, err := rc.Do("CLIENT", "PAUSE", 60000, "WRITE"); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// unpause ends the server's pause, whoever set it.
+func (p *pauser) unpause() {
+	p.t.Helper()
+	if _, err := p.rc.Do("CLIENT", "UNPAUSE"); err != nil {
+		p.t.Fatalf("CLIENT UNPAUSE: %v", err)
 	}
 }
