@@ -34,7 +34,9 @@ const (
 )
 
 // Read decodes rp's reply from r. Reply-level errors are stored in rp.Err
-// (of a run of status replies, ReplyOK, the first); stream-level errors,
+// (of a run of status replies, ReplyOK, the first — but a refusal the
+// server closes after, see Closes, which is the last it sends, and which
+// both the caller and the connection must hear of); stream-level errors,
 // after which r is unusable, are returned. A run cut by a stream error
 // keeps in rp.Err the error of the last reply read before it (nil when
 // that reply was not an error, or none was read): the refusal, if the
@@ -59,7 +61,7 @@ func (rp *Reply) Read(r *resp.Reader) error {
 				return e
 			}
 			last = e
-			if err == nil {
+			if err == nil || e != nil && Closes(e) {
 				err = e
 			}
 		}

@@ -62,3 +62,33 @@ func checkCut(t *testing.T, name string, err error, n int, want string) {
 		t.Errorf("%s: Cut = refusal %q after %d replies; want %q after %d", name, cut.Refusal, cut.N, want, n)
 	}
 }
+
+// TestReadRunEndingInARefusalReportsTheRefusal: a run of status replies
+// (a run of SETs) whose last reply is the server's refusal (a SET over
+// proto-max-bulk-len, the last of the run), read whole before the server's
+// close is met, keeps the refusal in its error, not an earlier SET's
+// error (an OOM): the server closes after it (see Closes), and both the
+// caller's error and the connection's fate depend on it. Without a
+// refusal, the run's error is its first.
+func TestReadRunEndingInARefusalReportsTheRefusal(t *testing.T) {
+	const oom = "OOM command not allowed when used memory > 'maxmemory'."
+	for _, tc := range []struct {
+		name, stream, want string
+	}{
+		{"an error, then the refusal", "-" + oom + "\r\n-" + refusal + "\r\n", refusal},
+		{"OK, then the refusal", "+OK\r\n-" + refusal + "\r\n", refusal},
+		{"two errors", "-" + oom + "\r\n-ERR other\r\n", oom},
+		{"an error, then OK", "-" + oom + "\r\n+OK\r\n", oom},
+	} {
+		rp := Reply{Kind: ReplyOK, N: 2}
+		if err := rp.Read(resp.NewReader(strings.NewReader(tc.stream), 4096)); err != nil {
+			t.Fatalf("%s: Read = %v", tc.name, err)
+		}
+		if rp.Err == nil || rp.Err.Error() != tc.want {
+			t.Errorf("%s: the run's error = %v; want %q", tc.name, rp.Err, tc.want)
+		}
+		if got := rp.Err != nil && Closes(rp.Err); got != (tc.want == refusal) {
+			t.Errorf("%s: Closes(the run's error) = %v; want %v", tc.name, got, tc.want == refusal)
+		}
+	}
+}
