@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/gomodule/redigo/redis"
 
 	"github.com/redisx-go/kit/internal/launcher"
+	"github.com/redisx-go/kit/internal/topology"
 	"github.com/redisx-go/kit/redisx"
 	"github.com/redisx-go/kit/strategy"
 )
@@ -40,6 +42,21 @@ func TestRefusalBeforeResetReachesCaller(t *testing.T) {
 	}{
 		{"Set", func(ctx context.Context, t *testing.T, c *redisx.Client) error {
 			return c.Set(ctx, "refused:set", big, 0)
+		}},
+		{"Get", func(ctx context.Context, t *testing.T, c *redisx.Client) error {
+			_, err := c.Get(ctx, hugeKey)
+			return err
+		}},
+		{"Del", func(ctx context.Context, t *testing.T, c *redisx.Client) error {
+			_, err := c.Del(ctx, hugeKey)
+			return err
+		}},
+		{"MGet", func(ctx context.Context, t *testing.T, c *redisx.Client) error {
+			_, err := c.MGet(ctx, "refused:mget", hugeKey)
+			return err
+		}},
+		{"MSet", func(ctx context.Context, t *testing.T, c *redisx.Client) error {
+			return c.MSet(ctx, map[string][]byte{"refused:mset": big}, 0)
 		}},
 		{"Do", func(ctx context.Context, t *testing.T, c *redisx.Client) error {
 			_, err := c.Do(ctx, "SET", "refused:do", big)
@@ -88,6 +105,8 @@ func TestRefusalBeforeResetReachesCaller(t *testing.T) {
 		s    strategy.Strategy
 	}{
 		{"pool", strategy.Pool{Size: 2}},
+		{"multiplexed", strategy.Multiplexed{}},
+		{"multiplexed, one connection", strategy.Multiplexed{Conns: 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := edgeNew(t, redisx.Options{Addrs: []string{srv.Addr()}, Strategy: tc.s, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second})
@@ -111,44 +130,138 @@ func TestRefusalBeforeResetReachesCaller(t *testing.T) {
 }
 
 // TestSlotGroupedRefusalFailsOnlyTheRefusedAndLaterGroups: a SlotGrouped
-// MSet over pooled nodes whose pipeline to one node carries a value over
-// proto-max-bulk-len, one group per key (MaxBatch 1). The server runs the
-// groups before it, refuses it and closes the connection: the keys it set
-// are not reported failed, the refused key is, with the refusal, and the
-// keys after it, never run, are reported with a connection error.
+// MSet whose pipeline to each master carries a value over
+// proto-max-bulk-len, one group per key (MaxBatch 1), over pooled nodes
+// and over multiplexed ones (whose pipelines are sent to every node but
+// one, then awaited: Send and Await, and Exec for the last). Each server
+// runs the groups before the big value, refuses it and closes the
+// connection: the keys it set are not reported failed, the refused key
+// is, with the refusal, and the keys after it, never run, are reported
+// with a connection error.
 func TestSlotGroupedRefusalFailsOnlyTheRefusedAndLaterGroups(t *testing.T) {
 	cl := crelCluster(t, launcher.ClusterOptions{Args: []string{"--proto-max-bulk-len", "1mb"}})
-	c := crelNew(t, cl, strategy.SlotGrouped{Transport: strategy.Pool{Size: 2}, MaxBatch: 1})
-	defer c.Close()
-	ctx := edgeCtx(t, 30*time.Second)
-	const big = "{refused}big"
-	kv := map[string][]byte{big: bytes.Repeat([]byte("r"), refusedSize)}
-	for i := range 3 { // planned before the big value and after it: a group's keys go in order
-		kv[fmt.Sprintf("{refused}a%d", i)] = []byte("v")
-		kv[fmt.Sprintf("{refused}z%d", i)] = []byte("v")
+	tags := refusedTags(t, cl)
+	for _, tc := range []struct {
+		name      string
+		transport strategy.Strategy
+	}{
+		{"pool", strategy.Pool{Size: 2}},
+		{"multiplexed", strategy.Multiplexed{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := crelNew(t, cl, strategy.SlotGrouped{Transport: tc.transport, MaxBatch: 1})
+			defer c.Close()
+			ctx := edgeCtx(t, 60*time.Second)
+			kv := map[string][]byte{}
+			var bigs []string
+			for _, tag := range tags {
+				big := tag + tc.name + ":big"
+				bigs = append(bigs, big)
+				kv[big] = bytes.Repeat([]byte("r"), refusedSize)
+				for i := range 3 { // planned before the big value and after it: a group's keys go in order
+					kv[fmt.Sprintf("%s%s:a%d", tag, tc.name, i)] = []byte("v")
+					kv[fmt.Sprintf("%s%s:z%d", tag, tc.name, i)] = []byte("v")
+				}
+			}
+			err := c.MSet(ctx, kv, time.Minute)
+			failed := map[string]bool{}
+			for _, e := range unjoin(err) {
+				var ne *strategy.NodeError
+				if !errors.As(e, &ne) || !strings.Contains(e.Error(), "invalid bulk length") {
+					t.Errorf("MSet with one value over proto-max-bulk-len per master: %v; want a NodeError per master with the server's refusal (invalid bulk length)", e)
+					continue
+				}
+				for _, k := range ne.Keys {
+					failed[k] = true
+				}
+			}
+			for _, big := range bigs {
+				if !failed[big] {
+					t.Errorf("MSet = %v; want %q among the failed keys", err, big)
+				}
+			}
+			for k := range kv {
+				if slices.Contains(bigs, k) {
+					continue
+				}
+				v, gerr := c.Get(edgeCtx(t, 5*time.Second), k)
+				if gerr != nil && !errors.Is(gerr, redisx.ErrNotFound) {
+					t.Fatalf("Get(%q): %v", k, gerr)
+				}
+				if set := v != nil; set == failed[k] {
+					t.Errorf("key %q: set on the server %v, reported failed %v; want exactly the keys not set reported (MSet = %v)", k, set, failed[k], err)
+				}
+			}
+		})
 	}
-	err := c.MSet(ctx, kv, time.Minute)
-	var ne *strategy.NodeError
-	if !errors.As(err, &ne) || !strings.Contains(err.Error(), "invalid bulk length") {
-		t.Fatalf("MSet with one value over proto-max-bulk-len = %v; want a NodeError with the server's refusal (invalid bulk length)", err)
+}
+
+// refusedTags returns a hash tag served by each master of cl.
+func refusedTags(t *testing.T, cl *launcher.Cluster) []string {
+	t.Helper()
+	ctx := edgeCtx(t, 10*time.Second)
+	masters, err := cl.Masters(ctx)
+	if err != nil {
+		t.Fatal(err)
 	}
-	failed := map[string]bool{}
-	for _, k := range ne.Keys {
-		failed[k] = true
-	}
-	if !failed[big] {
-		t.Errorf("failed keys %v; want %q among them", ne.Keys, big)
-	}
-	for k := range kv {
-		if k == big {
-			continue
+	seen := map[*launcher.Server]bool{}
+	var tags []string
+	for i := 0; len(tags) < len(masters) && i < 1000; i++ {
+		tag := fmt.Sprintf("{refused%d}", i)
+		m, err := cl.MasterOf(ctx, topology.Slot(tag))
+		if err != nil {
+			t.Fatal(err)
 		}
-		v, err := c.Get(edgeCtx(t, 5*time.Second), k)
-		if err != nil && !errors.Is(err, redisx.ErrNotFound) {
-			t.Fatalf("Get(%q): %v", k, err)
+		if !seen[m] {
+			seen[m] = true
+			tags = append(tags, tag)
 		}
-		if set := v != nil; set == failed[k] {
-			t.Errorf("key %q: set on the server %v, reported failed %v; want exactly the keys not set reported (failed keys %v)", k, set, failed[k], ne.Keys)
-		}
+	}
+	if len(tags) < 2 {
+		t.Fatalf("hash tags for %d masters: %v; want one per master, at least two", len(masters), tags)
+	}
+	return tags
+}
+
+// unjoin returns the errors err joins (errors.Join), or err alone.
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	if err == nil {
+		return nil
+	}
+	return []error{err}
+}
+
+// TestRefusalAfterAnotherErrorInARunOfSets: an MSet with a TTL, a run of
+// SETs, one of whose values is over proto-max-bulk-len, on a server that
+// refuses every write it runs (maxmemory 1: OOM). A SET before the big
+// one gets its OOM error, the big one the refusal, after which the server
+// closes the connection: the call returns the refusal, not an earlier
+// SET's OOM — whether the close cuts the run (the big value first: no SET
+// before it is read) or the run is whole before it (the big value last).
+// The map's order decides which: each of 20 rounds is one or the other,
+// so that both are met (all 20 alike: 1 in 2^19).
+func TestRefusalAfterAnotherErrorInARunOfSets(t *testing.T) {
+	srv := launcher.Private(t, launcher.Options{Args: []string{"--proto-max-bulk-len", "1mb", "--maxmemory", "1"}})
+	kv := map[string][]byte{"refused:run:big": bytes.Repeat([]byte("r"), refusedSize), "refused:run:0": []byte("v")}
+	for _, tc := range []struct {
+		name string
+		s    strategy.Strategy
+	}{
+		{"pool", strategy.Pool{Size: 2}},
+		{"multiplexed", strategy.Multiplexed{Conns: 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := edgeNew(t, redisx.Options{Addrs: []string{srv.Addr()}, Strategy: tc.s, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second})
+			for round := range 20 {
+				err := c.MSet(edgeCtx(t, 20*time.Second), kv, time.Minute)
+				var re redis.Error
+				if !errors.As(err, &re) || !strings.Contains(err.Error(), "invalid bulk length") || errors.Is(err, redisx.ErrConnection) {
+					t.Fatalf("round %d: MSet with a TTL, OOM for the small value, the other over proto-max-bulk-len = %v (%T); want the server's refusal (invalid bulk length) as a redis.Error", round, err, err)
+				}
+			}
+		})
 	}
 }

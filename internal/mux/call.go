@@ -31,8 +31,12 @@ type call struct {
 	// none: how long the watchdog lets the connection wait for this reply.
 	deadline int64
 	// fail is the connection's failure when it failed before the reply
-	// was read; the reply is then empty.
+	// was read; the reply is then empty — or a *wire.CutError, the
+	// server's refusal of the call's commands (see cut).
 	fail error
+	// got is how many replies of a pipeline read decoded before a stream
+	// error stopped it.
+	got int
 	// conn is the connection the call was queued on.
 	conn *muxConn
 	// The call's keys, for the ordering rule (see route.go): at most one
@@ -74,9 +78,31 @@ func (cl *call) replies() int {
 // read decodes the call's reply or replies.
 func (cl *call) read(r *resp.Reader) error {
 	if cl.Kind == wire.ReplyPipe {
-		return wire.ReadAll(r, cl.pipe)
+		var err error
+		cl.got, err = wire.ReadSome(r, cl.pipe)
+		return err
 	}
 	return cl.Reply.Read(r)
+}
+
+// cut returns the outcome of cl, whose read the stream error err stopped,
+// when the peer ended the stream right after an error reply of cl's: the
+// server refused the command and closed (see wire.CutError), and cl gets
+// that refusal, with fail, the connection's failure, for the commands
+// after it. It returns fail otherwise.
+func (cl *call) cut(err, fail error) error {
+	n, last := 1, cl.Reply.Err // of a run of status replies cut, the last one's (see wire.Reply.Read)
+	if cl.Kind == wire.ReplyPipe {
+		n, last = cl.got, nil
+		if n > 0 {
+			last = cl.pipe[n-1].Err
+		}
+	}
+	if cut, ok := wire.Cut(nil, err, last, n).(*wire.CutError); ok {
+		cut.Err = fail
+		return cut
+	}
+	return fail
 }
 
 type callPool struct{ p sync.Pool }
@@ -99,6 +125,7 @@ func (cp *callPool) put(c *call) {
 	c.pipe = nil
 	c.deadline = 0
 	c.fail = nil
+	c.got = 0
 	c.lead = false
 	c.conn = nil
 	c.forgetKeys()

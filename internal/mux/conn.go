@@ -69,7 +69,8 @@ type muxConn struct {
 	queue   []*call  // calls not yet taken by the read side, in command order
 	writing bool     // someone holds the write side
 	reading bool     // someone holds the read side
-	err     error    // set once, when the connection fails: what its callers get
+	err     error    // set when the connection fails: what its callers get (see fail)
+	closed  bool     // fail has closed the socket (err may be set before: see failOpen)
 	// Idle watch (watchIdle): calls pushed so far, as counted by push and
 	// as last seen by the watchdog, and whether the drainer was given the
 	// read side to watch an idle connection.
@@ -290,6 +291,12 @@ func (c *muxConn) lockForEnqueue() error {
 	c.mu.Lock()
 	if c.err != nil {
 		err := c.err
+		if !c.closed {
+			// Failed, but left open to its read side (see failOpen): the
+			// call goes to the slot's next connection, as from a retired
+			// one.
+			err = errRetired
+		}
 		c.mu.Unlock()
 		c.unreserve()
 		return err
@@ -377,30 +384,29 @@ func (c *muxConn) failure() error {
 
 // fail marks c broken, closes it and fails every queued call: with
 // backend.ErrClosed when the client closes it, otherwise with backend.ErrConnection
-// wrapping err. The calls the read side has taken are failed by its
-// holder, whose next read errors (failRead); when nobody reads, the
-// drainer is woken to exit.
+// wrapping err — or with the failure failOpen recorded first. The calls
+// the read side has taken are failed by its holder, whose next read
+// errors (failRead); when nobody reads, the drainer is woken to exit.
 func (c *muxConn) fail(err error) {
 	c.mu.Lock()
-	if c.err != nil {
+	if c.closed {
 		c.mu.Unlock()
 		return
 	}
-	closing := errors.Is(err, backend.ErrClosed)
-	if !closing {
-		err = failure.ConnError(c.node.addr, err)
+	c.closed = true
+	switch {
+	case c.err == nil:
+		c.broke(err)
+	case errors.Is(err, backend.ErrClosed):
+		c.err = err // the client closes it: the calls still queued fail so (see Node.Close)
 	}
-	c.err = err
-	c.broken.Store(true)
+	err = c.err
 	q := c.queue
 	c.queue = nil
 	idle := !c.reading
 	c.mu.Unlock()
 	close(c.quit)
 	c.nc.Close()
-	if !closing {
-		c.node.counts.broken.Add(1)
-	}
 	for _, cl := range q {
 		cl.fail = err
 		c.node.calls.deliver(cl)
@@ -408,6 +414,41 @@ func (c *muxConn) fail(err error) {
 	if idle {
 		signal(c.drainSig)
 	}
+}
+
+// broke records err as c's failure, which its callers get: backend.ErrClosed
+// when the client closes it, otherwise backend.ErrConnection wrapping err.
+// No call is queued on c from then on. Under mu.
+func (c *muxConn) broke(err error) {
+	if !errors.Is(err, backend.ErrClosed) {
+		err = failure.ConnError(c.node.addr, err)
+		c.node.counts.broken.Add(1)
+	}
+	c.err = err
+	c.broken.Store(true)
+}
+
+// failOpen fails c with err for new calls — they go to the slot's next
+// connection (see lockForEnqueue) — but leaves its socket to the read
+// side's holder, which reads the replies of the calls already queued (the
+// writer writes their requests meanwhile) and closes it once it has
+// delivered them all (nextBatch) or meets the end of the stream
+// (failRead), which fails the rest. Meanwhile finish closes it when its
+// awaited reply is overdue under the rule of Config.ReadTimeout, when the
+// node closes, and after linger unless it is zero. It does nothing, and
+// reports false, when c failed already or nobody reads.
+func (c *muxConn) failOpen(err error, linger time.Duration) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil || !c.reading {
+		return false
+	}
+	c.broke(err)
+	// c's reader and writer are counted in wg until it is closed: the
+	// count is not zero here, and Close may be waiting.
+	c.node.wg.Add(1)
+	go c.node.finish(c, linger)
+	return true
 }
 
 // overdue reports whether the reply the read side awaits is late under

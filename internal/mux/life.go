@@ -164,6 +164,48 @@ func (n *Node) retire(c *muxConn) {
 	c.fail(errRetired)
 }
 
+// finish closes c, failed but left open to its read side (see failOpen),
+// when the read side has not closed it first: at once when the node
+// closes (Close closes no other way a connection its slot no longer
+// holds), when its awaited reply is overdue under the rule of
+// Config.ReadTimeout (see silence; the watchdog looks only at its slots'
+// current connections), and after linger when that is not zero. It
+// returns once c is closed.
+func (n *Node) finish(c *muxConn, linger time.Duration) {
+	defer n.wg.Done()
+	var expired <-chan time.Time
+	if linger > 0 {
+		t := time.NewTimer(linger)
+		defer t.Stop()
+		expired = t.C
+	}
+	timeout := n.cfg.ReadTimeout
+	var tick <-chan time.Time
+	if timeout > 0 {
+		t := time.NewTicker(max(timeout/4, 10*time.Millisecond))
+		defer t.Stop()
+		tick = t.C
+	}
+	var s silence
+	for {
+		select {
+		case <-c.quit:
+			return
+		case <-n.stop:
+			c.fail(backend.ErrClosed)
+			return
+		case <-expired:
+			c.fail(c.failure())
+			return
+		case <-tick:
+			if overdue, quiet := s.look(c, timeout); overdue {
+				c.fail(s.failure(quiet))
+				return
+			}
+		}
+	}
+}
+
 // watchdog fails a connection whose awaited reply is overdue (see
 // silence.look) while nothing at all arrives: a hung or unreachable
 // server is noticed even by callers without a deadline. It looks every

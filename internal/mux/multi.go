@@ -42,6 +42,11 @@ func (n *Node) DoMulti(ctx context.Context, cmds ...[]any) []backend.Result {
 	}
 	rps := wire.MultiReplies(len(cmds))
 	if err := n.pipeline(ctx, cmds, size, rps, func(b []byte) []byte { return wire.AppendMulti(b, cmds) }); err != nil {
+		if cut, ok := err.(*wire.CutError); ok {
+			// Refused and closed: the commands before the refused one
+			// have their replies.
+			return wire.CutResults(cmds, rps, cut)
+		}
 		return failure.FailAll(len(cmds), err)
 	}
 	return wire.Results(cmds, rps)
@@ -68,7 +73,7 @@ func (n *Node) pipeline(ctx context.Context, cmds [][]any, size int, rps []wire.
 	cl.Kind, cl.pipe, cl.lead = wire.ReplyPipe, rps, true
 	leads := c.push(cl, int64(len(rps)), true)
 	if err := c.await(ctx, cl, leads); err != nil {
-		return failure.CtxErr(n.addr, true, err)
+		return n.callError("pipeline", err)
 	}
 	n.calls.put(cl)
 	return nil

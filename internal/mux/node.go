@@ -99,8 +99,8 @@ func Open(ctx context.Context, cfg backend.Config, addr string, o Options) (*Nod
 
 // Node is the Multiplexed backend of one node.
 type Node struct {
-	// Set by newMuxNode, then only read (a test may set gatherAbove or
-	// laneIdle before the first call).
+	// Set by newMuxNode, then only read (a test may set gatherAbove,
+	// laneIdle or refusalWait before the first call).
 	cfg  backend.Config
 	addr string
 	opts Options
@@ -113,6 +113,7 @@ type Node struct {
 	// measures the rule against a node whose writers always gather, -1.
 	gatherAbove int64
 	laneIdle    time.Duration // an adaptive lane idle this long is closed
+	refusalWait time.Duration // see the constant refusalWait
 
 	// What routing reads and updates without a lock, as callers route.
 	routing struct {
@@ -183,7 +184,7 @@ func newMuxNode(cfg backend.Config, addr string, opts Options) *Node {
 	if lanes == 0 {
 		lanes = opts.Lanes
 	}
-	n := &Node{cfg: cfg, addr: addr, opts: opts, lanes: lanes, adaptive: opts.Conns == 0, gatherAbove: poolLoad, laneIdle: laneIdle,
+	n := &Node{cfg: cfg, addr: addr, opts: opts, lanes: lanes, adaptive: opts.Conns == 0, gatherAbove: poolLoad, laneIdle: laneIdle, refusalWait: refusalWait,
 		slots: make([]muxSlot, lanes+bulkConns), stop: make(chan struct{})}
 	for i := range n.slots {
 		n.slots[i].i = i
@@ -303,7 +304,7 @@ func (n *Node) roundTripSized(ctx context.Context, cl *call, cmd string, rp *wir
 	cl.Reply, cl.lead = *rp, true
 	leads := c.push(cl, int64(rp.Count()), true)
 	if err := c.await(ctx, cl, leads); err != nil {
-		return failure.CtxErr(n.addr, true, err)
+		return n.callError(cmd, err)
 	}
 	*rp = cl.Reply
 	n.calls.put(cl)
@@ -488,8 +489,9 @@ func (n *Node) Close() error {
 
 // Exec sends the commands encoded in buf back to back on the connection of
 // keys, the keys they name (see route), and decodes their replies into
-// rps, in order. Only a connection or context failure is returned; each
-// command's own error is in its reply.
+// rps, in order. Only a connection or context failure is returned, or the
+// refusal of a command that the server then closed the connection on (a
+// *wire.CutError); each command's own error is in its reply.
 func (n *Node) Exec(ctx context.Context, keys []string, buf []byte, rps []wire.Reply) error {
 	if n.adaptive {
 		n.routing.callers.Add(1)
@@ -504,10 +506,21 @@ func (n *Node) Exec(ctx context.Context, keys []string, buf []byte, rps []wire.R
 	cl.Kind, cl.pipe, cl.lead = wire.ReplyPipe, rps, true
 	leads := c.push(cl, int64(cl.replies()), true)
 	if err := c.await(ctx, cl, leads); err != nil {
-		return failure.CtxErr(n.addr, true, err)
+		return n.callError("pipeline", err)
 	}
 	n.calls.put(cl)
 	return nil
+}
+
+// callError is the error of a call of cmd that got no reply, or only a
+// refusal: the server's refusal of a command it then closed the
+// connection on (a *wire.CutError, its refusal wrapped with cmd), the
+// context's end, or the connection's failure.
+func (n *Node) callError(cmd string, err error) error {
+	if cut, ok := err.(*wire.CutError); ok {
+		return &wire.CutError{N: cut.N, Refusal: failure.ReplyError(cmd, cut.Refusal), Err: cut.Err}
+	}
+	return failure.CtxErr(n.addr, true, err)
 }
 
 // send queues a pipeline as exec does but returns at once, so that a
@@ -543,7 +556,7 @@ func (cl *call) Await(ctx context.Context) error { return cl.conn.node.await(ctx
 // await is the second half of send.
 func (n *Node) await(ctx context.Context, cl *call) error {
 	if err := wait(ctx, cl); err != nil {
-		return failure.CtxErr(n.addr, true, err)
+		return n.callError("pipeline", err)
 	}
 	n.calls.put(cl)
 	return nil

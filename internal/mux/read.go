@@ -5,6 +5,9 @@ import (
 	"errors"
 	"os"
 	"time"
+
+	"github.com/redisx-go/kit/internal/failure"
+	"github.com/redisx-go/kit/internal/wire"
 )
 
 // The read side of a muxConn: who reads its replies, one holder at a
@@ -91,8 +94,9 @@ func (c *muxConn) lead(ctx context.Context, cl *call) error {
 	}
 	if err := cl.read(c.rs.r); err != nil {
 		c.failRead(err, cl)
-		return c.failure()
+		return cl.cut(err, c.failure())
 	}
+	c.closesAfter(cl)
 	c.rs.batch[c.rs.i] = nil
 	c.rs.i++
 	c.release(1)
@@ -147,8 +151,16 @@ func (c *muxConn) awaitWhole(ctx context.Context, cl *call, n int) (whole bool, 
 		// The reply is not read, only buffered: the stream is intact.
 		return false, c.leave(ctx, cl)
 	}
+	if failure.PeerClosed(err) {
+		if c.rs.r.WholeN(n) {
+			return true, nil // whole before the end, which the next read meets
+		}
+		// The replies the server sent before it closed are all buffered:
+		// parsing them cannot block. The last may refuse cl (see call.cut).
+		cl.read(c.rs.r)
+	}
 	c.failRead(err, cl)
-	return false, c.failure()
+	return false, cl.cut(err, c.failure())
 }
 
 // deadlinePassed reports whether a deadline (Unix ns, 0 for none) has come,
@@ -223,6 +235,7 @@ func (c *muxConn) readNext() bool {
 		c.failRead(err, nil)
 		return false
 	}
+	c.closesAfter(next)
 	c.rs.batch[c.rs.i] = nil
 	c.rs.i++
 	// Released first: a caller woken by its reply then finds its lane
@@ -240,17 +253,25 @@ func (c *muxConn) nextBatch() bool {
 		return true
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	clear(c.rs.batch)
 	c.rs.batch, c.queue, c.rs.i = c.queue, c.rs.batch[:0], 0
-	if len(c.rs.batch) == 0 {
-		c.reading = false
-		if c.err != nil {
-			signal(c.drainSig) // the drainer may exit now
-		}
-		return false
+	if len(c.rs.batch) > 0 {
+		c.mu.Unlock()
+		return true
 	}
-	return true
+	c.reading = false
+	err, open := c.err, c.err != nil && !c.closed
+	if err != nil {
+		signal(c.drainSig) // the drainer may exit now
+	}
+	c.mu.Unlock()
+	if open {
+		// Failed but left open to the read side (see failOpen), which has
+		// delivered every reply it was owed: no call is queued on it any
+		// more.
+		c.fail(err)
+	}
+	return false
 }
 
 // drainLoop is the drainer: it holds the read side when a caller cannot
@@ -338,18 +359,42 @@ func (c *muxConn) watchIdle() (unused bool) {
 	return unused
 }
 
+// closesAfter fails c for new calls (see failOpen) when cl's replies,
+// just read, hold an error after which the server may close the
+// connection (see wire.Closes): before cl's caller hears of it, so that
+// its next call, and every other, goes to another connection. The read
+// side goes on reading the replies of the calls queued behind cl, with
+// no bound but the rule of Config.ReadTimeout: the error may be a
+// script's own, which the server goes on after; if the server closes,
+// the end of the stream fails them.
+func (c *muxConn) closesAfter(cl *call) {
+	if cl.Kind == wire.ReplyPipe && wire.Closing(cl.pipe) || cl.Reply.Err != nil && wire.Closes(cl.Reply.Err) {
+		c.failOpen(errServerCloses, 0)
+	}
+}
+
+// errServerCloses is the failure of a connection after a reply the server
+// closes it after (see wire.Closes).
+var errServerCloses = errors.New("the server closes the connection after a protocol error")
+
 // failRead is a stream error met by the read side's holder: the
 // connection fails, every call the read side had taken is failed (but
-// own, the holder's, which returns the failure itself), and the read side
-// is given up; the drainer is woken so that it can exit.
+// own, the holder's, which returns the failure itself; the first, whose
+// replies the error stopped, with its refusal if it was refused: see
+// call.cut), and the read side is given up; the drainer is woken so that
+// it can exit.
 func (c *muxConn) failRead(err error, own *call) {
 	c.fail(err)
 	fail := c.failure()
-	for _, cl := range c.rs.batch[c.rs.i:] {
-		if cl != own {
-			cl.fail = fail
-			c.node.calls.deliver(cl)
+	for j, cl := range c.rs.batch[c.rs.i:] {
+		if cl == own {
+			continue
 		}
+		cl.fail = fail
+		if j == 0 {
+			cl.fail = cl.cut(err, fail)
+		}
+		c.node.calls.deliver(cl)
 	}
 	clear(c.rs.batch)
 	c.rs.batch, c.rs.i = c.rs.batch[:0], 0

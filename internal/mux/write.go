@@ -3,6 +3,8 @@ package mux
 import (
 	"runtime"
 	"time"
+
+	"github.com/redisx-go/kit/internal/failure"
 )
 
 // The write side of a muxConn: encoded commands in chunks, written by a
@@ -148,7 +150,7 @@ func (c *muxConn) writeOnce() {
 	o := c.takeOut()
 	c.mu.Unlock()
 	if err := c.write(o); err != nil {
-		c.fail(err) // the write side stays taken: nothing more is written
+		c.failWrite(err) // the write side stays taken: nothing more is written
 		return
 	}
 	c.wrote(o)
@@ -272,7 +274,7 @@ func (c *muxConn) writeLoop() {
 			o := c.takeOut()
 			c.mu.Unlock()
 			if err := c.write(o); err != nil {
-				c.fail(err)
+				c.failWrite(err)
 				return
 			}
 			c.mu.Lock()
@@ -342,3 +344,25 @@ func (c *muxConn) sendState() (sent, moving bool, acked int64) {
 	}
 	return false, true, acked
 }
+
+// failWrite is a write's failure. A write the peer reset (see
+// failure.PeerClosed) may have met a server that refused a request as it
+// read it and closed, its refusal sent before the reset and maybe not yet
+// read (see wire.CutError): the connection fails at once — no call is
+// queued on it any more — but its socket stays open for the read side's
+// holder (see failOpen), which reads and delivers what the server sent,
+// then meets the end of the stream and closes it (failRead); within
+// refusalWait at the latest, and at once when the node closes. Any other
+// failure, or one while nobody reads (no call awaits a reply), closes it
+// at once.
+func (c *muxConn) failWrite(err error) {
+	if failure.PeerClosed(err) && c.failOpen(err, c.node.refusalWait) {
+		return
+	}
+	c.fail(err)
+}
+
+// refusalWait bounds the reads of a connection whose write the peer reset
+// (see failWrite). Once the server has closed, the socket's receive
+// buffer holds all there is, and is read at once.
+const refusalWait = 100 * time.Millisecond

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"cmp"
+	"strings"
 
 	"github.com/gomodule/redigo/redis"
 	"github.com/redisx-go/kit/internal/failure"
@@ -32,10 +33,14 @@ const (
 	ReplyPipe                   // several commands: see call.pipe
 )
 
-// Read decodes rp's reply from r. Reply-level errors are stored in rp.Err;
-// stream-level errors, after which r is unusable, are returned. A run of
-// status replies (ReplyOK, N of them) cut by a stream error keeps in
-// rp.Err the first error reply read before it, if any.
+// Read decodes rp's reply from r. Reply-level errors are stored in rp.Err
+// (of a run of status replies, ReplyOK, the first — but a refusal the
+// server closes after, see Closes, which is the last it sends, and which
+// both the caller and the connection must hear of); stream-level errors,
+// after which r is unusable, are returned. A run cut by a stream error
+// keeps in rp.Err the error of the last reply read before it (nil when
+// that reply was not an error, or none was read): the refusal, if the
+// server refused the command and closed (see CutError).
 func (rp *Reply) Read(r *resp.Reader) error {
 	var err error
 	switch rp.Kind {
@@ -48,13 +53,15 @@ func (rp *Reply) Read(r *resp.Reader) error {
 	case ReplyAny:
 		rp.Any, err = r.ReadAny()
 	case ReplyOK:
+		var last error // the last reply's error
 		for i := 0; i < max(rp.N, 1); i++ {
 			e := r.ReadOK()
 			if resp.Fatal(e) {
-				rp.Err = err // a refusal among the replies before it (see CutError)
+				rp.Err = last
 				return e
 			}
-			if err == nil {
+			last = e
+			if err == nil || e != nil && Closes(e) {
 				err = e
 			}
 		}
@@ -81,10 +88,15 @@ func ReadAll(r *resp.Reader, rps []Reply) error {
 }
 
 // ReadSome is ReadAll that also returns how many replies it decoded: all
-// of them, or those before the stream error it returns.
+// of them, or those before the stream error it returns — and the one it
+// cut, a run of status replies whose last reply read was an error (see
+// Read), which may be the server's refusal (see CutError).
 func ReadSome(r *resp.Reader, rps []Reply) (int, error) {
 	for i := range rps {
 		if err := rps[i].Read(r); err != nil {
+			if rps[i].Kind == ReplyOK && rps[i].Err != nil {
+				return i + 1, err
+			}
 			return i, err
 		}
 	}
@@ -130,4 +142,27 @@ func Cut(werr, rerr, last error, n int) error {
 		return &CutError{N: n, Refusal: re, Err: cause}
 	}
 	return cause
+}
+
+// Closes reports whether err, a reply-level error, is one after which the
+// server may close the connection: Redis answers a request it cannot read
+// — a bulk over proto-max-bulk-len, a malformed request — with "ERR
+// Protocol error: …", then closes (networking.c, setProtocolError). The
+// connection must take no other call. A script may return an error that
+// reads the same (redis.error_reply), and the server then goes on: the
+// calls already sent on the connection are answered.
+func Closes(err error) bool {
+	re, ok := err.(redis.Error)
+	return ok && strings.HasPrefix(string(re), "ERR Protocol error")
+}
+
+// Closing reports whether one of the replies of rps is an error after
+// which the server may close the connection (see Closes).
+func Closing(rps []Reply) bool {
+	for i := range rps {
+		if rps[i].Err != nil && Closes(rps[i].Err) {
+			return true
+		}
+	}
+	return false
 }
