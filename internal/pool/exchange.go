@@ -26,6 +26,7 @@ type exchange struct {
 	block  time.Duration // the command's block time (see command.BlockTime)
 	unsent bool          // the write failed with nothing written
 	cut    bool          // the peer cut the write part way: the replies are read anyway (see listen)
+	closes bool          // a reply the server may close the connection after (see wire.Closes)
 }
 
 // begin borrows a connection for a command that may block the server's
@@ -139,8 +140,10 @@ func (x *exchange) end(ctx context.Context, cmd string, err error) error {
 	if cap(x.c.buf) > 1<<20 {
 		x.c.buf = make([]byte, 0, 512)
 	}
-	if lt := x.n.opts.MaxLifetime; lt > 0 && time.Since(x.res.CreationTime()) > lt {
-		// Past its age, after its call: never during one.
+	if lt := x.n.opts.MaxLifetime; x.closes || lt > 0 && time.Since(x.res.CreationTime()) > lt {
+		// Past its age, after its call: never during one. Or after a
+		// reply the server may have closed it after: lent again, it
+		// would fail its next borrower's call.
 		x.res.Destroy()
 	} else {
 		x.res.Release()
@@ -163,6 +166,7 @@ func (n *Node) roundTrip(ctx context.Context, cmd string, block time.Duration, r
 	if err = x.send(ctx); err == nil || x.cut {
 		if rerr := rp.Read(x.c.r); err == nil && rerr == nil {
 			err = rp.Err
+			x.closes = wire.Closes(err)
 		} else {
 			err = wire.Cut(err, rerr, rp.Err, 1)
 		}
@@ -184,6 +188,7 @@ func (x *exchange) pipe(ctx context.Context, rps []wire.Reply) error {
 	if n > 0 {
 		last = rps[n-1].Err
 	}
+	x.closes = wire.Closing(rps[:n])
 	return wire.Cut(err, rerr, last, n)
 }
 

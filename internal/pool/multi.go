@@ -81,6 +81,10 @@ type dedicated struct {
 	res    *puddle.Resource[*pconn]
 	c      *pconn
 	broken bool // a stream error or a cancellation: in doubt; the borrower's
+	// closes says a reply the server may close the connection after was
+	// read (see wire.Closes): the session goes on, its connection is not
+	// lent again.
+	closes bool
 
 	mu   sync.Mutex // guards done, and res from the moment done is set
 	done bool       // released, or taken back by Close
@@ -144,6 +148,7 @@ func (d *dedicated) DoMulti(ctx context.Context, cmds ...[]any) ([]backend.Resul
 		if k > 0 {
 			last = rps[k-1].Err
 		}
+		d.closes = d.closes || wire.Closing(rps[:k])
 		err = wire.Cut(err, rerr, last, k)
 	}
 	if stop != nil && !stop() {
@@ -187,7 +192,7 @@ func (d *dedicated) Release(reuse bool) {
 	d.n.connsMu.Lock()
 	delete(d.n.loans, d)
 	d.n.connsMu.Unlock()
-	if d.broken || !reuse || d.n.closed.Load() {
+	if d.broken || d.closes || !reuse || d.n.closed.Load() {
 		if d.broken {
 			d.n.broken.Add(1)
 		}
