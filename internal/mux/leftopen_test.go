@@ -34,20 +34,7 @@ func TestMuxLeftOpenConnectionServesEveryKindOfCaller(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := conn0(t, n)
-	type result struct {
-		v   any
-		err error
-	}
-	queue := func(f func() (any, error)) <-chan result {
-		queued := pushes(c)
-		ch := make(chan result, 1)
-		go func() {
-			v, err := f()
-			ch <- result{v, err}
-		}()
-		waitFor(t, "the call is queued", func() bool { return pushes(c) > queued })
-		return ch
-	}
+	queue := func(f func() (any, error)) <-chan outcome { return queued(t, c, f) }
 	// As in TestMuxScriptErrorNamedProtocolErrorKeepsCallsInFlight: the
 	// pipeline is held until the calls behind it are queued, and its last
 	// command holds those until the test lets them go.

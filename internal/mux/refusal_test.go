@@ -270,26 +270,10 @@ func TestMuxScriptErrorNamedProtocolErrorKeepsCallsInFlight(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := conn0(t, n)
-	pushes := func() uint64 {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		return c.pushes
-	}
 	// Each call queued behind the previous one, in order, on the one
 	// connection.
-	type result struct {
-		v   any
-		err error
-	}
-	do := func(args ...any) <-chan result {
-		before := pushes()
-		ch := make(chan result, 1)
-		go func() {
-			v, err := n.Do(ctx, args...)
-			ch <- result{v, err}
-		}()
-		waitFor(t, "the call is queued", func() bool { return pushes() > before })
-		return ch
+	do := func(args ...any) <-chan outcome {
+		return queued(t, c, func() (any, error) { return n.Do(ctx, args...) })
 	}
 	// The server holds the pipeline (its EVAL, a write command, is
 	// postponed by a pause from another connection) until the calls behind
@@ -299,13 +283,13 @@ func TestMuxScriptErrorNamedProtocolErrorKeepsCallsInFlight(t *testing.T) {
 	// INCR behind it, and the GET behind that, wait until the test lets
 	// them go, well after the connection stopped taking new calls.
 	admin := pauseWrites(t, srv.Addr())
-	before := pushes()
+	before := pushes(c)
 	first := make(chan []any, 1)
 	go func() {
 		res := n.DoMulti(ctx, []any{"EVAL", "return redis.error_reply('ERR Protocol error: raised by a script')", "0"}, []any{"CLIENT", "PAUSE", 60000, "WRITE"})
 		first <- []any{res[0].Err, res[1].Err}
 	}()
-	waitFor(t, "the pipeline is queued", func() bool { return pushes() > before })
+	waitFor(t, "the pipeline is queued", func() bool { return pushes(c) > before })
 	incr := do("INCR", "review:incr")
 	get := do("GET", "review:incr")
 	if c.broken.Load() {
@@ -324,7 +308,7 @@ func TestMuxScriptErrorNamedProtocolErrorKeepsCallsInFlight(t *testing.T) {
 	admin.unpause()
 	for _, tc := range []struct {
 		name string
-		ch   <-chan result
+		ch   <-chan outcome
 		want any
 	}{{"INCR", incr, int64(1)}, {"GET", get, "1"}} {
 		r := <-tc.ch
@@ -342,6 +326,27 @@ func TestMuxScriptErrorNamedProtocolErrorKeepsCallsInFlight(t *testing.T) {
 	if errors.Is(err, context.DeadlineExceeded) {
 		t.Fatal(err)
 	}
+}
+
+// outcome is what a call started by queued returned.
+type outcome struct {
+	v   any
+	err error
+}
+
+// queued starts f, a call on c, on a goroutine of its own, and returns
+// once the call is queued on c behind those queued before; the channel
+// delivers its outcome.
+func queued(t *testing.T, c *muxConn, f func() (any, error)) <-chan outcome {
+	t.Helper()
+	before := pushes(c)
+	ch := make(chan outcome, 1)
+	go func() {
+		v, err := f()
+		ch <- outcome{v, err}
+	}()
+	waitFor(t, fmt.Sprintf("call %d is queued", before), func() bool { return pushes(c) > before })
+	return ch
 }
 
 // pushes returns how many calls were queued on c.
@@ -458,23 +463,8 @@ func TestMuxCallsAroundARefusalGetTheirOwnOutcome(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := conn0(t, n)
-	type result struct {
-		v   any
-		err error
-	}
-	// queue starts f and returns once its call is queued on c, behind
-	// the calls queued before.
-	queue := func(f func() (any, error)) <-chan result {
-		before := pushes(c)
-		ch := make(chan result, 1)
-		go func() {
-			v, err := f()
-			ch <- result{v, err}
-		}()
-		waitFor(t, fmt.Sprintf("call %d is queued", before), func() bool { return pushes(c) > before })
-		return ch
-	}
-	do := func(args ...any) <-chan result {
+	queue := func(f func() (any, error)) <-chan outcome { return queued(t, c, f) }
+	do := func(args ...any) <-chan outcome {
 		return queue(func() (any, error) { return n.Do(ctx, args...) })
 	}
 	admin := pauseWrites(t, srv.Addr())
@@ -498,7 +488,7 @@ func TestMuxCallsAroundARefusalGetTheirOwnOutcome(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name string
-		ch   <-chan result
+		ch   <-chan outcome
 	}{{"INCR", behind}, {"DoMulti", pipeline}} {
 		r := <-tc.ch
 		if !errors.Is(r.err, backend.ErrConnection) || strings.Contains(r.err.Error(), "Protocol error") || strings.Contains(r.err.Error(), "invalid bulk length") {
